@@ -1,0 +1,36 @@
+# The README's two commands:  `make run` (the main job) and `make test` (the test suite).
+# Both create/update .venv first; nothing else needs doing by hand on a fresh clone.
+
+VENV ?= .venv
+PY := $(VENV)/bin/python
+CORES ?= 8
+SNAKEMAKE_ARGS ?=
+
+.PHONY: run test venv system-deps lint clean
+
+venv: $(VENV)/.installed
+
+# torch==2.13.0 first: an open torch range would pull a multi-GB CUDA build.
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[test,slurm]'
+	touch $@
+
+system-deps:
+	bash scripts/install-system-deps.sh
+
+run: venv system-deps
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH snakemake --cores $(CORES) $(SNAKEMAKE_ARGS)
+
+test: venv system-deps
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(PY) -m pytest $(PYTEST_ARGS)
+
+lint: venv
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff format --check src tests benchmarks
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH snakemake --lint
+	$(VENV)/bin/snakefmt --check .
+
+clean:
+	rm -rf results .snakemake .test/results

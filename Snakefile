@@ -1,0 +1,39 @@
+"""unstereo: UnStereoEval and related bias measurements as a reproducible workflow.
+
+Run `snakemake --cores 8` (config/config.yaml, the embedded offline default) or pass `--configfile`.
+Every rule is thin: it calls the `unstereo` CLI; the logic lives in src/unstereo.
+"""
+
+from pathlib import Path
+
+from snakemake.utils import min_version
+
+from unstereo.config import validate_config
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+# Validates against workflow/schemas/config.schema.yaml, fills in defaults, names the bad key on error.
+validate_config(config, schema_dir=Path(workflow.basedir) / "workflow" / "schemas")
+
+# Each rules file appends the final outputs of its stage to ALL_TARGETS.
+ALL_TARGETS = []
+
+
+include: "rules/common.smk"
+include: "rules/resources.smk"
+include: "rules/corpus.smk"
+include: "rules/vocabulary.smk"
+include: "rules/benchmarks.smk"
+include: "rules/generate.smk"
+include: "rules/score.smk"
+include: "rules/report.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        ALL_TARGETS,

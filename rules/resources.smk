@@ -1,0 +1,24 @@
+# One rule per offline resource (unstereo.resources): idempotent, checksummed, into config["external_dir"].
+
+
+rule fetch_resource:
+    """Obtain an offline resource (model GGUF, demo corpus, WordNet, lid.176, reference data)."""
+    output:
+        manifest=f"{EXTERNAL}/{{resource}}/RESOURCE.json",
+    log:
+        f"{LOGS}/resources/{{resource}}.log",
+    wildcard_constraints:
+        resource="demo-corpus|smollm2|gemma3|qwen-coder|wordnet|lid176|reference",
+    conda:
+        "../envs/resources.yaml"
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    params:
+        mirror=lambda wc: mirror_option() if wc.resource == "reference" else "",
+        external_dir=lambda wc, output: Path(output.manifest).parent.parent,
+    shell:
+        "unstereo resources fetch {wildcards.resource} --external-dir {params.external_dir} {params.mirror} > {log} 2>&1"
+
+
+ALL_TARGETS.extend(resource_manifest(name) for name in config["resources"])

@@ -1,0 +1,103 @@
+"""Config validation against ``workflow/schemas/config.schema.yaml`` (JSON Schema, with defaults filled in).
+
+The top-level schema refers to one schema file per stage (``corpus.schema.yaml``, ...) through relative ``$ref``s,
+so each stage documents its own keys. Errors name the dotted key path, e.g. ``config key 'corpus.window'``.
+"""
+
+from __future__ import annotations
+
+import copy
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
+
+from .errors import ConfigError
+
+SCHEMA_DIR = Path(__file__).resolve().parents[2] / "workflow" / "schemas"
+SCHEMA_FILE = "config.schema.yaml"
+
+
+def _load_yaml(path: Path) -> Any:
+    with open(path, encoding="utf-8") as fh:
+        return yaml.safe_load(fh)
+
+
+@cache
+def _registry(schema_dir: Path) -> Registry:
+    resources = []
+    for path in sorted(schema_dir.glob("*.schema.yaml")):
+        resources.append(
+            (path.name, Resource.from_contents(_load_yaml(path), default_specification=DRAFT202012))
+        )
+    return Registry().with_resources(resources)
+
+
+def _extend_with_default(validator_class):
+    """A validator that also fills in ``default`` values of properties (the Snakemake convention)."""
+    validate_properties = validator_class.VALIDATORS["properties"]
+
+    def set_defaults(validator, properties, instance, schema):
+        if isinstance(instance, dict):
+            for prop, subschema in properties.items():
+                if isinstance(subschema, dict) and "default" in subschema and prop not in instance:
+                    instance[prop] = copy.deepcopy(subschema["default"])
+        yield from validate_properties(validator, properties, instance, schema)
+
+    return jsonschema.validators.extend(validator_class, {"properties": set_defaults})
+
+
+_DefaultValidator = _extend_with_default(jsonschema.Draft202012Validator)
+
+
+def _key_path(error: jsonschema.ValidationError) -> str:
+    path = [str(p) for p in error.absolute_path]
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        allowed = set(error.schema.get("properties", {}))
+        extra = [k for k in error.instance if k not in allowed]
+        if extra:
+            path.append(str(extra[0]))
+    if error.validator == "required" and isinstance(error.validator_value, list):
+        missing = [k for k in error.validator_value if k not in (error.instance or {})]
+        if missing:
+            path.append(str(missing[0]))
+    return ".".join(path) or "<top level>"
+
+
+def validate_config(
+    config: dict[str, Any], schema_dir: str | Path | None = None, source: str | None = None
+) -> dict[str, Any]:
+    """Validate ``config`` in place, fill in defaults, and return it.
+
+    Raises :class:`ConfigError` naming the first offending key (unknown keys included: every object in the schema
+    sets ``additionalProperties: false``).
+    """
+    schema_dir = Path(schema_dir) if schema_dir else SCHEMA_DIR
+    schema = _load_yaml(schema_dir / SCHEMA_FILE)
+    validator = _DefaultValidator(schema, registry=_registry(schema_dir.resolve()))
+    # Two passes: defaults first (so that nested defaults exist), then a clean error list.
+    for _ in validator.iter_errors(config):
+        pass
+    errors = sorted(validator.iter_errors(config), key=lambda e: list(e.absolute_path))
+    if errors:
+        err = errors[0]
+        if err.validator == "additionalProperties":
+            message = "unknown key (not in the schema; see config/README.md)"
+        else:
+            message = err.message
+        raise ConfigError(message, key=_key_path(err), source=source)
+    return config
+
+
+def load_config(path: str | Path, schema_dir: str | Path | None = None) -> dict[str, Any]:
+    """Read a YAML config file and validate it (see :func:`validate_config`)."""
+    path = Path(path)
+    try:
+        config = _load_yaml(path) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"not valid YAML: {exc}", source=str(path)) from exc
+    return validate_config(config, schema_dir=schema_dir, source=str(path))

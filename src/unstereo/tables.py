@@ -1,0 +1,245 @@
+"""The project's common table formats: documented column schemas, validation, atomic parquet I/O.
+
+Every stage reads and writes its tables through :func:`read_table` / :func:`write_table` so that all stages speak the
+same language. A schema lists required columns with their kind; extra columns are allowed and kept (stages add
+metadata), missing columns or wrong kinds raise an :class:`~unstereo.errors.InputError` naming the file and column.
+
+Kinds: ``str`` (text), ``int``, ``float`` (also accepts ints; NaN allowed where ``nullable``), ``bool``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from .errors import InputError
+from .io import atomic_path
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    kind: str  # "str" | "int" | "float" | "bool"
+    doc: str
+    nullable: bool = False
+
+
+@dataclass(frozen=True)
+class TableSchema:
+    name: str
+    doc: str
+    columns: tuple[Column, ...]
+    unique: tuple[str, ...] = field(default=())  # columns that together must be unique
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    def describe(self) -> str:
+        """Markdown description of the table (used in docs and ``--help``)."""
+        lines = [f"**{self.name}**: {self.doc}", "", "| column | kind | meaning |", "|---|---|---|"]
+        lines += [f"| `{c.name}` | {c.kind}{'?' if c.nullable else ''} | {c.doc} |" for c in self.columns]
+        return "\n".join(lines)
+
+
+PAIRS = TableSchema(
+    "pairs",
+    "one row per sentence pair (a template filled female and male); the shared currency of benchmarks, "
+    "generation and scoring",
+    (
+        Column("pair_id", "str", "unique id, stable across runs (e.g. `USE-5:123`, `Winobias:dev:17`)"),
+        Column(
+            "benchmark", "str", "benchmark name (USE-5, USE-10, USE-20, Winobias, Winogender, or a user name)"
+        ),
+        Column("template", "str", "sentence with `{pronoun}`, `{pronoun1}`, `{pronoun2}` placeholders"),
+        Column("sentence_female", "str", "template filled with she/her/her"),
+        Column("sentence_male", "str", "template filled with he/his/him"),
+        Column(
+            "seed_word", "str", "seed word the pair was generated for (or the coref entity)", nullable=True
+        ),
+        Column(
+            "max_pmi",
+            "float",
+            "signed delta of largest magnitude among the template's words (SPEC 1.2)",
+            True,
+        ),
+        Column("max_pmi_word", "str", "the word that gives max_pmi", nullable=True),
+        Column("source", "str", "where the row came from (file name, generator model, ...)"),
+    ),
+    unique=("pair_id",),
+)
+
+SCORES = TableSchema(
+    "scores",
+    "one row per (pair, model): sentence log-likelihoods in nats; run metadata in extra columns "
+    "(dtype, batch_size, device, revision, versions)",
+    (
+        Column("pair_id", "str", "id of the pair in the pairs table"),
+        Column("model", "str", "model id (hub id, path or name as in the released files)"),
+        Column("logp_female", "float", "ln p(sentence_female), BOS prepended and not scored"),
+        Column("logp_male", "float", "ln p(sentence_male)"),
+        Column("ntok_female", "int", "number of scored tokens of sentence_female"),
+        Column("ntok_male", "int", "number of scored tokens of sentence_male"),
+    ),
+    unique=("pair_id", "model"),
+)
+
+UNIGRAMS = TableSchema(
+    "unigrams",
+    "unigram counts after preprocessing (lowercase, alphabetic, stop words removed, targets kept)",
+    (Column("word", "str", "word"), Column("count", "int", "c(w)")),
+    unique=("word",),
+)
+
+COOCCURRENCE = TableSchema(
+    "cooccurrence",
+    "co-occurrence counts c(w, g) within the window for every target word g",
+    (
+        Column("word", "str", "word w"),
+        Column("target", "str", "gendered target word g"),
+        Column("count", "int", "c(w, g), both orders summed"),
+    ),
+    unique=("word", "target"),
+)
+
+DELTA = TableSchema(
+    "delta",
+    "gender association per word: delta = PMI(w, she) - PMI(w, he) (positive = female-skewed); extra columns "
+    "hold per-pair deltas and PMIs",
+    (
+        Column("word", "str", "word"),
+        Column("delta", "float", "PMI(w, female) - PMI(w, male), NaN where undefined", nullable=True),
+        Column("count", "int", "unigram count c(w)"),
+    ),
+    unique=("word",),
+)
+
+METRICS = TableSchema(
+    "metrics",
+    "one row per (model, benchmark, eta): Unstereo Score and friends, percent where the paper uses percent",
+    (
+        Column("model", "str", "model id"),
+        Column("benchmark", "str", "benchmark name"),
+        Column("eta", "float", "MaxPMI bound (inf = unconstrained)"),
+        Column("n", "int", "number of pairs"),
+        Column("us", "float", "Unstereo Score in percent", nullable=True),
+        Column("us_std", "float", "Bernoulli standard error of us, in percent", nullable=True),
+        Column("aufc", "float", "area under the fairness curve", nullable=True),
+        Column("pd", "float", "preference disparity: %female-skewed - %male-skewed", nullable=True),
+        Column("male_rel_ratio", "float", "#male-skewed / (#male + #female skewed), percent", nullable=True),
+    ),
+    unique=("model", "benchmark", "eta"),
+)
+
+SCHEMAS = {s.name: s for s in (PAIRS, SCORES, UNIGRAMS, COOCCURRENCE, DELTA, METRICS)}
+
+
+def _kind_ok(series: pd.Series, col: Column) -> bool:
+    values = series.dropna() if col.nullable else series
+    if not col.nullable and series.isna().any():
+        return False
+    if values.empty:
+        return True
+    if col.kind == "str":
+        return pd.api.types.is_string_dtype(values) or values.map(lambda v: isinstance(v, str)).all()
+    if col.kind == "int":
+        return pd.api.types.is_integer_dtype(values) or (
+            pd.api.types.is_float_dtype(values) and (values == values.round()).all()
+        )
+    if col.kind == "float":
+        return pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
+    if col.kind == "bool":
+        return pd.api.types.is_bool_dtype(values)
+    raise ValueError(f"unknown column kind {col.kind!r}")
+
+
+def validate(df: pd.DataFrame, schema: TableSchema, source: str | Path | None = None) -> pd.DataFrame:
+    """Check ``df`` against ``schema``; raise InputError naming ``source`` and the offending column."""
+    missing = [c for c in schema.names if c not in df.columns]
+    if missing:
+        raise InputError(
+            f"{schema.name} table lacks column(s) {missing}; has {list(df.columns)}", path=source
+        )
+    for col in schema.columns:
+        if not _kind_ok(df[col.name], col):
+            nulls = int(df[col.name].isna().sum())
+            detail = (
+                f"{nulls} missing value(s)" if (nulls and not col.nullable) else f"dtype {df[col.name].dtype}"
+            )
+            raise InputError(f"{schema.name} column '{col.name}' must be {col.kind}: {detail}", path=source)
+    if schema.unique:
+        dup = df.duplicated(list(schema.unique), keep=False)
+        if dup.any():
+            first = df.loc[dup, list(schema.unique)].iloc[0].to_dict()
+            raise InputError(
+                f"{schema.name} table has {int(dup.sum())} rows with duplicated {list(schema.unique)}, e.g. {first}",
+                path=source,
+            )
+    return df
+
+
+def write_table(df: pd.DataFrame, path: str | Path, schema: TableSchema | str | None = None) -> Path:
+    """Validate (if a schema is given) and write ``df`` atomically; format from the suffix (.parquet, .csv)."""
+    if isinstance(schema, str):
+        schema = SCHEMAS[schema]
+    if schema is not None:
+        validate(df, schema, source=path)
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        if path.suffix == ".csv":
+            df.to_csv(tmp, index=False)
+        elif path.suffix == ".parquet":
+            df.to_parquet(tmp, index=False)
+        else:
+            raise InputError("unsupported table format (use .parquet or .csv)", path=path)
+    return path
+
+
+def read_table(path: str | Path, schema: TableSchema | str | None = None) -> pd.DataFrame:
+    """Read a .parquet/.csv(.gz)/.jsonl table and validate it against ``schema`` if given."""
+    if isinstance(schema, str):
+        schema = SCHEMAS[schema]
+    path = Path(path)
+    if not path.exists():
+        raise InputError("file not found", path=path)
+    name = path.name
+    try:
+        if name.endswith(".parquet"):
+            df = pd.read_parquet(path)
+        elif name.endswith((".csv", ".csv.gz")):
+            df = pd.read_csv(path, keep_default_na=False, na_values=[""])
+        elif name.endswith((".jsonl", ".jsonl.gz")):
+            df = pd.read_json(path, lines=True)
+        else:
+            raise InputError("unsupported table format (use .parquet, .csv or .jsonl)", path=path)
+    except InputError:
+        raise
+    except Exception as exc:  # pandas/pyarrow errors do not always name the file
+        raise InputError(f"cannot read table: {exc}", path=path) from exc
+    if schema is not None:
+        validate(df, schema, source=path)
+    return df
+
+
+def read_delta(path: str | Path) -> pd.DataFrame:
+    """Read a delta table: the corpus stage's parquet, or the released PILE table ``pmi_file_w_counts.csv``.
+
+    Returns at least ``word`` (str), ``delta`` (float) and ``count``. The released CSV names its columns
+    ``word, pmi_diff, counts, freq`` and holds the words "null" and "nan", which are kept (``keep_default_na=False``).
+    """
+    path = Path(path)
+    if path.name.endswith((".csv", ".csv.gz")):
+        try:
+            df = pd.read_csv(path, keep_default_na=False, na_values=[""])
+        except Exception as exc:
+            raise InputError(f"cannot read delta table: {exc}", path=path) from exc
+        df = df.drop(columns=[c for c in df.columns if c.startswith("Unnamed")])
+        df = df.rename(columns={"pmi_diff": "delta", "counts": "count"})
+        df["word"] = df["word"].astype(str)
+        if "count" not in df.columns:
+            raise InputError("delta CSV needs a count column ('counts' or 'count')", path=path)
+    else:
+        df = read_table(path)
+    return validate(df, DELTA, source=path)
