@@ -1,0 +1,131 @@
+"""Loading causal language models and their tokenizers: hub ids, local folders and GGUF files.
+
+A model spec is a hub id (``EleutherAI/pythia-70m``), a local Hugging Face folder, or a GGUF file path
+(``data/external/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf``). GGUF files are dequantised to fp32 by transformers,
+which takes 20-40 s on a small CPU; the first load therefore converts the file once into a plain Hugging Face folder
+next to it (``<file>.hf/``), and later loads read that folder in seconds.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import UnstereoError
+from .log import get_logger
+
+log = get_logger("models")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Where a model comes from: ``path`` (hub id or folder) plus, for GGUF, the file name inside it."""
+
+    path: str
+    gguf_file: str | None = None
+    revision: str | None = None
+
+    @classmethod
+    def parse(cls, spec: str, gguf_file: str | None = None, revision: str | None = None) -> ModelSpec:
+        """A ``.gguf`` path becomes (folder, file); anything else is a hub id or folder."""
+        if gguf_file is None and spec.endswith(".gguf"):
+            p = Path(spec)
+            return cls(str(p.parent), p.name, revision)
+        return cls(spec, gguf_file, revision)
+
+    @property
+    def converted_dir(self) -> Path | None:
+        """The Hugging Face folder a GGUF file is converted into (None for non-GGUF specs)."""
+        if self.gguf_file is None:
+            return None
+        return Path(self.path) / f"{self.gguf_file}.hf"
+
+
+def resolve_device(device: str = "auto") -> str:
+    """``auto`` picks cuda > mps > cpu."""
+    import torch
+
+    if device != "auto":
+        return device
+    if torch.cuda.is_available():
+        return "cuda"
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def resolve_dtype(dtype: str = "auto", device: str = "cpu") -> Any:
+    """``auto``: float32 on CPU (bf16 matmuls are slow there and less exact), bfloat16 on GPU."""
+    import torch
+
+    if dtype == "auto":
+        return torch.float32 if device == "cpu" else torch.bfloat16
+    try:
+        return {
+            "float32": torch.float32,
+            "fp32": torch.float32,
+            "bfloat16": torch.bfloat16,
+            "bf16": torch.bfloat16,
+            "float16": torch.float16,
+            "fp16": torch.float16,
+        }[dtype]
+    except KeyError:
+        raise UnstereoError(f"unknown dtype {dtype!r} (use auto, float32, bfloat16 or float16)") from None
+
+
+def convert_gguf(spec: ModelSpec) -> Path:
+    """Convert a GGUF model once into a Hugging Face folder (fp32, quantisation config cleared); return it."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    out = spec.converted_dir
+    assert out is not None
+    if (out / "config.json").is_file():
+        return out
+    gguf_path = Path(spec.path) / spec.gguf_file
+    if not gguf_path.is_file():
+        raise UnstereoError(f"GGUF file not found: {gguf_path}")
+    log.info("converting %s to a Hugging Face folder %s (once)", gguf_path, out)
+    tokenizer = AutoTokenizer.from_pretrained(spec.path, gguf_file=spec.gguf_file)
+    model = AutoModelForCausalLM.from_pretrained(spec.path, gguf_file=spec.gguf_file, dtype=torch.float32)
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    tmp = out.with_name(out.name + f".tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp, safe_serialization=True)
+    tokenizer.save_pretrained(tmp)
+    shutil.rmtree(out, ignore_errors=True)
+    os.replace(tmp, out)  # atomic: a killed conversion leaves no half folder behind
+    return out
+
+
+def load_tokenizer(spec: ModelSpec):
+    """The tokenizer of ``spec`` (from the converted folder for GGUF)."""
+    from transformers import AutoTokenizer
+
+    path = convert_gguf(spec) if spec.gguf_file else spec.path
+    return AutoTokenizer.from_pretrained(path, revision=spec.revision if not spec.gguf_file else None)
+
+
+def load_causal_lm(spec: ModelSpec | str, dtype: str = "auto", device: str = "auto"):
+    """Load (model, tokenizer) for ``spec`` in eval mode on ``device`` with ``dtype``."""
+    from transformers import AutoModelForCausalLM
+
+    if isinstance(spec, str):
+        spec = ModelSpec.parse(spec)
+    device = resolve_device(device)
+    torch_dtype = resolve_dtype(dtype, device)
+    path = convert_gguf(spec) if spec.gguf_file else spec.path
+    try:
+        model = AutoModelForCausalLM.from_pretrained(
+            path, dtype=torch_dtype, revision=None if spec.gguf_file else spec.revision
+        )
+    except OSError as exc:
+        raise UnstereoError(f"cannot load model {spec.path!r}: {exc}") from exc
+    tokenizer = load_tokenizer(spec)
+    model.to(device)
+    model.eval()
+    return model, tokenizer
