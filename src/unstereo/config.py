@@ -31,9 +31,11 @@ def _load_yaml(path: Path) -> Any:
 def _registry(schema_dir: Path) -> Registry:
     resources = []
     for path in sorted(schema_dir.glob("*.schema.yaml")):
-        resources.append(
-            (path.name, Resource.from_contents(_load_yaml(path), default_specification=DRAFT202012))
-        )
+        contents = _load_yaml(path)
+        # Without "$schema", jsonschema keeps our default-filling validator class when it follows a $ref
+        # (a "$schema" key would switch back to the plain Draft 2020-12 class).
+        contents.pop("$schema", None)
+        resources.append((path.name, Resource.from_contents(contents, default_specification=DRAFT202012)))
     return Registry().with_resources(resources)
 
 

@@ -1,0 +1,77 @@
+"""Integration: the Snakemake workflow runs end to end on a tiny config, and a rerun does nothing."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def snakemake(workdir: Path, config: Path, *args: str) -> subprocess.CompletedProcess:
+    exe = shutil.which("snakemake", path=str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"])
+    assert exe, "snakemake not installed"
+    cmd = [
+        exe,
+        "-s",
+        str(REPO / "Snakefile"),
+        "--directory",
+        str(workdir),
+        "--configfile",
+        str(config),
+        "--cores",
+        "1",
+        *args,
+    ]
+    env = {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"]}
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+
+
+def test_tiny_workflow_runs_and_reruns_nothing(tmp_path):
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({"results_dir": "res", "external_dir": "ext", "resources": ["lid176"]}))
+    first = snakemake(tmp_path, config)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert (tmp_path / "ext" / "lid176" / "lid.176.ftz").is_file()
+    assert (tmp_path / "res" / "logs" / "resources" / "lid176.log").is_file()
+    second = snakemake(tmp_path, config, "--dry-run")
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "Nothing to be done" in second.stdout + second.stderr
+
+
+def test_bad_config_names_the_key(tmp_path):
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({"resources": ["lid176"], "sed": 3}))
+    run = snakemake(tmp_path, config, "--dry-run")
+    assert run.returncode != 0
+    assert "config key 'sed'" in run.stdout + run.stderr
+
+
+@pytest.mark.parametrize("cfg", sorted(p.name for p in (REPO / "config").glob("*.yaml")))
+def test_dry_run_of_shipped_configs(tmp_path, cfg):
+    run = snakemake(REPO, REPO / "config" / cfg, "--dry-run", "--nolock", "--quiet", "rules")
+    assert run.returncode == 0, run.stderr[-3000:]
+
+
+def test_cli_version_and_help():
+    out = subprocess.run([sys.executable, "-m", "unstereo.cli", "--version"], capture_output=True, text=True)
+    assert out.returncode == 0 and "0.1.0" in out.stdout
+    out = subprocess.run([sys.executable, "-m", "unstereo.cli", "--help"], capture_output=True, text=True)
+    assert out.returncode == 0 and "resources" in out.stdout
+
+
+def test_cli_reports_library_errors_cleanly(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("seed: x\n")
+    out = subprocess.run(
+        [sys.executable, "-m", "unstereo.cli", "config", "validate", str(bad)], capture_output=True, text=True
+    )
+    assert out.returncode == 1
+    assert "unstereo: error:" in out.stderr and "config key 'seed'" in out.stderr
+    assert "Traceback" not in out.stderr
