@@ -52,16 +52,21 @@ def drawn_positions(n_pool: int, sample_size: int, seeds: Sequence[int]) -> Coun
 
 
 def infer_pool_sizes(
-    ranks: Sequence[int], multiplicity: Sequence[int], sample_size: int, seeds: Sequence[int], n_max: int
+    ranks: Sequence[int],
+    multiplicity: Sequence[int],
+    sample_size: int,
+    seeds: Sequence[int],
+    n_max: int,
+    n_min: int = 1,
 ) -> list[int]:
-    """Pool sizes N <= ``n_max`` consistent with released words at table ranks ``ranks`` (0-based, in the
+    """Pool sizes ``n_min <= N <= n_max`` consistent with released words at table ranks ``ranks`` (0-based, in the
     delta-sorted region of a table) drawn ``multiplicity`` times each (see module docstring)."""
     order = np.argsort(ranks, kind="stable")
     r = np.asarray(ranks)[order]
     mult = np.asarray(multiplicity)[order]
     n_words = len(r)
     found = []
-    for n_pool in range(max(n_words, 1), n_max + 1):
+    for n_pool in range(max(n_words, n_min, 1), n_max + 1):
         drawn = drawn_positions(n_pool, sample_size, seeds)
         if len(drawn) != n_words:
             continue

@@ -19,6 +19,7 @@ import math
 import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -71,9 +72,13 @@ def _lid_path(path: str | Path) -> Path:
 def load_lid(path: str | Path) -> LidFn:
     """fastText lid.176 (a ``.ftz``/``.bin`` file or the ``lid176`` resource directory) as ``word -> (lang, conf)``.
 
-    Loaded with the ``fasttext`` module of the ``fasttext-predict`` package (works with numpy 2).
+    Loaded with the ``fasttext`` module of the ``fasttext-predict`` package (works with numpy 2); cached per file.
     """
-    file = _lid_path(path)
+    return _load_lid(_lid_path(path).resolve())
+
+
+@lru_cache(maxsize=4)
+def _load_lid(file: Path) -> LidFn:
     if not file.is_file():
         raise ResourceError(
             f"resource 'lid176': language-id model {file} not found; run `unstereo resources fetch lid176` "
@@ -103,9 +108,14 @@ def load_lid(path: str | Path) -> LidFn:
 def load_wordnet(data_dir: str | Path) -> WordNetFn:
     """WordNet from an NLTK data directory (the ``wordnet`` resource: ``DIR/corpora/wordnet``) as a synset counter.
 
-    The directory is added to ``nltk.data.path`` (NLTK only reads corpora from there).
+    The directory is added to ``nltk.data.path`` (NLTK only reads corpora from there). Cached per directory:
+    reading WordNet's index takes seconds.
     """
-    data_dir = Path(data_dir).resolve()
+    return _load_wordnet(Path(data_dir).resolve())
+
+
+@lru_cache(maxsize=4)
+def _load_wordnet(data_dir: Path) -> WordNetFn:
     root = data_dir / "corpora" / "wordnet"
     if not (root / "data.noun").is_file() or not (root / "lexnames").is_file():
         raise ResourceError(
