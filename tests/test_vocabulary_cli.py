@@ -128,3 +128,13 @@ def test_released_seed_words_come_from_a_pool_of_21733_words(reference_dir):
         [ranks[w] for w in words], [released[w] for w in words], 100, PAPER_SEEDS, 21760, n_min=21700
     )
     assert found == [21733]
+
+
+def test_config_defaults_filled(repo_dir):
+    from unstereo.config import load_config
+
+    config = load_config(repo_dir / "config" / "config.yaml", schema_dir=repo_dir / "workflow" / "schemas")
+    v = config["vocabulary"]
+    # keys absent from config.yaml come from the schema defaults (the paper's values)
+    assert v["alphabet"] == "unicode" and v["max_abs"] is None and v["bin_index"] is None
+    assert v["bin_edges"] == 20 and v["bound"] == 0.263 and v["lid_threshold"] == 0.6

@@ -57,7 +57,7 @@ def delta_histogram(
     ax.set_title(
         title or f"delta over the English vocabulary; {len(edges) - 1} equal-width bins", fontsize=10
     )
-    ax.legend(fontsize=8, loc="upper left")
+    ax.legend(fontsize=7, loc="upper right")
     fig.tight_layout()
     written = []
     out_prefix = Path(out_prefix)
