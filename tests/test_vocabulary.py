@@ -277,3 +277,16 @@ def test_infer_pool_size_recovers_hidden_filter():
     ranks = [int(kept[p]) for p in drawn]
     mult = [drawn[p] for p in drawn]
     assert infer_pool_sizes(ranks, mult, 20, seeds, 300) == [270]
+
+
+def test_undefined_delta_kept_in_vocabulary_but_never_sampled():
+    # A corpus-stage table has NaN delta where a word never co-occurs with one pronoun: the word stays in the
+    # vocabulary (and in the count population) but is neither binned nor sampled.
+    stubs = Stubs()
+    table = stub_table()
+    table.loc[table["word"] == "cat", "delta"] = np.nan
+    vocab, stats = english_vocabulary(table, stubs.lid, stubs.wordnet, EnglishFilter(freq_quantile=0))
+    assert stats["kept"] == 3 and stats["kept_with_delta"] == 2
+    seeds, summary = sample_seed_words(vocab, SeedSelection(bound=1.0, sample_size=5, seeds=(1,)))
+    # deltas: vaguely -0.3, influenza -0.1 (linspace(-0.5, 0.5, 6)); cat has none
+    assert set(seeds["word"]) == {"vaguely", "influenza"} and summary["words_with_delta"] == 2
