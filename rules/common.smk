@@ -39,7 +39,8 @@ def resource_dir(name):
 
 def delta_path(choice):
     """Delta table for a stage's `delta:` key: `corpus` (this workflow's counts), `released` (the PILE table of the
-    UnStereoEval release, converted by rule released_delta), or a path to a delta parquet/CSV."""
+    UnStereoEval release, converted by rule released_delta), or a path to a delta parquet/CSV.
+    """
     if choice in ("corpus", "released"):
         return results("delta", f"{choice}.parquet")
     return choice
