@@ -122,11 +122,13 @@ def build_cmd(
 def maxpmi_cmd(pairs_path: str, delta: str, eta: str | None, output: str) -> None:
     """Fill max_pmi and max_pmi_word of the pair table PAIRS (SPEC 1.2)."""
     from .eta import filter_eta
-    from .maxpmi import add_max_pmi
+    from .maxpmi import _tokenizer, add_max_pmi
 
     pairs = read_table(pairs_path, PAIRS)
+    table = read_delta(delta)
+    _tokenizer()  # load spaCy outside the timing
     start = time.perf_counter()
-    pairs = add_max_pmi(pairs, read_delta(delta))
+    pairs = add_max_pmi(pairs, table)
     undefined = int(pairs["max_pmi"].isna().sum())
     log.info(
         "MaxPMI of %d pairs in %.2f s; undefined for %d", len(pairs), time.perf_counter() - start, undefined
