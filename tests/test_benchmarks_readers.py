@@ -382,3 +382,25 @@ def test_existing_pair_table(tmp_path):
     write_table(pairs, path, PAIRS)
     with pytest.raises(InputError, match=r"pairs\.parquet:2: fillings do not differ"):
         build_pairs("pairs", path)
+
+
+def test_winobias_ids_follow_the_released_order_in_both_modes(tmp_path):
+    # The reference sorts by its own sentence, where a third bracket stays: "... saw [his] dog." sorts before
+    # "... saw a cat." ('[' < 'a'), although the clean "... saw his dog." would sort after it. Pair ids follow the
+    # released order in both modes.
+    lines = {
+        "pro_stereotyped_type1.txt.dev": "1 [The cook] told the clerk that [he] saw [his] dog.\n",
+        "anti_stereotyped_type1.txt.dev": "1 The cook told [the clerk] that [he] saw a cat.\n",
+        "pro_stereotyped_type2.txt.dev": "",
+        "anti_stereotyped_type2.txt.dev": "",
+    }
+    for name, text in lines.items():
+        (tmp_path / name).write_text(text)
+    clean = build_pairs("winobias", tmp_path, splits=["dev"])
+    quirky = build_pairs("winobias", tmp_path, splits=["dev"], reference_quirks=True)
+    assert clean["template"].tolist() == [
+        "The cook told the clerk that {pronoun} saw {pronoun1} dog.",
+        "The cook told the clerk that {pronoun} saw a cat.",
+    ]
+    assert quirky["template"].tolist()[0] == "The cook told the clerk that {pronoun} saw [{pronoun1}] dog."
+    assert clean["pair_id"].tolist() == quirky["pair_id"].tolist() == ["Winobias:dev:0", "Winobias:dev:1"]

@@ -159,14 +159,20 @@ def _winobias_line(
         return None
     sentence = m["text"]
     spans = _WB_SPAN_RE.findall(sentence)
+    # The reference's sentence: only the first two bracketed strings (entity, pronoun) lose their brackets; the
+    # others stay (e.g. "[his]"). It is the sort key in both modes, so pair ids are rows of the released file.
+    ref = _WB_REFERENCE_RE.search(sentence)
+    ref_sentence = None
+    if ref:
+        entity_span, pronoun_span = ref["entity"], ref["pronoun"]
+        ref_sentence = sentence.replace(entity_span, entity_span[1:-1]).replace(
+            pronoun_span, pronoun_span[1:-1]
+        )
     if reference_quirks:
-        ref = _WB_REFERENCE_RE.search(sentence)
         if not ref:
             bad.report(path, number, "malformed WinoBias line: needs a bracketed entity and pronoun")
             return None
-        entity_span, pronoun_span = ref["entity"], ref["pronoun"]
-        # Reference: only these two bracketed strings lose their brackets (others stay, e.g. "[his]").
-        sentence = sentence.replace(entity_span, entity_span[1:-1]).replace(pronoun_span, pronoun_span[1:-1])
+        sentence = ref_sentence
         entity, pronouns = entity_span[1:-1], [pronoun_span[1:-1]]
     else:
         pronouns = [s for s in spans if s.lower() in FEMALE_PRONOUNS | MALE_PRONOUNS]
@@ -192,6 +198,7 @@ def _winobias_line(
     fm = _WB_FILE_RE.match(path.name)
     return {
         "sentence": sentence,
+        "sort_key": ref_sentence if ref_sentence is not None else sentence,
         "word": entity.split()[-1].lower(),
         "target_word": pronouns[0],
         "filename": path.name,
@@ -238,7 +245,7 @@ def read_winobias(
                     continue
                 ids[rec["orig_id"]] = number
                 parsed.append(rec)
-        parsed.sort(key=lambda r: r["sentence"])  # stable: ties keep file order
+        parsed.sort(key=lambda r: r["sort_key"])  # stable: ties keep file order
         for i, rec in enumerate(parsed):
             template = templatize_male(rec["sentence"])
             rows.append(
