@@ -1,0 +1,217 @@
+"""``unstereo benchmarks``: build pair tables, add MaxPMI, apply the eta constraint, size table and Figure 2."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+
+from ..errors import InputError
+from ..log import get_logger
+from ..tables import PAIRS, read_delta, read_table, write_table
+
+log = get_logger("benchmarks")
+
+
+def _etas(values: tuple[str, ...]) -> list[float]:
+    from .eta import parse_eta
+
+    try:
+        return [parse_eta(v) for v in values]
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--eta") from None
+
+
+@click.group("benchmarks")
+def group() -> None:
+    """Benchmarks as pair tables: Winobias, Winogender, released USE, user templates; MaxPMI and eta filtering."""
+
+
+@group.command("build")
+@click.argument("sources", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option(
+    "--kind",
+    required=True,
+    type=click.Choice(["winobias", "winogender", "use-raw", "use-released", "templates", "pairs"]),
+    help="winobias: folder with the 8 original files (or released coref__Winobias__templates.*.csv); "
+    "winogender: all_sentences.tsv (or the released template csv); use-raw: data/datasets/raw/USE-*.csv; "
+    "use-released: data/datasets/preprocessed/*.csv.gz; templates: CSV/TSV/JSONL/parquet with a template column; "
+    "pairs: an existing pair table",
+)
+@click.option(
+    "--name", help="benchmark name and pair-id prefix (default: Winobias, Winogender, or the file stem)"
+)
+@click.option(
+    "--split",
+    "splits",
+    multiple=True,
+    type=click.Choice(["dev", "test"]),
+    help="winobias splits [default: both]",
+)
+@click.option(
+    "--natural-only/--all-rows",
+    default=True,
+    show_default=True,
+    help="use-raw: keep only rows with is_natural (the released benchmark)",
+)
+@click.option(
+    "--raw", type=click.Path(exists=True, dir_okay=False), help="use-released: the raw USE file (pair ids)"
+)
+@click.option(
+    "--reference-quirks",
+    is_flag=True,
+    help="fill with the reference code's .strip().capitalize() and quote deletion, and keep its Winobias "
+    "bracket / Winogender apostrophe artifacts",
+)
+@click.option(
+    "--on-bad-row",
+    type=click.Choice(["error", "drop"]),
+    default="error",
+    show_default=True,
+    help="error: stop naming file and line; drop: drop the row, log and count it",
+)
+@click.option(
+    "--delta", type=click.Path(exists=True, dir_okay=False), help="also fill max_pmi from this table"
+)
+@click.option(
+    "-o", "--output", required=True, type=click.Path(dir_okay=False), help="pair table (.parquet/.csv)"
+)
+def build_cmd(
+    sources: tuple[str, ...],
+    kind: str,
+    name: str | None,
+    splits: tuple[str, ...],
+    natural_only: bool,
+    raw: str | None,
+    reference_quirks: bool,
+    on_bad_row: str,
+    delta: str | None,
+    output: str,
+) -> None:
+    """Read SOURCES (one benchmark) into the pair table OUTPUT."""
+    from .maxpmi import add_max_pmi
+    from .readers import SPLITS, build_pairs
+
+    pairs = build_pairs(
+        kind,
+        sources,
+        name,
+        splits=splits or SPLITS,
+        natural_only=natural_only,
+        raw=raw,
+        reference_quirks=reference_quirks,
+        on_bad_row=on_bad_row,
+    )
+    if delta:
+        pairs = add_max_pmi(pairs, read_delta(delta))
+    write_table(pairs, output, PAIRS)
+    click.echo(f"{output}: {len(pairs)} pairs")
+
+
+@group.command("maxpmi")
+@click.argument("pairs_path", metavar="PAIRS", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--delta",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="delta table: corpus-stage parquet or the released pmi_file_w_counts.csv",
+)
+@click.option("--eta", help="also keep only pairs with -ETA <= max_pmi <= ETA")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False))
+def maxpmi_cmd(pairs_path: str, delta: str, eta: str | None, output: str) -> None:
+    """Fill max_pmi and max_pmi_word of the pair table PAIRS (SPEC 1.2)."""
+    from .eta import filter_eta
+    from .maxpmi import _tokenizer, add_max_pmi
+
+    pairs = read_table(pairs_path, PAIRS)
+    table = read_delta(delta)
+    _tokenizer()  # load spaCy outside the timing
+    start = time.perf_counter()
+    pairs = add_max_pmi(pairs, table)
+    undefined = int(pairs["max_pmi"].isna().sum())
+    log.info(
+        "MaxPMI of %d pairs in %.2f s; undefined for %d", len(pairs), time.perf_counter() - start, undefined
+    )
+    if eta is not None:
+        pairs = filter_eta(pairs, _etas((eta,))[0])
+    write_table(pairs, output, PAIRS)
+    click.echo(f"{output}: {len(pairs)} pairs ({undefined} with undefined MaxPMI)")
+
+
+@group.command("filter")
+@click.argument("pairs_path", metavar="PAIRS", type=click.Path(exists=True, dir_okay=False))
+@click.option("--eta", "etas", multiple=True, required=True, help="eta value(s): a number or inf")
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    help="output file; with several --eta it must contain {eta} (written as str(float(eta)): inf, 1.0, 0.65)",
+)
+def filter_cmd(pairs_path: str, etas: tuple[str, ...], output: str) -> None:
+    """Keep the pairs of PAIRS with -eta <= max_pmi <= eta (undefined max_pmi kept only for eta = inf)."""
+    from .eta import filter_eta, format_eta
+
+    values = _etas(etas)
+    if len(values) > 1 and "{eta}" not in output:
+        raise click.BadParameter("with several --eta the output must contain {eta}", param_hint="-o")
+    pairs = read_table(pairs_path, PAIRS)
+    if pairs["max_pmi"].isna().all() and len(pairs):
+        log.warning("%s: max_pmi is empty for every pair: was `benchmarks maxpmi` run?", pairs_path)
+    for eta in values:
+        out = output.replace("{eta}", format_eta(eta))
+        kept = filter_eta(pairs, eta)
+        write_table(kept, out, PAIRS)
+        click.echo(f"{out}: {len(kept)} of {len(pairs)} pairs (eta={format_eta(eta)})")
+
+
+def _sizes(pairs_paths: tuple[str, ...], etas: tuple[str, ...]):
+    import pandas as pd
+
+    from .eta import PAPER_ETAS, eta_sizes
+
+    frames = {}
+    for path in pairs_paths:
+        df = read_table(path, PAIRS)
+        for name, group in df.groupby("benchmark", sort=False):
+            if name in frames:
+                raise InputError(f"benchmark {name!r} appears in more than one input", path=path)
+            frames[name] = group
+    if not frames:
+        return pd.DataFrame(columns=["benchmark", "eta", "n", "fraction"])
+    return eta_sizes(frames, _etas(etas) if etas else PAPER_ETAS)
+
+
+@group.command("sizes")
+@click.argument("pairs_paths", metavar="PAIRS...", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--eta", "etas", multiple=True, help="eta values [default: inf 1.0 0.8 0.65 0.5 0.3]")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="CSV/parquet table (default: print)")
+def sizes_cmd(pairs_paths: tuple[str, ...], etas: tuple[str, ...], output: str | None) -> None:
+    """Benchmark size after each eta (columns benchmark, eta, n, fraction)."""
+    sizes = _sizes(pairs_paths, etas)
+    if output:
+        write_table(sizes, output)
+        click.echo(f"{output}: {len(sizes)} rows")
+    else:
+        table = sizes.pivot(index="benchmark", columns="eta", values="n").sort_index(axis=1, ascending=False)
+        click.echo(table.loc[list(dict.fromkeys(sizes["benchmark"]))].to_string())
+
+
+@group.command("figure")
+@click.argument("pairs_paths", metavar="PAIRS...", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--eta", "etas", multiple=True, help="eta values [default: inf 1.0 0.8 0.65 0.5 0.3]")
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    help="output prefix: writes PREFIX.png, PREFIX.pdf and PREFIX.csv (its data)",
+)
+def figure_cmd(pairs_paths: tuple[str, ...], etas: tuple[str, ...], output: str) -> None:
+    """Figure 2: benchmark size vs eta, one line per benchmark (PNG, PDF and the CSV data)."""
+    from .figure import plot_sizes
+
+    prefix = Path(output)
+    if prefix.suffix in (".png", ".pdf", ".csv"):
+        prefix = prefix.with_suffix("")
+    for path in plot_sizes(_sizes(pairs_paths, etas), prefix):
+        click.echo(str(path))
