@@ -3,7 +3,7 @@
 RESULTS = config["results_dir"]
 EXTERNAL = config["external_dir"]
 LOGS = f"{RESULTS}/logs"
-BENCH = f"{RESULTS}/benchmarks"
+BENCH = f"{RESULTS}/logs/bench"
 
 
 def results(*parts):
