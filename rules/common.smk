@@ -86,11 +86,11 @@ def runtime_for(base=10, per_mb=0.0, growth=2.0, cap=None):
 
 def gpu_resources(device, gpus=1, gpu_model=None, cpus_per_gpu=None, spelling="gpu"):
     """GPU resources of a job that runs on torch `device` (a config value), {} unless the device is `cuda`,
-    `cuda:N` or `gpu`. Unpack it into the resources (after the other keys):
+    `cuda:N` or `gpu`. Unpack it into the resources (snakefmt puts it first):
 
         resources:
-            mem_mb=mem_mb_for(base=8000),
             **gpu_resources(config["score"]["device"], gpu_model=config["score"].get("gpu_model")),
+            mem_mb=mem_mb_for(base=8000),
 
     `spelling` "gpu" gives gpu/gpu_model/cpus_per_gpu (sbatch --gpus=MODEL:N), "gres" gives gres="gpu:MODEL:N"
     (sbatch --gres=...), for sites that reject --gpus; a stage may expose it as a config key.

@@ -6,8 +6,9 @@
 # if that PID is still the same program. Never kills by name; a munged start.sh did not start is left alone.
 # Idempotent: with nothing running it does nothing.
 #
-#   stop.sh           stop the daemons; keep state, logs and config under $SLURM_BASE (job IDs continue)
-#   stop.sh --purge   also delete $SLURM_BASE and the /etc/slurm/slurm.conf that start.sh wrote
+#   stop.sh           stop the daemons, remove the /etc/slurm/slurm.conf start.sh wrote; keep state and logs
+#                     under $SLURM_BASE (job IDs continue)
+#   stop.sh --purge   also delete $SLURM_BASE
 set -uo pipefail
 
 BASE=${SLURM_BASE:-/tmp/unstereo-slurm}
@@ -73,9 +74,12 @@ stop_one slurmd
 stop_one slurmctld
 stop_one munged
 
+# the config goes too (start.sh writes it again): with a slurm.conf but no slurmctld, every Slurm client - and so
+# importing snakemake's Slurm executor, which asks `scontrol show config` - waits for a timeout
+if [ -f "$CONF" ] && grep -qF "$MARK" "$CONF" && ! alive "$PIDS/slurmctld.pid" slurmctld; then rm -f "$CONF"; fi
+
 if [ "$PURGE" = 1 ]; then
   log "deleting $BASE"
   rm -rf -- "$BASE"
-  if [ -f "$CONF" ] && grep -qF "$MARK" "$CONF"; then rm -f "$CONF"; fi
 fi
 log "done"
