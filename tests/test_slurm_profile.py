@@ -90,6 +90,27 @@ def test_both_gpu_spellings_documented(profile_text):
         assert key in profile_text, key
 
 
+def _commented_values(text: str, key: str) -> list[str]:
+    """Values of `# key: value` lines in the profile's comments, YAML-decoded."""
+    return [yaml.safe_load(v) for v in re.findall(rf"^\s*#[\s#]*{key}: (.+?)\s*(?:#.*)?$", text, re.M)]
+
+
+def test_documented_gpu_examples_pass_the_executor(profile_text):
+    """The commented examples, uncommented by a user, must be accepted by the executor as it validates them."""
+    utils = pytest.importorskip(
+        "snakemake_executor_plugin_slurm.utils", reason="Slurm executor plugin missing"
+    )
+    validation = pytest.importorskip("snakemake_executor_plugin_slurm.validation")
+    extras = _commented_values(profile_text, "slurm_extra")
+    assert extras
+    for extra in extras:
+        # Snakemake evaluates the value: "'--x'" becomes the string --x
+        value = eval(extra)
+        validation.validate_slurm_extra(SimpleNamespace(resources=_Resources(slurm_extra=value)))
+    (gres,) = _commented_values(profile_text, "gres")
+    assert utils.set_gres_string(SimpleNamespace(resources=_Resources(gres=gres))).strip() == f"--gres={gres}"
+
+
 def test_status_command_guidance(profile, profile_text):
     # not set by default (clusters with slurmdbd should keep sacct) but spelled out for those without
     assert "slurm-status-command" not in profile

@@ -17,7 +17,7 @@
 #
 # Environment: SLURM_TEST_CONFIG (default .test/config.yaml), SLURM_TEST_TIMEOUT (seconds per snakemake run,
 # default 240), SLURM_TEST_FAILURES=0 skips step 3, SLURM_TEST_KEEP=1 leaves the cluster running, and the
-# SLURM_* settings of start.sh. Uses .venv/bin (made by `make venv`) when it exists, otherwise snakemake on PATH;
+# SLURM_* settings of start.sh. The output of each snakemake run is kept in .test/logs/slurm-test/. Uses .venv/bin (made by `make venv`) when it exists, otherwise snakemake on PATH;
 # the snakemake-executor-plugin-slurm package must be installed (`pip install -e '.[slurm]'`).
 set -uo pipefail
 
@@ -32,7 +32,9 @@ export SLURM_BASE=${SLURM_BASE:-/tmp/unstereo-slurm}
 T0=$(date +%s)
 RESULT=FAIL
 STARTED=0
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/unstereo-slurm-test.XXXXXX")
+# this test's own files (snakemake output of each run, the toy workflow's directory); kept for inspection
+WORK=$REPO/.test/logs/slurm-test
+rm -rf "$WORK" && mkdir -p "$WORK"
 
 log() { echo "slurm/test: $*" >&2; }
 fail() {
@@ -42,8 +44,8 @@ fail() {
 finish() {
   local rc=$?
   if [ "$STARTED" = 1 ] && [ "${SLURM_TEST_KEEP:-0}" != 1 ]; then bash "$HERE/stop.sh" || true; fi
-  rm -rf "$WORK"
   [ "$rc" = 0 ] && [ "$RESULT" = PASS ] || RESULT=FAIL
+  [ "$RESULT" = PASS ] || log "snakemake output of each run: $WORK/*.log; Slurm job logs: .snakemake/slurm_logs/"
   echo "slurm/test: $RESULT ($(($(date +%s) - T0)) s)"
   [ "$RESULT" = PASS ] || exit 1
 }
@@ -161,6 +163,7 @@ if [ "${SLURM_TEST_FAILURES:-1}" = 1 ]; then
   # resume: after the fix the same command runs only what is missing (one job: broken)
   touch "$WORK/toy/fixed"
   before=$(last_jobid)
+  t=$(date +%s)
   run_snakemake "$WORK/toy2.log" "${TOY[@]}" || {
     tail -n 40 "$WORK/toy2.log" >&2
     fail "the resumed toy run failed"
@@ -168,7 +171,7 @@ if [ "${SLURM_TEST_FAILURES:-1}" = 1 ]; then
   [ -f "$WORK/toy/broken.txt" ] || fail "broken.txt missing after the resumed run"
   resumed=$(jobs_since "$before" | wc -l)
   [ "$resumed" = 1 ] || fail "the resumed run submitted $resumed Slurm jobs, expected 1 (only broken)"
-  log "ok: the rerun resumed with the one missing job"
+  log "ok: the rerun resumed with the one missing job ($(($(date +%s) - t)) s)"
 fi
 
 RESULT=PASS
