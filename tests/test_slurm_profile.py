@@ -252,16 +252,29 @@ def _dry_run_resources(*args: str) -> str:
     return proc.stdout + proc.stderr
 
 
+def _jobs(dry_run: str) -> list[tuple[str, str]]:
+    """(rule, resources line) of each job a dry run prints."""
+    return re.findall(r"^(?:local)?rule (\w+):\n(?:    .*\n)*?    resources: ([^\n]*)", dry_run, re.M)
+
+
 @pytest.mark.slow
-def test_snakemake_resolves_rule_and_profile_resources():
-    """Default profile: fetch_resource's own mem_mb_for(base=2000)/runtime_for(base=30); Slurm profile: its
-    set-resources override (runtime 60). A dry run needs no Slurm."""
-    local = _dry_run_resources("--workflow-profile", "workflow/profiles/default")
-    job = re.search(r"rule fetch_resource:.*?resources: ([^\n]*)", local, re.S)
-    assert job, local
-    assert "mem_mb=2000" in job.group(1) and "runtime=30" in job.group(1)
+def test_every_rule_declares_memory_and_time():
+    """Without a profile Snakemake adds no defaults, so mem_mb and runtime in a dry run come from the rules
+    themselves: every job of the test DAG (it grows with the stages) must have both."""
+    jobs = _jobs(_dry_run_resources("--workflow-profile", "none"))
+    assert jobs
+    missing = {rule for rule, res in jobs if rule != "all" and not ("mem_mb=" in res and "runtime=" in res)}
+    assert not missing, f"rules without mem_mb/runtime: {sorted(missing)}"
+    fetch = [res for rule, res in jobs if rule == "fetch_resource"]
+    # its own mem_mb_for(base=2000) and runtime_for(base=30, cap=240) at attempt 1
+    assert fetch and all("mem_mb=2000," in res and "runtime=30" in res for res in fetch)
+
+
+@pytest.mark.slow
+def test_slurm_profile_overrides_apply():
+    """The Slurm profile's set-resources replace fetch_resource's runtime (60 min at attempt 1). A dry run needs no
+    Slurm."""
     pytest.importorskip("snakemake_executor_plugin_slurm", reason="Slurm executor plugin missing")
-    slurm = _dry_run_resources("--workflow-profile", "workflow/profiles/slurm")
-    job = re.search(r"rule fetch_resource:.*?resources: ([^\n]*)", slurm, re.S)
-    assert job, slurm
-    assert "mem_mb=2000" in job.group(1) and "runtime=60" in job.group(1)
+    jobs = _jobs(_dry_run_resources("--workflow-profile", "workflow/profiles/slurm"))
+    fetch = [res for rule, res in jobs if rule == "fetch_resource"]
+    assert fetch and all("mem_mb=2000," in res and "runtime=60" in res for res in fetch)

@@ -9,7 +9,8 @@
 #                --slurm-status-command squeue ...
 #    then checks, for whatever `rule all` produces: every file `snakemake --summary` listed before the run exists
 #    afterwards, a dry run has nothing left to do, and every job went through Slurm, ended COMPLETED and was
-#    submitted with a memory request and a time limit (i.e. its rule declares mem_mb and runtime);
+#    submitted with a memory request and a time limit (tests/test_slurm_profile.py checks that the rules
+#    themselves declare them);
 # 3. failure behaviour, on the toy workflow tests/slurm_failure/Snakefile: a failing job is reported with its Slurm
 #    log path, --retries resubmits a job with more memory, and rerunning the same command after the fix resumes
 #    (runs only what is missing);
@@ -120,8 +121,8 @@ while read -r id state; do
   [ "$state" = COMPLETED ] || fail "Slurm job $id ended $state (logs: .snakemake/slurm_logs/)"
   tl=$(job_field "$id" TimeLimit)
   mem=$(job_field "$id" MinMemoryNode)
-  { [ -n "$tl" ] && [ "$tl" != UNLIMITED ]; } || fail "Slurm job $id has no time limit: its rule lacks runtime"
-  [ -n "$mem" ] || fail "Slurm job $id has no --mem request: its rule lacks mem_mb"
+  { [ -n "$tl" ] && [ "$tl" != UNLIMITED ]; } || fail "Slurm job $id has no time limit (neither its rule nor the profile sets runtime)"
+  [ -n "$mem" ] || fail "Slurm job $id has no --mem request (neither its rule nor the profile sets mem_mb)"
 done <"$WORK/jobs.txt"
 log "ok: $n_expected outputs present, nothing left to do, $n_jobs Slurm jobs COMPLETED with mem and time limits"
 
