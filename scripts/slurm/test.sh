@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/slurm/test.sh - end-to-end test of workflow/profiles/slurm on a real single-node Slurm cluster.
 #
-#   bash scripts/slurm/test.sh          (as root; .ci/run calls it; about 2 minutes)
+#   bash scripts/slurm/test.sh          (as root; .ci/run calls it; 2-3 minutes)
 #
 # 1. starts the cluster (scripts/slurm/start.sh: munged, slurmctld, slurmd on localhost, no accounting);
 # 2. deletes the test config's results_dir and runs the whole workflow on it with the Slurm executor and profile:
