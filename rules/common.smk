@@ -44,3 +44,62 @@ def delta_path(choice):
     if choice in ("corpus", "released"):
         return results("delta", f"{choice}.parquet")
     return choice
+
+
+# ---- cluster resources (Slurm): thin wrappers over unstereo.slurm_resources; see docs/slurm.md ------------------
+import unstereo.slurm_resources as _slurm_resources
+
+
+def mem_mb_for(base=1000, per_mb=0.0, growth=1.5, cap=None):
+    """The `mem_mb` resource of a job: `base` MB + `per_mb` MB per MB of input, times `growth` per retry attempt,
+    capped at `cap`, rounded up to 100 MB (unstereo.slurm_resources.mem_mb).
+
+        resources:
+            mem_mb=mem_mb_for(base=2000, per_mb=3),
+
+    Snakemake calls the returned function with the job's `input` (whose `size_mb` it measures once the files exist)
+    and `attempt` (1 on the first submission, 2 after `--retries` resubmits a failed job, ...).
+    """
+
+    def mem_mb(wildcards, input, attempt):
+        return _slurm_resources.mem_mb(
+            input.size_mb, attempt, base=base, per_mb=per_mb, growth=growth, cap=cap
+        )
+
+    return mem_mb
+
+
+def runtime_for(base=10, per_mb=0.0, growth=2.0, cap=None):
+    """The `runtime` resource (minutes, `sbatch -t`) of a job: `base` + `per_mb` per MB of input, times `growth` per
+    retry attempt, capped at `cap` (unstereo.slurm_resources.runtime). Use like `mem_mb_for`:
+
+        resources:
+            runtime=runtime_for(base=30, per_mb=0.5),
+    """
+
+    def runtime(wildcards, input, attempt):
+        return _slurm_resources.runtime(
+            input.size_mb, attempt, base=base, per_mb=per_mb, growth=growth, cap=cap
+        )
+
+    return runtime
+
+
+def gpu_resources(device, gpus=1, gpu_model=None, cpus_per_gpu=None, spelling="gpu"):
+    """GPU resources of a job that runs on torch `device` (a config value), {} unless the device is `cuda`,
+    `cuda:N` or `gpu`. Unpack it into the resources (snakefmt puts it first):
+
+        resources:
+            **gpu_resources(config["score"]["device"], gpu_model=config["score"].get("gpu_model")),
+            mem_mb=mem_mb_for(base=8000),
+
+    `spelling` "gpu" gives gpu/gpu_model/cpus_per_gpu (sbatch --gpus=MODEL:N), "gres" gives gres="gpu:MODEL:N"
+    (sbatch --gres=...), for sites that reject --gpus; a stage may expose it as a config key.
+    """
+    return _slurm_resources.gpu_resources(
+        device,
+        gpus=gpus,
+        gpu_model=gpu_model,
+        cpus_per_gpu=cpus_per_gpu,
+        spelling=spelling,
+    )

@@ -11,9 +11,12 @@ rule fetch_resource:
         resource="demo-corpus|smollm2|gemma3|qwen-coder|wordnet|lid176|reference",
     conda:
         "../envs/resources.yaml"
+    # Copying/downloading and checksumming: one core; memory holds one file block plus the interpreter; a retry
+    # (--retries) gets 1.5x the memory and twice the time (the reference download can be slow).
+    threads: 1
     resources:
-        mem_mb=2000,
-        runtime=30,
+        mem_mb=mem_mb_for(base=2000),
+        runtime=runtime_for(base=30, cap=240),
     params:
         mirror=lambda wc: mirror_option() if wc.resource == "reference" else "",
         external_dir=lambda wc, output: Path(output.manifest).parent.parent,
