@@ -57,6 +57,8 @@ def join_scores(scores_df: pd.DataFrame, pairs_df: pd.DataFrame) -> pd.DataFrame
     validate(scores_df, SCORES, source="scores")
     validate(pairs_df, PAIRS, source="pairs")
     pairs = pairs_df[["pair_id", "benchmark", "max_pmi"]]
+    if "template" in scores_df.columns:
+        _check_templates(scores_df, pairs_df)
     known = scores_df["pair_id"].isin(pairs["pair_id"])
     if not known.all():
         dropped = scores_df.loc[~known]
@@ -80,6 +82,29 @@ def join_scores(scores_df: pd.DataFrame, pairs_df: pd.DataFrame) -> pd.DataFrame
                 path="scores",
             )
     return joined
+
+
+def _norm(text: pd.Series) -> pd.Series:
+    return text.astype(str).str.replace(r"\s+", " ", regex=True).str.strip()
+
+
+def _check_templates(scores_df: pd.DataFrame, pairs_df: pd.DataFrame) -> None:
+    """Guard against misaligned pair ids: where the score table carries the template it was computed on, it must
+    be the pair table's template for (nearly) every pair."""
+    have = scores_df[["pair_id", "template"]].dropna().drop_duplicates("pair_id")
+    both = have.merge(pairs_df[["pair_id", "template"]], on="pair_id", suffixes=("_scores", "_pairs"))
+    if both.empty:
+        return
+    differ = _norm(both["template_scores"]) != _norm(both["template_pairs"])
+    if differ.any():
+        ex = both[differ].iloc[0]
+        msg = (
+            f"{int(differ.sum())} of {len(both)} pairs have another template in the scores than in the pair table, "
+            f"e.g. {ex['pair_id']}: {ex['template_scores']!r} vs {ex['template_pairs']!r}"
+        )
+        if differ.mean() > 0.01:
+            raise InputError(msg + " (pair ids misaligned?)", path="scores")
+        log.warning(msg)
 
 
 def _groups(joined: pd.DataFrame, etas: Sequence[float]) -> Iterable[tuple[str, str, float, np.ndarray]]:

@@ -96,6 +96,7 @@ def read_released_file(
             "ntok_male": raw["M_num_tokens"].astype("int64").to_numpy(),
             "sentence_female": raw["F_template"].astype(str).to_numpy(),
             "sentence_male": raw["M_template"].astype(str).to_numpy(),
+            "template": raw["template"].astype(str).to_numpy() if "template" in raw.columns else None,
             "reference_model": ref_name,
             "source": f"released:{BENCHMARK_DIRS[benchmark]}/{path.name}",
         }
