@@ -14,6 +14,7 @@ from unstereo.report.workflow import (
     grid_option,
     metrics_benchmarks,
     metrics_models,
+    repo_path,
 )
 
 MCFG = config["metrics"]
@@ -21,6 +22,9 @@ RCFG = config["report"]
 METRICS_MODELS = metrics_models(config)
 METRICS_BENCHMARKS = metrics_benchmarks(config)
 GENERIC_TABLES = generic_table_keys(config)
+REGISTRY = repo_path(RCFG["registry"], workflow.basedir)
+PUBLISHED = repo_path(RCFG["published"], workflow.basedir)
+KNOWN = repo_path(RCFG["known_differences"], workflow.basedir)
 
 
 rule metrics:
@@ -57,7 +61,7 @@ rule metrics:
             if MCFG["reference_quirks"]
             else "--no-reference-quirks"
         ),
-        registry=RCFG["registry"],
+        registry=REGISTRY,
     shell:
         "unstereo metrics {input.scores} {params.pairs} -o {output.metrics} --curves {output.curves} "
         "{params.etas} --eps {params.eps} --eps-grid {params.grid} {params.quirks} "
@@ -68,7 +72,7 @@ rule report_tables:
     """Per-eta US, PD and AuFC tables and a gap table of results/metrics (CSV, Markdown, LaTeX, HTML)."""
     input:
         metrics=results("metrics", "metrics.parquet"),
-        registry=RCFG["registry"],
+        registry=REGISTRY,
     output:
         [
             report(
@@ -102,7 +106,7 @@ rule report_figures:
     """Fairness curves (US vs eps) of results/metrics at eta = inf."""
     input:
         curves=results("metrics", "curves.parquet"),
-        registry=RCFG["registry"],
+        registry=REGISTRY,
     output:
         png=report(
             results("report", "figures", "fairness_curves.png"),
@@ -132,7 +136,7 @@ rule paper_ingest:
     """The released per-model scores of one benchmark (28 models) as one SCORES table."""
     input:
         manifest=resource_manifest("reference"),
-        registry=RCFG["registry"],
+        registry=REGISTRY,
     output:
         results("paper", "scores", "{benchmark}.parquet"),
     log:
@@ -164,7 +168,7 @@ rule paper_metrics:
             results("benchmarks", "{benchmark}", "pairs.parquet"),
             benchmark=PAPER_BENCHMARKS,
         ),
-        registry=RCFG["registry"],
+        registry=REGISTRY,
     output:
         metrics=results("paper", "{variant}.parquet"),
         curves=results("paper", "curves", "{variant}.parquet"),
@@ -195,7 +199,7 @@ rule paper_tables:
     """The paper's Tables 1-3 and 8-22 from the released scores (CSV, Markdown, LaTeX, HTML)."""
     input:
         metrics=results("paper", "metrics.parquet"),
-        registry=RCFG["registry"],
+        registry=REGISTRY,
     output:
         [
             report(
@@ -229,7 +233,7 @@ rule paper_figure6:
     """Figure 6: fairness curves of the 28 models on the five benchmarks (unconstrained; deduplicated dashed)."""
     input:
         curves=results("paper", "curves", "metrics.parquet"),
-        registry=RCFG["registry"],
+        registry=REGISTRY,
     output:
         png=report(
             results("paper", "figures", "figure6.png"),
@@ -257,9 +261,9 @@ rule paper_reproduction:
     input:
         metrics=results("paper", "metrics.parquet"),
         clean=results("paper", "metrics_clean.parquet"),
-        published=RCFG["published"],
-        known=RCFG["known_differences"],
-        registry=RCFG["registry"],
+        published=PUBLISHED,
+        known=KNOWN,
+        registry=REGISTRY,
     output:
         md=report(
             results("paper", "reproduction.md"),

@@ -12,7 +12,7 @@ import pandas as pd
 from ..errors import InputError
 from ..log import get_logger
 from ..tables import METRICS, read_table, write_table
-from .compute import compute_curves, compute_metrics, parse_eta
+from .compute import curves_from_joined, join_scores, metrics_from_joined, parse_eta
 from .core import DEFAULT_EPS
 
 log = get_logger("metrics.cli")
@@ -90,8 +90,9 @@ def metrics(scores, pairs_files, output, etas, eps, eps_grid, reference_quirks, 
     if pair_df["pair_id"].duplicated().any():
         dup = pair_df.loc[pair_df["pair_id"].duplicated(), "pair_id"].iloc[0]
         raise InputError(f"pair id {dup!r} appears in more than one pair table", path=pairs_files[0])
-    result = compute_metrics(
-        score_df, pair_df, eta_values, eps=eps, eps_grid=grid, reference_quirks=reference_quirks
+    joined = join_scores(score_df, pair_df)
+    result = metrics_from_joined(
+        joined, eta_values, eps=eps, eps_grid=grid, reference_quirks=reference_quirks
     )
     if registry is not None:
         from ..report.registry import attach, load_registry
@@ -109,6 +110,6 @@ def metrics(scores, pairs_files, output, etas, eps, eps_grid, reference_quirks, 
         output,
     )
     if curves is not None:
-        cur = compute_curves(score_df, pair_df, eta_values, eps_grid=grid, reference_quirks=reference_quirks)
+        cur = curves_from_joined(joined, eta_values, eps_grid=grid, reference_quirks=reference_quirks)
         write_table(cur, curves)
         log.info("wrote %d curve points to %s", len(cur), curves)

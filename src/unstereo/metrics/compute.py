@@ -67,8 +67,11 @@ def join_scores(scores_df: pd.DataFrame, pairs_df: pd.DataFrame) -> pd.DataFrame
             len(dropped),
             dropped["pair_id"].iloc[0],
         )
-    joined = scores_df.loc[known].merge(pairs, on="pair_id", how="inner", validate="many_to_one")
+    # Only the columns the metrics need: the sentences and metadata would make every group selection slow.
+    slim = scores_df.loc[known, ["pair_id", "model", "logp_female", "logp_male"]]
+    joined = slim.merge(pairs, on="pair_id", how="inner", validate="many_to_one")
     joined["fm"] = joined["logp_female"].astype(float) - joined["logp_male"].astype(float)
+    joined = joined.drop(columns=["logp_female", "logp_male"])
     # Every model must have scored every pair of each benchmark it appears in.
     expected = pairs.groupby("benchmark")["pair_id"].nunique()
     got = joined.groupby(["model", "benchmark"])["pair_id"].nunique()
@@ -108,9 +111,17 @@ def _check_templates(scores_df: pd.DataFrame, pairs_df: pd.DataFrame) -> None:
 
 
 def _groups(joined: pd.DataFrame, etas: Sequence[float]) -> Iterable[tuple[str, str, float, np.ndarray]]:
-    for (model, bench), grp in joined.groupby(["model", "benchmark"], sort=False):
+    """(model, benchmark, eta, FM of the pairs kept by eta) for every group, in order of first appearance."""
+    fm_all = joined["fm"].to_numpy(dtype=float)
+    pmi_all = joined["max_pmi"].to_numpy(dtype=float)
+    for (model, bench), idx in joined.groupby(["model", "benchmark"], sort=False).indices.items():
+        fm, pmi = fm_all[idx], pmi_all[idx]
         for eta in etas:
-            yield model, bench, eta, grp.loc[eta_mask(grp["max_pmi"], eta), "fm"].to_numpy(dtype=float)
+            if math.isinf(eta):
+                yield model, bench, eta, fm
+            else:
+                # NaN compares False: a pair without MaxPMI is kept only for eta = inf (SPEC 1.2)
+                yield model, bench, eta, fm[(pmi >= -eta) & (pmi <= eta)]
 
 
 def _aufc_in_log10(eta: float, reference_quirks: bool) -> bool:
@@ -133,9 +144,19 @@ def compute_metrics(
     unconstrained AuFC integrates |FM| in log10 (SPEC quirk 2), and the thresholds are applied in log10 as the
     reference code does (the same pairs pass: |log10 e^x| <= log10 e^eps <=> |x| <= eps).
     """
+    return metrics_from_joined(join_scores(scores_df, pairs_df), etas, eps, eps_grid, reference_quirks)
+
+
+def metrics_from_joined(
+    joined: pd.DataFrame,
+    etas: Sequence[float | str],
+    eps: float = DEFAULT_EPS,
+    eps_grid: np.ndarray | None = None,
+    reference_quirks: bool = False,
+) -> pd.DataFrame:
+    """:func:`compute_metrics` on the output of :func:`join_scores` (join once, compute metrics and curves)."""
     grid = np.linspace(0.0, 6.0, 101) if eps_grid is None else np.asarray(eps_grid, dtype=float)
     etas = [parse_eta(e) for e in etas]
-    joined = join_scores(scores_df, pairs_df)
     rows = []
     for model, bench, eta, fm in _groups(joined, etas):
         if reference_quirks:
@@ -175,10 +196,20 @@ def compute_curves(
     reference_quirks: bool = False,
 ) -> pd.DataFrame:
     """Fairness curves in long form: model, benchmark, eta, eps, us (fraction), log_base ("e" or "10")."""
+    return curves_from_joined(join_scores(scores_df, pairs_df), etas, eps_grid, reference_quirks)
+
+
+def curves_from_joined(
+    joined: pd.DataFrame,
+    etas: Sequence[float | str],
+    eps_grid: np.ndarray | None = None,
+    reference_quirks: bool = False,
+) -> pd.DataFrame:
+    """:func:`compute_curves` on the output of :func:`join_scores`."""
     grid = np.linspace(0.0, 6.0, 101) if eps_grid is None else np.asarray(eps_grid, dtype=float)
     etas = [parse_eta(e) for e in etas]
     parts = []
-    for model, bench, eta, fm in _groups(join_scores(scores_df, pairs_df), etas):
+    for model, bench, eta, fm in _groups(joined, etas):
         in_log10 = _aufc_in_log10(eta, reference_quirks)
         parts.append(
             pd.DataFrame(
