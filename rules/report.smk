@@ -256,6 +256,28 @@ rule paper_figure6:
         "unstereo report figures {input.curves} --registry {input.registry} -o {params.stem} > {log} 2>&1"
 
 
+rule paper_figure2:
+    """Figure 2 (benchmark size vs eta, made by the benchmarks stage), shown in the HTML report."""
+    input:
+        results("benchmarks", "figure2.png"),
+    output:
+        report(
+            results("paper", "figures", "figure2.png"),
+            caption="../workflow/report/figure2.rst",
+            category="Paper reproduction",
+            subcategory="Figures",
+        ),
+    log:
+        f"{LOGS}/paper/figure2.log",
+    conda:
+        "../envs/report.yaml"
+    resources:
+        mem_mb=200,
+        runtime=5,
+    shell:
+        "cp {input} {output} > {log} 2>&1"
+
+
 rule paper_reproduction:
     """Every published number of Tables 1-3 and 8-22 against the reproduced cell: results/paper/reproduction.md."""
     input:
@@ -306,3 +328,6 @@ if RCFG["enabled"] and RCFG["paper"]:
             *rules.paper_reproduction.output,
         ]
     )
+    # Figure 2 comes from the benchmarks stage; include it when that stage's rule is part of the workflow.
+    if config["benchmarks"]["enabled"] and hasattr(rules, "benchmarks_figure2"):
+        ALL_TARGETS.extend(rules.paper_figure2.output)
