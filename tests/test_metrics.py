@@ -281,3 +281,44 @@ def test_released_file_errors_name_the_file(tmp_path):
         read_released_file(bad, "USE-5")
     with pytest.raises(InputError, match="no folder 5words"):
         ingest_released(tmp_path, "USE-5")
+
+
+def test_eta_parsing_and_mask():
+    from unstereo.metrics import eta_mask, parse_eta
+
+    assert (
+        parse_eta("inf") == math.inf and parse_eta("unconstrained") == math.inf and parse_eta("0.65") == 0.65
+    )
+    with pytest.raises(ValueError):
+        parse_eta(0)
+    pmi = pd.Series([0.1, -0.8, 0.81, np.nan])
+    # -0.8 <= x <= 0.8: 0.1 and -0.8 kept (bounds included), 0.81 out, NaN out unless unconstrained
+    assert eta_mask(pmi, 0.8).tolist() == [True, True, False, False]
+    assert eta_mask(pmi, math.inf).tolist() == [True, True, True, True]
+
+
+def test_cli_reports_bad_scores_cleanly(tmp_path):
+    import subprocess
+    import sys
+
+    bad = tmp_path / "scores.parquet"
+    pd.DataFrame({"pair_id": ["a"], "model": ["m"]}).to_parquet(bad)
+    pairs = tmp_path / "pairs.parquet"
+    _tiny()[1].to_parquet(pairs)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "unstereo.cli",
+            "metrics",
+            str(bad),
+            "--pairs",
+            str(pairs),
+            "-o",
+            str(tmp_path / "m"),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert "unstereo: error:" in out.stderr and "scores.parquet" in out.stderr and "logp_female" in out.stderr

@@ -330,3 +330,19 @@ def test_full_reproduction_of_the_published_tables(reference_dir):
     cres = compare(paper_tables(clean, reg), pub, known)
     bad_tables = set(cres.loc[~cres["within_rounding"] & (cres["row"] != SIZE_ROW), "table"])
     assert bad_tables == {19}
+
+
+def test_registry_errors_name_the_line(tmp_path):
+    from unstereo.errors import InputError
+
+    path = tmp_path / "models.csv"
+    path.write_text(
+        "id,reference_name,display_name,family,size,params_b,deduplicated,trained_on_pile\n"
+        "a,a,A,F,1B,1,false,no\n"
+        "a,b,B,F,1B,1,false,no\n"
+    )
+    with pytest.raises(InputError, match=r"models.csv:3: duplicated id 'a'"):
+        load_registry(path)
+    path.write_text("id,display_name\na,A\n")
+    with pytest.raises(InputError, match="lacks column"):
+        load_registry(path)
