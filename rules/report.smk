@@ -1,1 +1,335 @@
-# Rules of the report stage (see src/unstereo for the logic). Append final outputs to ALL_TARGETS.
+# Rules of the metrics and report stages (logic in src/unstereo/metrics and src/unstereo/report).
+#
+# metrics: results/metrics/metrics.parquet from this workflow's scores (results/scores/{model}/{benchmark}.parquet)
+#          and pair tables (results/benchmarks/{benchmark}/pairs.parquet).
+# report:  results/report/ tables and figures of those metrics; with report.paper, the paper reproduction under
+#          results/paper/ from the released scores of the 28 models (reference resource).
+
+from unstereo.report.workflow import (
+    PAPER_BENCHMARKS,
+    PAPER_TABLES,
+    TABLE_FORMATS,
+    eta_options,
+    generic_table_keys,
+    grid_option,
+    metrics_benchmarks,
+    metrics_models,
+    repo_path,
+)
+
+MCFG = config["metrics"]
+RCFG = config["report"]
+METRICS_MODELS = metrics_models(config)
+METRICS_BENCHMARKS = metrics_benchmarks(config)
+GENERIC_TABLES = generic_table_keys(config)
+REGISTRY = repo_path(RCFG["registry"], workflow.basedir)
+PUBLISHED = repo_path(RCFG["published"], workflow.basedir)
+KNOWN = repo_path(RCFG["known_differences"], workflow.basedir)
+
+
+rule metrics:
+    """US, std, AuFC, PD and male_rel_ratio per (model, benchmark, eta) of this workflow's scores."""
+    input:
+        scores=expand(
+            results("scores", "{model}", "{benchmark}.parquet"),
+            model=METRICS_MODELS,
+            benchmark=METRICS_BENCHMARKS,
+        ),
+        pairs=expand(
+            results("benchmarks", "{benchmark}", "pairs.parquet"),
+            benchmark=METRICS_BENCHMARKS,
+        ),
+    output:
+        metrics=results("metrics", "metrics.parquet"),
+        curves=results("metrics", "curves.parquet"),
+    log:
+        f"{LOGS}/metrics/metrics.log",
+    benchmark:
+        f"{LOGS}/metrics/metrics.benchmark.tsv"
+    conda:
+        "../envs/report.yaml"
+    resources:
+        mem_mb=4000,
+        runtime=20,
+    params:
+        pairs=lambda wc, input: " ".join(f"--pairs {p}" for p in input.pairs),
+        etas=eta_options(config),
+        eps=MCFG["eps"],
+        grid=grid_option(config),
+        quirks=(
+            "--reference-quirks"
+            if MCFG["reference_quirks"]
+            else "--no-reference-quirks"
+        ),
+        registry=REGISTRY,
+    shell:
+        "unstereo metrics {input.scores} {params.pairs} -o {output.metrics} --curves {output.curves} "
+        "{params.etas} --eps {params.eps} --eps-grid {params.grid} {params.quirks} "
+        "--registry {params.registry} > {log} 2>&1"
+
+
+rule report_tables:
+    """Per-eta US, PD and AuFC tables and a gap table of results/metrics (CSV, Markdown, LaTeX, HTML)."""
+    input:
+        metrics=results("metrics", "metrics.parquet"),
+        registry=REGISTRY,
+    output:
+        [
+            report(
+                results("report", "tables", f"{key}.html"),
+                caption="../workflow/report/table.rst",
+                category="Metrics",
+                subcategory="Tables",
+            )
+            for key in GENERIC_TABLES
+        ],
+        [
+            results("report", "tables", f"{key}.{fmt}")
+            for key in GENERIC_TABLES
+            for fmt in TABLE_FORMATS
+            if fmt != "html"
+        ],
+    log:
+        f"{LOGS}/report/tables.log",
+    conda:
+        "../envs/report.yaml"
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        out_dir=lambda wc, output: Path(output[0]).parent,
+    shell:
+        "unstereo report tables {input.metrics} --generic --registry {input.registry} -o {params.out_dir} > {log} 2>&1"
+
+
+rule report_figures:
+    """Fairness curves (US vs eps) of results/metrics at eta = inf."""
+    input:
+        curves=results("metrics", "curves.parquet"),
+        registry=REGISTRY,
+    output:
+        png=report(
+            results("report", "figures", "fairness_curves.png"),
+            caption="../workflow/report/fairness_curves.rst",
+            category="Metrics",
+            subcategory="Figures",
+        ),
+        pdf=results("report", "figures", "fairness_curves.pdf"),
+        csv=results("report", "figures", "fairness_curves.csv"),
+    log:
+        f"{LOGS}/report/figures.log",
+    conda:
+        "../envs/report.yaml"
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        stem=lambda wc, output: Path(output.png).with_suffix(""),
+    shell:
+        "unstereo report figures {input.curves} --registry {input.registry} -o {params.stem} > {log} 2>&1"
+
+
+# ------------------------------------------------------------------------------------------ paper reproduction
+
+
+rule paper_ingest:
+    """The released per-model scores of one benchmark (28 models) as one SCORES table."""
+    input:
+        manifest=resource_manifest("reference"),
+        registry=REGISTRY,
+    output:
+        results("paper", "scores", "{benchmark}.parquet"),
+    log:
+        f"{LOGS}/paper/ingest_{{benchmark}}.log",
+    wildcard_constraints:
+        benchmark="|".join(PAPER_BENCHMARKS),
+    conda:
+        "../envs/report.yaml"
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        released=lambda wc, input: Path(input.manifest).parent
+        / "unstereo-eval"
+        / "results",
+    shell:
+        "unstereo report ingest {params.released} --benchmark {wildcards.benchmark} "
+        "--registry {input.registry} -o {output} > {log} 2>&1"
+
+
+rule paper_metrics:
+    """Metrics of the released scores: `metrics` with the reference switches on, `metrics_clean` with them off."""
+    input:
+        scores=expand(
+            results("paper", "scores", "{benchmark}.parquet"),
+            benchmark=PAPER_BENCHMARKS,
+        ),
+        pairs=expand(
+            results("benchmarks", "{benchmark}", "pairs.parquet"),
+            benchmark=PAPER_BENCHMARKS,
+        ),
+        registry=REGISTRY,
+    output:
+        metrics=results("paper", "{variant}.parquet"),
+        curves=results("paper", "curves", "{variant}.parquet"),
+    log:
+        f"{LOGS}/paper/{{variant}}.log",
+    benchmark:
+        f"{LOGS}/paper/{{variant}}.benchmark.tsv"
+    wildcard_constraints:
+        variant="metrics|metrics_clean",
+    conda:
+        "../envs/report.yaml"
+    resources:
+        mem_mb=4000,
+        runtime=20,
+    params:
+        pairs=lambda wc, input: " ".join(f"--pairs {p}" for p in input.pairs),
+        quirks=lambda wc: (
+            "--reference-quirks"
+            if wc.variant == "metrics"
+            else "--no-reference-quirks"
+        ),
+    shell:
+        "unstereo metrics {input.scores} {params.pairs} -o {output.metrics} --curves {output.curves} "
+        "{params.quirks} --registry {input.registry} > {log} 2>&1"
+
+
+rule paper_tables:
+    """The paper's Tables 1-3 and 8-22 from the released scores (CSV, Markdown, LaTeX, HTML)."""
+    input:
+        metrics=results("paper", "metrics.parquet"),
+        registry=REGISTRY,
+    output:
+        [
+            report(
+                results("paper", "tables", f"table{num:02d}.html"),
+                caption="../workflow/report/paper_table.rst",
+                category="Paper reproduction",
+                subcategory="Tables",
+            )
+            for num in PAPER_TABLES
+        ],
+        [
+            results("paper", "tables", f"table{num:02d}.{fmt}")
+            for num in PAPER_TABLES
+            for fmt in TABLE_FORMATS
+            if fmt != "html"
+        ],
+    log:
+        f"{LOGS}/paper/tables.log",
+    conda:
+        "../envs/report.yaml"
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        out_dir=lambda wc, output: Path(output[0]).parent,
+    shell:
+        "unstereo report tables {input.metrics} --paper --registry {input.registry} -o {params.out_dir} > {log} 2>&1"
+
+
+rule paper_figure6:
+    """Figure 6: fairness curves of the 28 models on the five benchmarks (unconstrained; deduplicated dashed)."""
+    input:
+        curves=results("paper", "curves", "metrics.parquet"),
+        registry=REGISTRY,
+    output:
+        png=report(
+            results("paper", "figures", "figure6.png"),
+            caption="../workflow/report/figure6.rst",
+            category="Paper reproduction",
+            subcategory="Figures",
+        ),
+        pdf=results("paper", "figures", "figure6.pdf"),
+        csv=results("paper", "figures", "figure6.csv"),
+    log:
+        f"{LOGS}/paper/figure6.log",
+    conda:
+        "../envs/report.yaml"
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        stem=lambda wc, output: Path(output.png).with_suffix(""),
+    shell:
+        "unstereo report figures {input.curves} --registry {input.registry} -o {params.stem} > {log} 2>&1"
+
+
+rule paper_figure2:
+    """Figure 2 (benchmark size vs eta, made by the benchmarks stage), shown in the HTML report."""
+    input:
+        results("benchmarks", "figure2.png"),
+    output:
+        report(
+            results("paper", "figures", "figure2.png"),
+            caption="../workflow/report/figure2.rst",
+            category="Paper reproduction",
+            subcategory="Figures",
+        ),
+    log:
+        f"{LOGS}/paper/figure2.log",
+    conda:
+        "../envs/report.yaml"
+    resources:
+        mem_mb=200,
+        runtime=5,
+    shell:
+        "cp {input} {output} > {log} 2>&1"
+
+
+rule paper_reproduction:
+    """Every published number of Tables 1-3 and 8-22 against the reproduced cell: results/paper/reproduction.md."""
+    input:
+        metrics=results("paper", "metrics.parquet"),
+        clean=results("paper", "metrics_clean.parquet"),
+        published=PUBLISHED,
+        known=KNOWN,
+        registry=REGISTRY,
+    output:
+        md=report(
+            results("paper", "reproduction.md"),
+            caption="../workflow/report/reproduction.rst",
+            category="Paper reproduction",
+        ),
+        csv=report(
+            results("paper", "reproduction.csv"),
+            caption="../workflow/report/reproduction.rst",
+            category="Paper reproduction",
+        ),
+    log:
+        f"{LOGS}/paper/reproduction.log",
+    conda:
+        "../envs/report.yaml"
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        strict="--strict" if RCFG["strict"] else "",
+    shell:
+        "unstereo report compare {input.metrics} --clean {input.clean} --published {input.published} "
+        "--known {input.known} --registry {input.registry} -o {output.md} --csv {output.csv} {params.strict} "
+        "> {log} 2>&1"
+
+
+if MCFG["enabled"] and METRICS_MODELS and METRICS_BENCHMARKS:
+    ALL_TARGETS.extend(rules.metrics.output)
+    if RCFG["enabled"]:
+        ALL_TARGETS.extend(rules.report_tables.output)
+        ALL_TARGETS.extend(rules.report_figures.output)
+
+if RCFG["enabled"] and RCFG["paper"]:
+    ALL_TARGETS.extend(
+        [
+            results("paper", "metrics.parquet"),
+            results("paper", "metrics_clean.parquet"),
+            *rules.paper_tables.output,
+            *rules.paper_figure6.output,
+            *rules.paper_reproduction.output,
+        ]
+    )
+    # Figure 2 comes from the benchmarks stage; include it when that stage's rule is part of the workflow.
+    if config["benchmarks"]["enabled"] and any(
+        r.name == "benchmarks_figure2" for r in workflow.rules
+    ):
+        ALL_TARGETS.extend(rules.paper_figure2.output)

@@ -1,0 +1,44 @@
+"""UnStereoEval metrics (SPEC 1.4): Unstereo Score with its Bernoulli std, fairness curve and AuFC, fairness gap,
+skew labels, preference disparity and male_rel_ratio, for any set of (model, benchmark, eta)."""
+
+from .compute import (
+    compute_curves,
+    compute_metrics,
+    curves_from_joined,
+    eta_mask,
+    fairness_gap,
+    join_scores,
+    metrics_from_joined,
+    parse_eta,
+)
+from .core import (
+    DEFAULT_EPS,
+    aufc,
+    default_eps_grid,
+    fairness_curve,
+    preference_disparity,
+    skew_counts,
+    skew_labels,
+    to_log10,
+    unstereo_score,
+)
+
+__all__ = [
+    "DEFAULT_EPS",
+    "aufc",
+    "compute_curves",
+    "compute_metrics",
+    "curves_from_joined",
+    "default_eps_grid",
+    "eta_mask",
+    "fairness_curve",
+    "fairness_gap",
+    "join_scores",
+    "metrics_from_joined",
+    "parse_eta",
+    "preference_disparity",
+    "skew_counts",
+    "skew_labels",
+    "to_log10",
+    "unstereo_score",
+]

@@ -1,0 +1,171 @@
+"""``unstereo report ...``: ingest the released scores, build tables and figures, check against the paper."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import click
+
+from ..io import write_text
+from ..log import get_logger
+from ..tables import read_table, write_table
+from .registry import DEFAULT_REGISTRY, load_registry
+
+log = get_logger("report.cli")
+
+_registry_opt = click.option(
+    "--registry",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=DEFAULT_REGISTRY,
+    show_default=True,
+    help="model registry CSV (ids, display names, families, paper order)",
+)
+
+
+@click.group("report")
+def group() -> None:
+    """Tables, figures and the reproduction check of the paper."""
+
+
+@group.command("ingest")
+@click.argument("results_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--benchmark",
+    required=True,
+    type=click.Choice(["USE-5", "USE-10", "USE-20", "Winobias", "Winogender"]),
+    help="which released benchmark to read",
+)
+@click.option(
+    "-o", "--output", required=True, type=click.Path(dir_okay=False, path_type=Path), help="SCORES parquet"
+)
+@_registry_opt
+def ingest(results_dir: Path, benchmark: str, output: Path, registry: Path) -> None:
+    """Read the released per-model score files under RESULTS_DIR (``unstereo-eval/results``) into one SCORES table.
+
+    Model ids come from the registry's reference_name -> id mapping (others: ``__`` -> ``/``). All rows are kept
+    (for USE-k also the pairs the naturalness filter removed; the pair table decides what is scored).
+    """
+    from ..metrics.released import ingest_released
+    from .registry import name_map
+
+    table = ingest_released(results_dir, benchmark, name_map(load_registry(registry)))
+    write_table(table, output, "scores")
+    log.info("wrote %d rows to %s", len(table), output)
+
+
+@group.command("tables")
+@click.argument("metrics_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("-o", "--out-dir", required=True, type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--paper/--generic",
+    default=False,
+    show_default=True,
+    help="the paper's Tables 1-3 and 8-22, or per-eta US/PD/AuFC tables and a gap table for any models",
+)
+@_registry_opt
+def tables(metrics_file: Path, out_dir: Path, paper: bool, registry: Path) -> None:
+    """Write each table of METRICS_FILE as CSV (full precision), Markdown, LaTeX and HTML into OUT_DIR."""
+    from .render import write_table_files
+    from .tables import generic_tables, paper_tables
+
+    metrics = read_table(metrics_file, "metrics")
+    reg = load_registry(registry)
+    built = paper_tables(metrics, reg) if paper else generic_tables(metrics, reg)
+    for table in built.values():
+        write_table_files(table, out_dir)
+    log.info("wrote %d tables to %s", len(built), out_dir)
+
+
+@group.command("figures")
+@click.argument("curves_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="stem: writes .png .pdf .csv",
+)
+@click.option("--eta", default="inf", show_default=True, help="which eta's curves to draw")
+@click.option("--title", default=None, help="figure title")
+@_registry_opt
+def figures(curves_file: Path, output: Path, eta: str, title: str | None, registry: Path) -> None:
+    """Fairness curves (US vs eps) per model and benchmark, deduplicated models dashed (the paper's Figure 6)."""
+    from ..metrics.compute import parse_eta
+    from .figures import figure_data, plot_fairness_curves
+
+    curves = read_table(curves_file)
+    data = figure_data(curves, load_registry(registry), parse_eta(eta))
+    stem = output.with_suffix("") if output.suffix in (".png", ".pdf", ".csv") else output
+    paths = plot_fairness_curves(data, stem, title)
+    log.info("wrote %s", ", ".join(map(str, paths)))
+
+
+@group.command("compare")
+@click.argument("metrics_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--published",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="the paper's numbers (data/paper/published.csv)",
+)
+@click.option(
+    "--known",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="diagnoses of known differences (data/paper/known_differences.csv)",
+)
+@click.option(
+    "--clean",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="metrics computed with the reference switches off, summarised for contrast",
+)
+@click.option(
+    "-o", "--output", required=True, type=click.Path(dir_okay=False, path_type=Path), help="reproduction.md"
+)
+@click.option(
+    "--csv",
+    "csv_out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="every cell as CSV",
+)
+@click.option("--strict", is_flag=True, help="exit with status 1 when a cell is off and unexplained")
+@_registry_opt
+def compare_cmd(metrics_file, published, known, clean, output, csv_out, strict, registry) -> None:
+    """Compare every published number with the reproduced cell; write reproduction.md (and the cells as CSV)."""
+    from .compare import compare, load_known, load_published, reproduction_markdown
+    from .tables import paper_tables
+
+    reg = load_registry(registry)
+    pub, kn = load_published(published), load_known(known)
+    metrics = read_table(metrics_file, "metrics")
+    result = compare(paper_tables(metrics, reg), pub, kn)
+    clean_result = None
+    if clean is not None:
+        clean_result = compare(paper_tables(read_table(clean, "metrics"), reg), pub, kn)
+    head = metrics[
+        (metrics["model"] == "EleutherAI/gpt-j-6b")
+        & (metrics["benchmark"] == "USE-5")
+        & (metrics["eta"] == math.inf)
+    ]
+    headline = None
+    if len(head):
+        h = head.iloc[0]
+        headline = {
+            "US": f"{h['us']:.4f} %",
+            "std": f"{h['us_std']:.4f}",
+            "PD": f"{h['pd']:+.2f}",
+            "AuFC": f"{h['aufc']:.5f}",
+        }
+    write_text(output, reproduction_markdown(result, clean_result, headline))
+    if csv_out is not None:
+        write_table(result, csv_out)
+    within = int(result["within_rounding"].sum())
+    unexplained = int((result["diagnosis"] == "unexplained").sum())
+    log.info("%d of %d cells within rounding; %d off and unexplained", within, len(result), unexplained)
+    if strict and unexplained:
+        raise click.ClickException(
+            f"{unexplained} published number(s) not reproduced and unexplained; see {output}"
+        )
