@@ -1,0 +1,460 @@
+"""Unigram and windowed co-occurrence counts (SPEC 1.1), fast (numpy) and naive (plain Python, the reference).
+
+Definitions (both counters):
+
+- tokens of a document: :func:`~unstereo.corpus.tokenize.tokenize`, then stop words removed except target words;
+  positions are counted after removal;
+- ``c(w)``: occurrences of w; ``N_uni``: number of tokens;
+- ``c(w, g)`` for a target g: the number of ORDERED position pairs (i, j) in one document with i != j,
+  |i - j| < window, token g at i and token w at j; i.e. for every occurrence of g, the tokens in its window.
+  Consequences: a pair of positions holding two different targets g, h counts once in c(h, g) and once in
+  c(g, h) (c is symmetric on targets); two occurrences of the SAME target g within the window count 2 in c(g, g)
+  (once from each end). ``N_pairs`` counts ordered pairs the same way: sum over documents of
+  sum_{d=1}^{window-1} 2 * max(n - d, 0). Delta does not depend on these constant factors.
+
+The fast counter works on batches of documents as byte arrays (see tokenize.py), maps tokens to integer ids with a
+hash table over 64-bit keys (one Python string per distinct word, not per token), counts windows with vectorised
+offsets around target positions, and keeps memory bounded by spilling partial counts to parquet runs that
+:mod:`~unstereo.corpus.merge` sums partition by partition.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError
+from ..log import get_logger
+from . import tokenize as tk
+
+log = get_logger("corpus.count")
+
+
+class HashCollisionError(RuntimeError):
+    """Two different words got the same 64-bit key (never seen; rerun with ``--engine naive`` if it happens)."""
+
+
+def pairs_in_document(n: np.ndarray | int, window: int) -> np.ndarray | int:
+    """Ordered co-occurring position pairs in a document of ``n`` tokens: sum_{d=1}^{window-1} 2*max(n-d, 0)."""
+    n = np.asarray(n, dtype=np.int64)
+    w1 = window - 1
+    full = 2 * (w1 * n - w1 * (w1 + 1) // 2)  # n >= window - 1: every offset d = 1..w1 fits n - d times
+    short = n * (n - 1)  # n < window: all ordered pairs
+    out = np.where(n > w1, full, short)
+    return out if out.ndim else int(out)
+
+
+@dataclass
+class Counts:
+    """Counts of a corpus (or a part): tables with words as strings plus the totals."""
+
+    unigrams: pd.DataFrame  # word, count
+    cooccurrence: pd.DataFrame  # word, target, count
+    n_tokens: int
+    n_pairs: int
+    meta: dict = field(default_factory=dict)
+
+
+def _as_tables(
+    words: list[str], uni: np.ndarray, co_word: list[str], co_target: list[str], co_count
+) -> tuple:
+    unigrams = pd.DataFrame({"word": pd.array(words, dtype=object), "count": np.asarray(uni, np.int64)})
+    cooc = pd.DataFrame(
+        {
+            "word": pd.array(co_word, dtype=object),
+            "target": pd.array(co_target, dtype=object),
+            "count": np.asarray(co_count, np.int64),
+        }
+    )
+    unigrams = unigrams[unigrams["count"] > 0].sort_values("word", kind="stable").reset_index(drop=True)
+    cooc = cooc[cooc["count"] > 0].sort_values(["word", "target"], kind="stable").reset_index(drop=True)
+    return unigrams, cooc
+
+
+# ----------------------------------------------------------------------------------------------------- naive
+
+
+def count_naive(
+    texts: Iterable[str], targets: Iterable[str], stopwords: Iterable[str], window: int = 10
+) -> Counts:
+    """The reference counter: per document, for each target occurrence, loop over its window."""
+    targets = set(targets)
+    stop = set(stopwords) - targets
+    uni: Counter = Counter()
+    co: Counter = Counter()
+    n_pairs = 0
+    for text in texts:
+        toks = [t for t in tk.tokenize(text) if t not in stop]
+        uni.update(toks)
+        n = len(toks)
+        n_pairs += pairs_in_document(n, window)
+        for i, g in enumerate(toks):
+            if g in targets:
+                for j in range(max(0, i - window + 1), min(n, i + window)):
+                    if j != i:
+                        co[toks[j], g] += 1
+    words = sorted(uni)
+    keys = sorted(co)
+    unigrams, cooc = _as_tables(
+        words, [uni[w] for w in words], [k[0] for k in keys], [k[1] for k in keys], [co[k] for k in keys]
+    )
+    return Counts(unigrams, cooc, int(sum(uni.values())), int(n_pairs))
+
+
+# ------------------------------------------------------------------------------------------------------ fast
+
+
+class _Grow:
+    """A growable 1-d numpy array (amortised doubling)."""
+
+    def __init__(self, dtype, fill=0):
+        self.a = np.full(1024, fill, dtype=dtype)
+        self.fill = fill
+        self.n = 0
+
+    def ensure(self, n: int) -> None:
+        if n > self.a.size:
+            new = np.full(max(n, 2 * self.a.size), self.fill, dtype=self.a.dtype)
+            new[: self.n] = self.a[: self.n]
+            self.a = new
+
+    @property
+    def view(self) -> np.ndarray:
+        return self.a[: self.n]
+
+
+class _KeyTable:
+    """Hash table 64-bit key -> id with vectorised lookup (pandas' Int64HashTable; a dict where it is missing)."""
+
+    def __init__(self):
+        try:
+            from pandas._libs.hashtable import Int64HashTable
+
+            self._t = Int64HashTable()
+        except ImportError:  # pragma: no cover - private pandas API moved
+            self._t = None
+            self._d: dict[int, int] = {}
+
+    def lookup(self, keys: np.ndarray) -> np.ndarray:
+        """Ids of ``keys`` (uint64), -1 where unknown."""
+        if self._t is not None:
+            return self._t.lookup(keys.view(np.int64)).astype(np.int64)
+        get = self._d.get
+        return np.fromiter((get(k, -1) for k in keys.tolist()), np.int64, keys.size)
+
+    def add(self, keys: np.ndarray, ids: np.ndarray) -> None:
+        if self._t is not None:
+            self._t.map_keys_to_values(np.ascontiguousarray(keys).view(np.int64), ids)
+        else:
+            self._d.update(zip(keys.tolist(), ids.tolist(), strict=True))
+
+
+class FastCounter:
+    """Streaming counter: feed batches of texts with :meth:`add`, then :meth:`finish` (or :meth:`counts`).
+
+    Memory stays bounded: once the run holds ``spill_types`` distinct words or ``spill_rows`` co-occurrence rows,
+    the run is written to ``spill_dir`` as parquet and started afresh; :meth:`finish` sums the runs.
+    """
+
+    def __init__(
+        self,
+        targets: Iterable[str],
+        stopwords: Iterable[str],
+        window: int = 10,
+        spill_dir: str | Path | None = None,
+        spill_types: int = 2_000_000,
+        spill_rows: int = 20_000_000,
+    ):
+        if window < 1:
+            raise ValueError("window must be >= 1")
+        self.targets = sorted(set(targets))
+        self._tindex = {t: i for i, t in enumerate(self.targets)}
+        self.stopwords = frozenset(stopwords) - set(self.targets)
+        self.window = int(window)
+        self.spill_types = int(spill_types)
+        self.spill_rows = int(spill_rows)
+        self._spill_dir = Path(spill_dir) if spill_dir else None
+        self._own_spill_dir: Path | None = None
+        self.runs: list[Path] = []
+        self.n_tokens = 0
+        self.n_pairs = 0
+        self._reset()
+
+    # -- state of the current run
+    def _reset(self) -> None:
+        self._gid = _KeyTable()
+        self._words: list[str] = []
+        self._uni = _Grow(np.int64)
+        self._stop = _Grow(bool, False)
+        self._tid = _Grow(np.int16, -1)
+        self._check = _Grow(np.uint64)  # check hash of long words by id (0 = not seen yet)
+        self._co_keys: list[np.ndarray] = []
+        self._co_vals: list[np.ndarray] = []
+        self._co_len = 0
+        self._co_compact = 0
+
+    def _new_words(self, keys: np.ndarray, reps: np.ndarray, arr: np.ndarray, starts, ends) -> None:
+        """Register words first seen in this batch: their bytes are gathered and decoded in one go."""
+        s, e = starts[reps], ends[reps]
+        lens = e - s
+        inword = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
+        out_off = np.cumsum(lens + 1) - (lens + 1)  # one NUL after each word
+        joined = np.zeros(int(out_off[-1] + lens[-1]), np.uint8)
+        joined[np.repeat(out_off, lens) + inword] = arr[np.repeat(s, lens) + inword]
+        words = joined.tobytes().decode("utf-8", "surrogatepass").split(tk.SEP)
+        first = len(self._words)
+        n = first + len(words)
+        self._gid.add(keys, np.arange(first, n, dtype=np.int64))
+        self._words.extend(words)
+        for g in (self._uni, self._stop, self._tid, self._check):
+            g.ensure(n)
+            g.n = n
+        stop, tindex = self.stopwords, self._tindex
+        self._stop.a[first:n] = np.fromiter((w in stop for w in words), bool, len(words))
+        for i, w in enumerate(words):
+            t = tindex.get(w)
+            if t is not None:
+                self._tid.a[first + i] = t
+
+    def add(self, texts: list[str]) -> None:
+        """Count one batch of documents."""
+        if not texts:
+            return
+        buf, n = tk.encode_batch(texts)
+        arr = np.frombuffer(buf, dtype=np.uint8)
+        starts, ends = tk.token_spans(arr, n)
+        if starts.size == 0:
+            return
+        keys, long_idx, check = tk.token_keys(buf, starts, ends)
+        codes, uniq = pd.factorize(keys)
+        codes = codes.astype(np.int64, copy=False)
+        nu = uniq.size
+        # first occurrence of each distinct key (reverse assignment: the last write wins = the first occurrence)
+        rep = np.empty(nu, np.int64)
+        rep[codes[::-1]] = np.arange(codes.size - 1, -1, -1)
+        # distinct keys -> run-wide ids; unseen ones get a string once
+        gids_u = self._gid.lookup(uniq)
+        new = np.flatnonzero(gids_u < 0)
+        if new.size:
+            self._new_words(uniq[new], rep[new], arr, starts, ends)
+            gids_u[new] = np.arange(len(self._words) - new.size, len(self._words))
+        if long_idx.size:
+            self._verify(codes[long_idx], check, gids_u, long_idx, buf, starts, ends)
+        # stop words out; positions count after removal
+        keep = ~self._stop.a[gids_u][codes]
+        kc = codes[keep]
+        doc_sep = np.flatnonzero(arr[:n] == 0)
+        kd = np.searchsorted(doc_sep, starts[keep])
+        m = kc.size
+        self.n_tokens += m
+        per_doc = np.bincount(kd, minlength=len(texts))
+        self.n_pairs += int(pairs_in_document(per_doc, self.window).sum())
+        ucount = np.bincount(kc, minlength=nu)
+        self._uni.a[gids_u] += ucount
+        # co-occurrence: offsets around target positions, same document only
+        tids = self._tid.a[gids_u][kc]
+        pos = np.flatnonzero(tids >= 0)
+        if pos.size == 0:
+            return
+        T = len(self.targets)
+        ws, ts = [], []
+        for d in range(1, self.window):
+            for j, p in ((pos + d, pos), (pos - d, pos)):
+                ok = (j >= 0) & (j < m)
+                j, p = j[ok], p[ok]
+                same = kd[j] == kd[p]
+                ws.append(kc[j[same]])
+                ts.append(tids[p[same]])
+        w = np.concatenate(ws)
+        t = np.concatenate(ts).astype(np.int64)
+        if nu * T <= 8_000_000:
+            cnt = np.bincount(w * T + t, minlength=nu * T)
+            nz = np.flatnonzero(cnt)
+            vals = cnt[nz]
+        else:
+            nz, vals = np.unique(w * T + t, return_counts=True)
+        gkeys = gids_u[nz // T] * T + nz % T
+        self._co_keys.append(gkeys)
+        self._co_vals.append(vals.astype(np.int64))
+        self._co_len += gkeys.size
+        if self._co_len > max(4_000_000, 2 * self._co_compact):
+            self._compact()
+        if len(self._words) >= self.spill_types or self._co_len >= self.spill_rows:
+            self._spill()
+
+    def _verify(self, lcodes, check, gids_u, long_idx, buf, starts, ends) -> None:
+        """Equal keys of long tokens must have equal check hashes, within the batch and across batches."""
+        rep_check = np.zeros(gids_u.size, np.uint64)
+        rep_check[lcodes[::-1]] = check[::-1]
+        bad = np.flatnonzero(rep_check[lcodes] != check)
+        ucodes = np.unique(lcodes)
+        g, c = gids_u[ucodes], rep_check[ucodes]
+        known = self._check.a[g]
+        clash = np.flatnonzero((known != 0) & (known != c))
+        self._check.a[g[known == 0]] = c[known == 0]
+        if bad.size or clash.size:
+            if bad.size:
+                i = long_idx[bad[0]]
+                gid = int(gids_u[lcodes[bad[0]]])
+                other = buf[starts[i] : ends[i]].decode("utf-8", "surrogatepass")
+            else:
+                gid, other = int(g[clash[0]]), "a word of an earlier batch"
+            raise HashCollisionError(
+                f"hash collision between {self._words[gid]!r} and {other!r}; rerun with --engine naive"
+            )
+
+    def _compact(self) -> None:
+        if len(self._co_keys) > 1:
+            keys = np.concatenate(self._co_keys)
+            vals = np.concatenate(self._co_vals)
+            uk, inv = np.unique(keys, return_inverse=True)
+            self._co_keys = [uk]
+            self._co_vals = [np.bincount(inv, weights=vals, minlength=uk.size).astype(np.int64)]
+            self._co_len = uk.size
+        self._co_compact = self._co_len
+
+    def _run_tables(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        self._compact()
+        T = len(self.targets)
+        keys = self._co_keys[0] if self._co_keys else np.empty(0, np.int64)
+        vals = self._co_vals[0] if self._co_vals else np.empty(0, np.int64)
+        words = np.array(self._words, dtype=object)
+        targets = np.array(self.targets, dtype=object)
+        return _as_tables(self._words, self._uni.view, words[keys // T], targets[keys % T], vals)
+
+    def _spill(self) -> None:
+        from .merge import write_counts
+
+        if self._spill_dir is None:
+            self._own_spill_dir = Path(tempfile.mkdtemp(prefix="unstereo-spill-"))
+            self._spill_dir = self._own_spill_dir
+        run = self._spill_dir / f"run-{len(self.runs):05d}"
+        uni, co = self._run_tables()
+        write_counts(run, uni, co, {})
+        self.runs.append(run)
+        log.info("spilled run %d: %d words, %d co-occurrence rows", len(self.runs), len(uni), len(co))
+        self._reset()
+
+    def counts(self) -> Counts:
+        """All counts in memory (only when nothing was spilled; use :meth:`finish` for large inputs)."""
+        if self.runs:
+            raise RuntimeError("counts were spilled to disk; use finish(out_dir)")
+        uni, co = self._run_tables()
+        return Counts(uni, co, self.n_tokens, self.n_pairs)
+
+    def finish(self, out_dir: str | Path, meta: dict, partitions: int | None = None) -> Path:
+        """Write ``unigrams.parquet``, ``cooccurrence.parquet`` and ``stats.json`` to ``out_dir``."""
+        from .merge import merge_count_dirs, write_counts
+
+        meta = {**meta, "n_tokens": self.n_tokens, "n_pairs": self.n_pairs}
+        try:
+            if not self.runs:
+                uni, co = self._run_tables()
+                write_counts(out_dir, uni, co, meta)
+            else:
+                if self._words:
+                    self._spill()
+                merge_count_dirs(self.runs, out_dir, meta=meta, partitions=partitions, sum_stats=False)
+        finally:
+            if self._own_spill_dir is not None:
+                shutil.rmtree(self._own_spill_dir, ignore_errors=True)
+        return Path(out_dir)
+
+
+def _check_texts_engine(engine: str) -> None:
+    if engine not in ("fast", "naive"):
+        raise InputError(f"unknown counting engine {engine!r} (fast | naive)")
+
+
+def count_files(
+    paths: Sequence[str | Path],
+    out_dir: str | Path,
+    targets: Sequence[str],
+    stopwords: Iterable[str],
+    window: int = 10,
+    text_key: str = "text",
+    on_bad_line: str = "error",
+    chunk_mb: float = 1.0,
+    spill_types: int = 2_000_000,
+    spill_rows: int = 20_000_000,
+    engine: str = "fast",
+    stopwords_name: str = "spacy",
+) -> dict:
+    """Count ``paths`` (one shard or several files counted as one) into ``out_dir``; returns the stats written."""
+    import sys
+    import time
+
+    from tqdm.auto import tqdm
+
+    from .merge import write_counts
+    from .readers import DocumentReader
+
+    _check_texts_engine(engine)
+    reader = DocumentReader(text_key=text_key, on_bad_line=on_bad_line, chunk_bytes=int(chunk_mb * (1 << 20)))
+    out = Path(out_dir)
+    t0 = time.perf_counter()
+    total = sum(Path(p).stat().st_size for p in paths if Path(p).is_file())
+    bar = tqdm(
+        total=total, unit="B", unit_scale=True, desc=f"count {out.name}", file=sys.stderr, mininterval=10
+    )
+    meta = {
+        "window": int(window),
+        "targets": sorted(set(targets)),
+        "stopwords": stopwords_name,
+        "text_key": text_key,
+        "engine": engine,
+        "inputs": [str(p) for p in paths],
+    }
+
+    def batches():
+        for p in paths:
+            compressed = str(p).endswith(".zst")
+            before = reader.stats.bytes_in
+            for texts in reader.batches(p):
+                yield texts
+                if not compressed:
+                    bar.update(reader.stats.bytes_in - before)
+                    before = reader.stats.bytes_in
+            if compressed:
+                bar.update(Path(p).stat().st_size)
+
+    try:
+        if engine == "naive":
+            counts = count_naive((t for b in batches() for t in b), targets, stopwords, window)
+            meta.update(n_tokens=counts.n_tokens, n_pairs=counts.n_pairs)
+            meta["read"] = reader.stats.as_dict()
+            write_counts(out, counts.unigrams, counts.cooccurrence, meta)
+        else:
+            counter = FastCounter(
+                targets, stopwords, window, spill_dir=None, spill_types=spill_types, spill_rows=spill_rows
+            )
+            for texts in batches():
+                counter.add(texts)
+            meta["read"] = reader.stats.as_dict()
+            counter.finish(out, meta)
+            meta.update(n_tokens=counter.n_tokens, n_pairs=counter.n_pairs)
+    finally:
+        bar.close()
+    s = reader.stats
+    log.info(
+        "%s: %d files, %d docs, %d tokens, %d bad lines skipped, %d blank lines, %d empty files, "
+        "%d truncated files; %.1f MB in %.1f s",
+        out,
+        s.files,
+        s.docs,
+        meta["n_tokens"],
+        s.bad_lines,
+        s.blank_lines,
+        s.empty_files,
+        s.truncated_files,
+        total / 1e6,
+        time.perf_counter() - t0,
+    )
+    return meta
