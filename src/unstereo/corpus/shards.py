@@ -48,7 +48,9 @@ def shards(inputs: list[str], external_dir: str) -> dict[str, Shard]:
             path = f"{external_dir}/{resource}/{rel}"
         name = shard_name(path)
         if name in out:
-            raise ConfigError(f"two inputs give the shard name {name!r}; rename one file", key="corpus.inputs")
+            raise ConfigError(
+                f"two inputs give the shard name {name!r}; rename one file", key="corpus.inputs"
+            )
         out[name] = Shard(name, path, resource)
     if not out:
         raise ConfigError("no inputs", key="corpus.inputs")
