@@ -178,6 +178,8 @@ class FastCounter:
         self._tindex = {t: i for i, t in enumerate(self.targets)}
         self.stopwords = frozenset(stopwords) - set(self.targets)
         self.window = int(window)
+        d = np.arange(1, self.window, dtype=np.int64)
+        self._offsets = np.concatenate([d, -d])
         self.spill_types = int(spill_types)
         self.spill_rows = int(spill_rows)
         self._spill_dir = Path(spill_dir) if spill_dir else None
@@ -205,10 +207,10 @@ class FastCounter:
         s, e = starts[reps], ends[reps]
         lens = e - s
         inword = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
-        out_off = np.cumsum(lens + 1) - (lens + 1)  # one NUL after each word
-        joined = np.zeros(int(out_off[-1] + lens[-1]), np.uint8)
+        out_off = np.cumsum(lens + 1) - (lens + 1)  # one \x01 (never part of a word) after each word
+        joined = np.ones(int(out_off[-1] + lens[-1]), np.uint8)
         joined[np.repeat(out_off, lens) + inword] = arr[np.repeat(s, lens) + inword]
-        words = joined.tobytes().decode("utf-8", "surrogatepass").split(tk.SEP)
+        words = joined.tobytes().decode("utf-8", "surrogatepass").split("\x01")
         first = len(self._words)
         n = first + len(words)
         self._gid.add(keys, np.arange(first, n, dtype=np.int64))
@@ -217,7 +219,8 @@ class FastCounter:
             g.ensure(n)
             g.n = n
         stop, tindex = self.stopwords, self._tindex
-        self._stop.a[first:n] = np.fromiter((w in stop for w in words), bool, len(words))
+        sep = tk.SEP  # the document separator token is dropped like a stop word
+        self._stop.a[first:n] = np.fromiter((w in stop or w == sep for w in words), bool, len(words))
         for i, w in enumerate(words):
             t = tindex.get(w)
             if t is not None:
@@ -229,58 +232,48 @@ class FastCounter:
             return
         buf, n = tk.encode_batch(texts)
         arr = np.frombuffer(buf, dtype=np.uint8)
-        starts, ends = tk.token_spans(arr, n)
+        starts, ends = tk.token_spans(arr, n, separators=True)
         if starts.size == 0:
             return
         keys, long_idx, check = tk.token_keys(buf, starts, ends)
-        codes, uniq = pd.factorize(keys)
+        codes, uniq = pd.factorize(keys)  # codes in order of first appearance
         codes = codes.astype(np.int64, copy=False)
         nu = uniq.size
-        # first occurrence of each distinct key (reverse assignment: the last write wins = the first occurrence)
-        rep = np.empty(nu, np.int64)
-        rep[codes[::-1]] = np.arange(codes.size - 1, -1, -1)
         # distinct keys -> run-wide ids; unseen ones get a string once
         gids_u = self._gid.lookup(uniq)
         new = np.flatnonzero(gids_u < 0)
         if new.size:
+            rep = np.empty(nu, np.int64)  # first occurrence of each code (the last write wins)
+            rep[codes[::-1]] = np.arange(codes.size - 1, -1, -1)
             self._new_words(uniq[new], rep[new], arr, starts, ends)
             gids_u[new] = np.arange(len(self._words) - new.size, len(self._words))
         if long_idx.size:
             self._verify(codes[long_idx], check, gids_u, long_idx, buf, starts, ends)
-        # stop words out; positions count after removal
+        # document of each token: separators (key 0) before it; then stop words (and separators) out
+        doc = np.cumsum(keys == 0)
         keep = ~self._stop.a[gids_u][codes]
         kc = codes[keep]
-        doc_sep = np.flatnonzero(arr[:n] == 0)
-        kd = np.searchsorted(doc_sep, starts[keep])
+        kd = doc[keep]
         m = kc.size
         self.n_tokens += m
         per_doc = np.bincount(kd, minlength=len(texts))
         self.n_pairs += int(pairs_in_document(per_doc, self.window).sum())
-        ucount = np.bincount(kc, minlength=nu)
-        self._uni.a[gids_u] += ucount
-        # co-occurrence: offsets around target positions, same document only
+        self._uni.a[gids_u] += np.bincount(kc, minlength=nu)
+        # co-occurrence: all offsets around the target positions at once, same document only
         tids = self._tid.a[gids_u][kc]
         pos = np.flatnonzero(tids >= 0)
         if pos.size == 0:
             return
         T = len(self.targets)
-        ws, ts = [], []
-        for d in range(1, self.window):
-            for j, p in ((pos + d, pos), (pos - d, pos)):
-                ok = (j >= 0) & (j < m)
-                j, p = j[ok], p[ok]
-                same = kd[j] == kd[p]
-                ws.append(kc[j[same]])
-                ts.append(tids[p[same]])
-        w = np.concatenate(ws)
-        t = np.concatenate(ts).astype(np.int64)
-        if nu * T <= 8_000_000:
-            cnt = np.bincount(w * T + t, minlength=nu * T)
-            nz = np.flatnonzero(cnt)
-            vals = cnt[nz]
-        else:
-            nz, vals = np.unique(w * T + t, return_counts=True)
-        gkeys = gids_u[nz // T] * T + nz % T
+        j = (pos[:, None] + self._offsets[None, :]).ravel()
+        p = np.repeat(pos, self._offsets.size)
+        ok = (j >= 0) & (j < m)
+        j, p = j[ok], p[ok]
+        same = kd[j] == kd[p]
+        j, p = j[same], p[same]
+        pair_codes, pair_keys = pd.factorize(kc[j] * T + tids[p])
+        vals = np.bincount(pair_codes)
+        gkeys = gids_u[pair_keys // T] * T + pair_keys % T
         self._co_keys.append(gkeys)
         self._co_vals.append(vals.astype(np.int64))
         self._co_len += gkeys.size
@@ -294,7 +287,9 @@ class FastCounter:
         rep_check = np.zeros(gids_u.size, np.uint64)
         rep_check[lcodes[::-1]] = check[::-1]
         bad = np.flatnonzero(rep_check[lcodes] != check)
-        ucodes = np.unique(lcodes)
+        mark = np.zeros(gids_u.size, bool)
+        mark[lcodes] = True
+        ucodes = np.flatnonzero(mark)
         g, c = gids_u[ucodes], rep_check[ucodes]
         known = self._check.a[g]
         clash = np.flatnonzero((known != 0) & (known != c))

@@ -155,7 +155,7 @@ class DocumentReader:
 
     def _parse_jsonl(self, path: Path, first: int, lines: list[bytes]) -> list[str]:
         # Fast path: one json.loads for the whole batch; on any problem fall back to line by line to name the line.
-        body = [ln for ln in lines if ln.strip()]
+        body = [ln for ln in lines if ln and not ln.isspace()]
         if len(body) != len(lines):
             self.stats.blank_lines += len(lines) - len(body)
         if not body:
@@ -171,7 +171,7 @@ class DocumentReader:
             pass
         texts = []
         for i, ln in enumerate(lines):
-            if not ln.strip():
+            if not ln or ln.isspace():
                 continue
             lineno = first + i
             try:

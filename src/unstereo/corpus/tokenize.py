@@ -21,6 +21,7 @@ from functools import cache
 import numpy as np
 
 SEP = "\x00"  # document separator inside a batch (not alphabetic; removed from texts first)
+DOC_SEP = f" {SEP} "  # spaces keep the separator a token of its own
 PAD = 40  # zero bytes after a batch so that 8-byte reads past a token's end stay inside the buffer
 MAX_BLOCKS = 4  # tokens up to 32 bytes are hashed with numpy; longer ones (rare) with blake2b one by one
 
@@ -50,12 +51,13 @@ def tokenize(text: str) -> list[str]:
 
 
 def encode_batch(texts: list[str]) -> tuple[bytes, int]:
-    """Lowercase and join ``texts`` with SEP, encode as UTF-8 and pad; returns ``(buffer, n)``, n = unpadded size."""
-    joined = SEP.join(texts)
+    """Lowercase and join ``texts`` with " NUL " (a one-byte token of key 0 that marks document ends), encode as
+    UTF-8 and pad; returns ``(buffer, n)``, n = size without padding."""
+    joined = DOC_SEP.join(texts)
     if joined.count(SEP) != len(texts) - 1:  # a text holds NUL itself: blank it (it is not a letter anyway)
-        joined = SEP.join(t.replace(SEP, " ") for t in texts)
-    data = joined.lower().encode("utf-8", "surrogatepass")
-    return data + bytes(PAD), len(data)
+        joined = DOC_SEP.join(t.replace(SEP, " ") for t in texts)
+    data = (joined + SEP * PAD).lower().encode("utf-8", "surrogatepass")
+    return data, len(data) - PAD
 
 
 def letter_mask(arr: np.ndarray, n: int) -> np.ndarray:
@@ -86,9 +88,13 @@ def letter_mask(arr: np.ndarray, n: int) -> np.ndarray:
     return mask
 
 
-def token_spans(arr: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Start and end (exclusive) byte offsets of the tokens in the first ``n`` bytes of ``arr``."""
-    mask = letter_mask(arr, n).view(np.int8)
+def token_spans(arr: np.ndarray, n: int, separators: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end (exclusive) byte offsets of the tokens in the first ``n`` bytes of ``arr``; with
+    ``separators`` the NUL bytes of :func:`encode_batch` are tokens too (key 0)."""
+    mask = letter_mask(arr, n)
+    if separators:
+        mask |= arr[:n] == 0
+    mask = mask.view(np.int8)
     edges = np.flatnonzero(np.diff(mask, prepend=np.int8(0), append=np.int8(0)) != 0)  # bool: fast nonzero
     return edges[::2], edges[1::2]  # runs alternate: start, end, start, end, ...
 
