@@ -89,10 +89,11 @@ EDGE_DOCS = [
 ]
 
 
-@pytest.mark.parametrize("window", [2, 5, 10])
-def test_fast_equals_plain_reference_on_edge_cases(window):
+@pytest.mark.parametrize("window,dense_rows", [(2, 1 << 18), (5, 1 << 18), (10, 1 << 18), (10, 4), (3, 0)])
+def test_fast_equals_plain_reference_on_edge_cases(window, dense_rows):
+    # dense_rows: word ids below it are counted in a dense array, the others sparsely; both paths must agree
     uni, co, n_pairs = plain_counter(EDGE_DOCS, set(TARGETS), SPACY, window)
-    c = fast(EDGE_DOCS, window=window).counts()
+    c = fast(EDGE_DOCS, window=window, dense_rows=dense_rows).counts()
     assert as_counters(c) == (uni, co)
     assert c.n_pairs == n_pairs
     assert c.n_tokens == sum(uni.values())

@@ -130,6 +130,17 @@ class _Grow:
         return self.a[: self.n]
 
 
+def _word_keys(words: list[str]) -> np.ndarray:
+    """Keys of single alphabetic words, as the fast counter computes them for tokens."""
+    if not words:
+        return np.empty(0, np.uint64)
+    buf, n = tk.encode_batch([w.lower() for w in words])
+    starts, ends = tk.token_spans(np.frombuffer(buf, np.uint8), n)
+    if starts.size != len(words):
+        raise ValueError("every word must be one alphabetic token")
+    return tk.token_keys(buf, starts, ends)[0]
+
+
 class _KeyTable:
     """Hash table 64-bit key -> id with vectorised lookup (pandas' Int64HashTable; a dict where it is missing)."""
 
@@ -145,7 +156,7 @@ class _KeyTable:
     def lookup(self, keys: np.ndarray) -> np.ndarray:
         """Ids of ``keys`` (uint64), -1 where unknown."""
         if self._t is not None:
-            return self._t.lookup(keys.view(np.int64)).astype(np.int64)
+            return self._t.lookup(keys.view(np.int64)).astype(np.int64, copy=False)
         get = self._d.get
         return np.fromiter((get(k, -1) for k in keys.tolist()), np.int64, keys.size)
 
@@ -171,6 +182,7 @@ class FastCounter:
         spill_dir: str | Path | None = None,
         spill_types: int = 2_000_000,
         spill_rows: int = 20_000_000,
+        dense_rows: int = 1 << 18,
     ):
         if window < 1:
             raise ValueError("window must be >= 1")
@@ -178,10 +190,17 @@ class FastCounter:
         self._tindex = {t: i for i, t in enumerate(self.targets)}
         self.stopwords = frozenset(stopwords) - set(self.targets)
         self.window = int(window)
+        # keys of the stop words (those that can be a token at all: alphabetic) plus the separator's key 0
+        self._stop_keys = np.append(
+            _word_keys(sorted(w for w in self.stopwords if w.isalpha())), np.uint64(0)
+        )
+        self._target_keys = _word_keys(self.targets)
+        self._target_ids = np.arange(len(self.targets), dtype=np.int16)
         d = np.arange(1, self.window, dtype=np.int64)
         self._offsets = np.concatenate([d, -d])
         self.spill_types = int(spill_types)
         self.spill_rows = int(spill_rows)
+        self.dense_rows = int(dense_rows)
         self._spill_dir = Path(spill_dir) if spill_dir else None
         self._own_spill_dir: Path | None = None
         self.runs: list[Path] = []
@@ -197,12 +216,13 @@ class FastCounter:
         self._stop = _Grow(bool, False)
         self._tid = _Grow(np.int16, -1)
         self._check = _Grow(np.uint64)  # check hash of long words by id (0 = not seen yet)
+        self._dense = np.zeros(0, np.int64)  # c(w, g) at w * T + g for word ids below dense_rows
         self._co_keys: list[np.ndarray] = []
         self._co_vals: list[np.ndarray] = []
         self._co_len = 0
         self._co_compact = 0
 
-    def _new_words(self, keys: np.ndarray, reps: np.ndarray, arr: np.ndarray, starts, ends) -> None:
+    def _new_words(self, keys: np.ndarray, reps: np.ndarray, arr: np.ndarray, starts, ends, chk) -> None:
         """Register words first seen in this batch: their bytes are gathered and decoded in one go."""
         s, e = starts[reps], ends[reps]
         lens = e - s
@@ -218,13 +238,13 @@ class FastCounter:
         for g in (self._uni, self._stop, self._tid, self._check):
             g.ensure(n)
             g.n = n
-        stop, tindex = self.stopwords, self._tindex
-        sep = tk.SEP  # the document separator token is dropped like a stop word
-        self._stop.a[first:n] = np.fromiter((w in stop or w == sep for w in words), bool, len(words))
-        for i, w in enumerate(words):
-            t = tindex.get(w)
-            if t is not None:
-                self._tid.a[first + i] = t
+        self._check.a[first:n] = chk[reps]  # check hash of long words (0 for short ones)
+        # stop words, the separator and targets are flagged through their keys: no per-word Python work
+        gid = self._gid.lookup(self._stop_keys)
+        self._stop.a[gid[gid >= first]] = True
+        gid = self._gid.lookup(self._target_keys)
+        hit = gid >= first
+        self._tid.a[gid[hit]] = self._target_ids[hit]
 
     def add(self, texts: list[str]) -> None:
         """Count one batch of documents."""
@@ -236,31 +256,38 @@ class FastCounter:
         if starts.size == 0:
             return
         keys, long_idx, check = tk.token_keys(buf, starts, ends)
-        codes, uniq = pd.factorize(keys)  # codes in order of first appearance
-        codes = codes.astype(np.int64, copy=False)
-        nu = uniq.size
-        # distinct keys -> run-wide ids; unseen ones get a string once
-        gids_u = self._gid.lookup(uniq)
-        new = np.flatnonzero(gids_u < 0)
-        if new.size:
-            rep = np.empty(nu, np.int64)  # first occurrence of each code (the last write wins)
-            rep[codes[::-1]] = np.arange(codes.size - 1, -1, -1)
-            self._new_words(uniq[new], rep[new], arr, starts, ends)
-            gids_u[new] = np.arange(len(self._words) - new.size, len(self._words))
+        # token -> run-wide word id through the hash table; only unseen words are factorized and decoded
+        gids = self._gid.lookup(keys)
+        new_tok = np.flatnonzero(gids < 0)
+        if new_tok.size:
+            codes, uniq = pd.factorize(keys[new_tok])
+            rep = np.empty(uniq.size, np.int64)  # first occurrence of each new word (the last write wins)
+            rep[codes[::-1]] = new_tok[::-1]
+            chk = np.zeros(keys.size, np.uint64)
+            chk[long_idx] = check
+            first = len(self._words)
+            self._new_words(uniq, rep, arr, starts, ends, chk)
+            gids[new_tok] = first + codes
         if long_idx.size:
-            self._verify(codes[long_idx], check, gids_u, long_idx, buf, starts, ends)
+            bad = np.flatnonzero(self._check.a[gids[long_idx]] != check)
+            if bad.size:
+                i = long_idx[bad[0]]
+                raise HashCollisionError(
+                    f"hash collision between {self._words[gids[i]]!r} and "
+                    f"{buf[starts[i] : ends[i]].decode('utf-8', 'surrogatepass')!r}; rerun with --engine naive"
+                )
         # document of each token: separators (key 0) before it; then stop words (and separators) out
         doc = np.cumsum(keys == 0)
-        keep = ~self._stop.a[gids_u][codes]
-        kc = codes[keep]
+        keep = ~self._stop.a[gids]
+        kg = gids[keep]
         kd = doc[keep]
-        m = kc.size
+        m = kg.size
         self.n_tokens += m
         per_doc = np.bincount(kd, minlength=len(texts))
         self.n_pairs += int(pairs_in_document(per_doc, self.window).sum())
-        self._uni.a[gids_u] += np.bincount(kc, minlength=nu)
+        np.add.at(self._uni.a, kg, 1)
         # co-occurrence: all offsets around the target positions at once, same document only
-        tids = self._tid.a[gids_u][kc]
+        tids = self._tid.a[kg]
         pos = np.flatnonzero(tids >= 0)
         if pos.size == 0:
             return
@@ -270,40 +297,24 @@ class FastCounter:
         ok = (j >= 0) & (j < m)
         j, p = j[ok], p[ok]
         same = kd[j] == kd[p]
-        j, p = j[same], p[same]
-        pair_codes, pair_keys = pd.factorize(kc[j] * T + tids[p])
-        vals = np.bincount(pair_codes)
-        gkeys = gids_u[pair_keys // T] * T + pair_keys % T
-        self._co_keys.append(gkeys)
-        self._co_vals.append(vals.astype(np.int64))
-        self._co_len += gkeys.size
-        if self._co_len > max(4_000_000, 2 * self._co_compact):
-            self._compact()
+        wg, wt = kg[j[same]], tids[p[same]].astype(np.int64)
+        # dense counts for the first `dense_rows` word ids (frequent words come first), sparse beyond
+        dense = wg < self.dense_rows
+        need = int(wg[dense].max()) + 1 if dense.any() else 0
+        if need * T > self._dense.size:
+            grown = np.zeros(min(self.dense_rows, max(need, 2 * self._dense.size // T)) * T, np.int64)
+            grown[: self._dense.size] = self._dense
+            self._dense = grown
+        np.add.at(self._dense, wg[dense] * T + wt[dense], 1)
+        if not dense.all():
+            pair_codes, pair_keys = pd.factorize(wg[~dense] * T + wt[~dense])
+            self._co_keys.append(pair_keys)
+            self._co_vals.append(np.bincount(pair_codes).astype(np.int64))
+            self._co_len += pair_keys.size
+            if self._co_len > max(4_000_000, 2 * self._co_compact):
+                self._compact()
         if len(self._words) >= self.spill_types or self._co_len >= self.spill_rows:
             self._spill()
-
-    def _verify(self, lcodes, check, gids_u, long_idx, buf, starts, ends) -> None:
-        """Equal keys of long tokens must have equal check hashes, within the batch and across batches."""
-        rep_check = np.zeros(gids_u.size, np.uint64)
-        rep_check[lcodes[::-1]] = check[::-1]
-        bad = np.flatnonzero(rep_check[lcodes] != check)
-        mark = np.zeros(gids_u.size, bool)
-        mark[lcodes] = True
-        ucodes = np.flatnonzero(mark)
-        g, c = gids_u[ucodes], rep_check[ucodes]
-        known = self._check.a[g]
-        clash = np.flatnonzero((known != 0) & (known != c))
-        self._check.a[g[known == 0]] = c[known == 0]
-        if bad.size or clash.size:
-            if bad.size:
-                i = long_idx[bad[0]]
-                gid = int(gids_u[lcodes[bad[0]]])
-                other = buf[starts[i] : ends[i]].decode("utf-8", "surrogatepass")
-            else:
-                gid, other = int(g[clash[0]]), "a word of an earlier batch"
-            raise HashCollisionError(
-                f"hash collision between {self._words[gid]!r} and {other!r}; rerun with --engine naive"
-            )
 
     def _compact(self) -> None:
         if len(self._co_keys) > 1:
@@ -316,6 +327,11 @@ class FastCounter:
         self._co_compact = self._co_len
 
     def _run_tables(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        nz = np.flatnonzero(self._dense)
+        if nz.size:
+            self._co_keys.append(nz.astype(np.int64))
+            self._co_vals.append(self._dense[nz])
+            self._dense = np.zeros(0, np.int64)
         self._compact()
         T = len(self.targets)
         keys = self._co_keys[0] if self._co_keys else np.empty(0, np.int64)
