@@ -167,6 +167,11 @@ def test_two_shards_merged_equal_one_file(tmp_path, partitions):
     count_files([b], tmp_path / "cb", **kw)
     count_files([a, b], tmp_path / "cab", **kw)
     merged = merge_count_dirs([tmp_path / "ca", tmp_path / "cb"], tmp_path / "m", partitions=partitions)
+    count_files([a, b], tmp_path / "naive", engine="naive", **kw)  # the naive engine writes the same tables
+    for name in ("unigrams.parquet", "cooccurrence.parquet"):
+        pd.testing.assert_frame_equal(
+            pd.read_parquet(tmp_path / "naive" / name), pd.read_parquet(tmp_path / "cab" / name)
+        )
     u1, c1, s1 = read_counts(merged)
     u2, c2, s2 = read_counts(tmp_path / "cab")
     pd.testing.assert_frame_equal(u1.sort_values("word").reset_index(drop=True), u2)

@@ -170,8 +170,11 @@ class _KeyTable:
 class FastCounter:
     """Streaming counter: feed batches of texts with :meth:`add`, then :meth:`finish` (or :meth:`counts`).
 
-    Memory stays bounded: once the run holds ``spill_types`` distinct words or ``spill_rows`` co-occurrence rows,
-    the run is written to ``spill_dir`` as parquet and started afresh; :meth:`finish` sums the runs.
+    Memory stays bounded: once the run holds ``spill_types`` distinct words or ``spill_rows`` sparse co-occurrence
+    rows, the run is written to ``spill_dir`` as parquet and started afresh; :meth:`finish` sums the runs. Per run:
+    about 150 bytes per distinct word (hash table, string, arrays), a dense ``dense_rows x len(targets)`` int64
+    array for the co-occurrences of the first words seen (the frequent ones; 161 MB at the defaults and 77 targets,
+    allocated as the vocabulary grows) and 16 bytes per sparse co-occurrence row beyond it.
     """
 
     def __init__(
@@ -443,13 +446,22 @@ def count_files(
             meta["read"] = reader.stats.as_dict()
             write_counts(out, counts.unigrams, counts.cooccurrence, meta)
         else:
+            spill_dir = out.parent / f".{out.name}.spill"  # beside the output: /tmp may be small
             counter = FastCounter(
-                targets, stopwords, window, spill_dir=None, spill_types=spill_types, spill_rows=spill_rows
+                targets,
+                stopwords,
+                window,
+                spill_dir=spill_dir,
+                spill_types=spill_types,
+                spill_rows=spill_rows,
             )
-            for texts in batches():
-                counter.add(texts)
-            meta["read"] = reader.stats.as_dict()
-            counter.finish(out, meta)
+            try:
+                for texts in batches():
+                    counter.add(texts)
+                meta["read"] = reader.stats.as_dict()
+                counter.finish(out, meta)
+            finally:
+                shutil.rmtree(spill_dir, ignore_errors=True)
             meta.update(n_tokens=counter.n_tokens, n_pairs=counter.n_pairs)
     finally:
         bar.close()
