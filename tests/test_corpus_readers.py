@@ -115,3 +115,13 @@ def test_skip_counts_reach_stats_json(tmp_path):
     assert stats["read"]["bad_lines"] == 1 and stats["read"]["docs"] == 2
     with pytest.raises(InputError, match=rf"{path}:2: malformed JSON"):
         count_files([path], tmp_path / "out2", targets=load_targets(), stopwords=[])
+
+
+def test_text_key_and_escapes(tmp_path):
+    # other keys are ignored; JSON escapes (a lone surrogate too, as the json module reads it) are kept
+    path = tmp_path / "k.jsonl"
+    path.write_text(
+        '{"id": 1, "body": "she \\u00e9t\\u00e9", "text": 5}\n{"body": "a\\ud800b", "meta": {"x": [1, 2]}}\n'
+    )
+    texts, stats = docs(path, text_key="body")
+    assert texts == ["she été", "a\ud800b"] and stats.docs == 2
