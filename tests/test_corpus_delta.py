@@ -140,6 +140,23 @@ def test_cli_count_merge_delta_appendix(tmp_path):
     ):
         assert (tmp_path / "app" / f).stat().st_size > 0
     assert len(pd.read_csv(tmp_path / "app" / "table4.csv")) == 38
+    # restricted to two words, both with a defined she/he delta here: 2 of 2 = 100 %
+    both = d[d["delta"].notna()]["word"].head(2)
+    (tmp_path / "words.txt").write_text("\n".join(both) + "\n")
+    r = run(
+        group,
+        [
+            "appendix",
+            str(tmp_path / "d.parquet"),
+            "-o",
+            str(tmp_path / "app2"),
+            "--words",
+            str(tmp_path / "words.txt"),
+        ],
+    )
+    assert r.exit_code == 0, r.output
+    t4 = pd.read_csv(tmp_path / "app2" / "table4.csv").set_index("female")
+    assert (t4.loc["she", "absolute"], t4.loc["she", "relative"]) == (2, 100.0)
 
 
 def test_import_released_delta(reference_dir, tmp_path):

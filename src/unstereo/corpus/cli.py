@@ -156,11 +156,23 @@ def import_delta_cmd(csv, out):
 @click.option("--pair", default="she:he", show_default=True)
 @click.option("--pairs", "pairs_file", type=click.Path(path_type=Path))
 @click.option("--bins", default=60, show_default=True)
-def appendix_cmd(delta, out, pair, pairs_file, bins):
+@click.option(
+    "--words",
+    type=click.Path(path_type=Path),
+    help="restrict to these words (a table with a `word` column, or one word a line), e.g. an English vocabulary; "
+    "Table 4's relative counts are percentages of them",
+)
+def appendix_cmd(delta, out, pair, pairs_file, bins, words):
     """Appendix A of the paper from a corpus delta table: Table 4, Figures 4 and 5 (PNG, PDF, CSV)."""
     from ..tables import read_table
     from .appendix import write_appendix
     from .lexicon import load_pairs, parse_pair
 
     table = read_table(delta, "delta")
+    if words:
+        if words.suffix in (".parquet", ".csv", ".gz"):
+            keep = set(read_table(words)["word"].astype(str))
+        else:
+            keep = {w.strip() for w in words.read_text(encoding="utf-8").splitlines() if w.strip()}
+        table = table[table["word"].isin(keep)].reset_index(drop=True)
     write_appendix(table, load_pairs(pairs_file), out, main_pair=parse_pair(pair), bins=bins)
