@@ -280,10 +280,9 @@ class FastCounter:
                     f"{buf[starts[i] : ends[i]].decode('utf-8', 'surrogatepass')!r}; rerun with --engine naive"
                 )
         # document of each token: separators (key 0) before it; then stop words (and separators) out
-        doc = np.cumsum(keys == 0)
-        keep = ~self._stop.a[gids]
+        keep = np.flatnonzero(~self._stop.a[gids])
         kg = gids[keep]
-        kd = doc[keep]
+        kd = np.searchsorted(np.flatnonzero(keys == 0), keep)  # separators before each kept token
         m = kg.size
         self.n_tokens += m
         per_doc = np.bincount(kd, minlength=len(texts))
