@@ -113,10 +113,15 @@ def token_keys(buf: bytes, starts: np.ndarray, ends: np.ndarray) -> tuple[np.nda
     is the first letter and never 0); longer tokens (indices ``long_idx``) have a hash with low byte 0, so the two
     kinds never meet, and ``check`` holds an independent hash of each long token for collision checks.
     """
-    nbuf = len(buf) - 8
-    words = np.ndarray((nbuf,), dtype="<u8", buffer=buf, offset=0, strides=(1,))  # 8 bytes at every offset
+    aligned = np.frombuffer(buf, dtype="<u8", count=len(buf) // 8)
+
+    def words(pos: np.ndarray) -> np.ndarray:
+        # the 8 bytes at byte offsets pos, from two aligned words (a shift by 64 gives 0 in numpy)
+        i, shift = pos >> 3, ((pos & 7) << 3).astype(np.uint64)
+        return (aligned[i] >> shift) | (aligned[i + 1] << (np.uint64(64) - shift))
+
     lengths = ends - starts
-    keys = words[starts] & _MASKS[np.minimum(lengths, 8)]
+    keys = words(starts) & _MASKS[np.minimum(lengths, 8)]
     long_idx = np.flatnonzero(lengths > 8)
     if long_idx.size == 0:
         return keys, long_idx, np.empty(0, np.uint64)
@@ -128,7 +133,7 @@ def token_keys(buf: bytes, starts: np.ndarray, ends: np.ndarray) -> tuple[np.nda
         if part.size == 0:
             break
         rem = np.minimum(ll[part] - 8 * blk, 8)
-        w = words[ls[part] + 8 * blk] & _MASKS[rem]
+        w = words(ls[part] + 8 * blk) & _MASKS[rem]
         h[part] = _mix(h[part] ^ w)
         c[part] = _mix((c[part] + w) * np.uint64(0x9E3779B97F4A7C15))
     very = np.flatnonzero(ll > 8 * MAX_BLOCKS)
