@@ -62,20 +62,24 @@ class Counts:
     meta: dict = field(default_factory=dict)
 
 
-def _as_tables(
-    words: list[str], uni: np.ndarray, co_word: list[str], co_target: list[str], co_count
-) -> tuple:
-    unigrams = pd.DataFrame({"word": pd.array(words, dtype=object), "count": np.asarray(uni, np.int64)})
-    cooc = pd.DataFrame(
+def _as_tables(words: list[str], uni, co_word, targets: list[str], co_target, co_count):
+    """Count tables from sorted ``words`` and ``targets`` and index columns already in (word, target) order,
+    zero rows dropped. Built through arrow (``take`` on the distinct strings), ~10x faster than pandas'
+    object-to-string conversion."""
+    import pyarrow as pa
+
+    w, t = pa.array(words, type=pa.string()), pa.array(targets, type=pa.string())
+    uni, co_count = np.asarray(uni, np.int64), np.asarray(co_count, np.int64)
+    nz, cz = np.flatnonzero(uni > 0), np.flatnonzero(co_count > 0)
+    unigrams = pa.table({"word": w.take(pa.array(nz)), "count": pa.array(uni[nz])})
+    cooc = pa.table(
         {
-            "word": pd.array(co_word, dtype=object),
-            "target": pd.array(co_target, dtype=object),
-            "count": np.asarray(co_count, np.int64),
+            "word": w.take(pa.array(np.asarray(co_word, np.int64)[cz])),
+            "target": t.take(pa.array(np.asarray(co_target, np.int64)[cz])),
+            "count": pa.array(co_count[cz]),
         }
     )
-    unigrams = unigrams[unigrams["count"] > 0].sort_values("word", kind="stable").reset_index(drop=True)
-    cooc = cooc[cooc["count"] > 0].sort_values(["word", "target"], kind="stable").reset_index(drop=True)
-    return unigrams, cooc
+    return unigrams.to_pandas(), cooc.to_pandas()
 
 
 # ----------------------------------------------------------------------------------------------------- naive
@@ -101,9 +105,16 @@ def count_naive(
                     if j != i:
                         co[toks[j], g] += 1
     words = sorted(uni)
-    keys = sorted(co)
+    keys = sorted(co)  # (word, target) order, as the fast counter writes
+    tlist = sorted(targets)
+    windex, tindex = {w: i for i, w in enumerate(words)}, {t: i for i, t in enumerate(tlist)}
     unigrams, cooc = _as_tables(
-        words, [uni[w] for w in words], [k[0] for k in keys], [k[1] for k in keys], [co[k] for k in keys]
+        words,
+        [uni[w] for w in words],
+        [windex[k[0]] for k in keys],
+        tlist,
+        [tindex[k[1]] for k in keys],
+        [co[k] for k in keys],
     )
     return Counts(unigrams, cooc, int(sum(uni.values())), int(n_pairs))
 
@@ -338,9 +349,16 @@ class FastCounter:
         T = len(self.targets)
         keys = self._co_keys[0] if self._co_keys else np.empty(0, np.int64)
         vals = self._co_vals[0] if self._co_vals else np.empty(0, np.int64)
-        words = np.array(self._words, dtype=object)
-        targets = np.array(self.targets, dtype=object)
-        return _as_tables(self._words, self._uni.view, words[keys // T], targets[keys % T], vals)
+        # sort once by word (Python string order) and reuse the ranks for the co-occurrence rows
+        order = np.array(sorted(range(len(self._words)), key=self._words.__getitem__), dtype=np.int64)
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.size)
+        wrank = rank[keys // T]
+        co_order = np.argsort(wrank * T + keys % T, kind="stable")  # targets are sorted already
+        words = [self._words[i] for i in order.tolist()]
+        return _as_tables(
+            words, self._uni.view[order], wrank[co_order], self.targets, (keys % T)[co_order], vals[co_order]
+        )
 
     def _spill(self) -> None:
         from .merge import write_counts
