@@ -1,0 +1,268 @@
+"""Streaming readers for corpus shards: ``.jsonl``, ``.jsonl.zst`` (the PILE's format) and plain ``.txt``.
+
+A document is one line: a JSON object with its text under ``text_key`` (JSONL), or the line itself (plain text).
+Documents come out in batches of about ``chunk_bytes`` of input so that the counter works on large arrays.
+
+Bad input (malformed JSON, invalid UTF-8, a missing or non-string text key, a truncated ``.zst`` stream, an empty
+file) raises :class:`~unstereo.errors.InputError` naming ``file:line``; with ``on_bad_line="skip"`` the line is
+skipped, logged and counted in :class:`ReadStats` instead. Blank lines hold no document and are counted apart.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ..errors import InputError
+from ..log import get_logger
+
+log = get_logger("corpus.readers")
+
+BLOCK = 1 << 20  # bytes read (compressed) per system call
+MAX_LOGGED = 20  # bad lines logged one by one per file; the rest only counted
+
+
+@dataclass
+class ReadStats:
+    """What a reader saw: counted per run and written to the shard's stats.json."""
+
+    files: int = 0
+    lines: int = 0
+    docs: int = 0
+    blank_lines: int = 0
+    bad_lines: int = 0
+    empty_files: int = 0
+    truncated_files: int = 0
+    bytes_in: int = 0  # bytes of (decompressed) input
+    bad_examples: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def input_kind(path: str | Path) -> str:
+    """``jsonl``, ``jsonl.zst`` or ``txt`` from the file name; anything else is an error."""
+    name = Path(path).name
+    for kind in ("jsonl.zst", "jsonl", "txt"):
+        if name.endswith("." + kind):
+            return kind
+    if name.endswith(".json.zst"):
+        return "jsonl.zst"
+    raise InputError("unsupported corpus file (use .jsonl, .jsonl.zst or .txt)", path=path)
+
+
+def _zst_blocks(path: Path) -> Iterator[bytes]:
+    """Decompressed blocks of a (multi-frame) zstd file; InputError('truncated') when the last frame is cut."""
+    import zstandard
+
+    with open(path, "rb") as fh:
+        dobj = zstandard.ZstdDecompressor().decompressobj()
+        in_frame = False
+        while True:
+            blk = fh.read(BLOCK)
+            if not blk:
+                break
+            while blk:
+                try:
+                    out = dobj.decompress(blk)
+                except zstandard.ZstdError as exc:
+                    raise _Truncated(f"corrupt zstd stream: {exc}") from exc
+                in_frame = True
+                if out:
+                    yield out
+                if dobj.eof:  # a frame ended: the rest belongs to the next frame
+                    blk = dobj.unused_data
+                    dobj = zstandard.ZstdDecompressor().decompressobj()
+                    in_frame = False
+                else:
+                    blk = b""
+        if in_frame:
+            raise _Truncated("truncated zstd stream (the last frame is incomplete)")
+
+
+class _Truncated(Exception):
+    pass
+
+
+def _raw_blocks(path: Path) -> Iterator[bytes]:
+    with open(path, "rb") as fh:
+        while blk := fh.read(BLOCK):
+            yield blk
+
+
+def iter_line_batches(path: str | Path, chunk_bytes: int) -> Iterator[tuple[int, list[bytes]]]:
+    """Yield ``(first_line_number, lines)`` with about ``chunk_bytes`` of complete lines (newline stripped).
+
+    A truncated ``.zst`` raises ``_Truncated`` after the complete lines before the cut have been yielded; the
+    incomplete last line (if any) is carried in the exception as ``partial``.
+    """
+    path = Path(path)
+    blocks = _zst_blocks(path) if input_kind(path) == "jsonl.zst" else _raw_blocks(path)
+    rest = b""
+    lineno = 1
+    pending: list[bytes] = []
+    size = 0
+    try:
+        for blk in blocks:
+            parts = (rest + blk).split(b"\n")
+            rest = parts.pop()
+            pending.extend(parts)
+            size += len(blk)
+            if size >= chunk_bytes:
+                yield lineno, pending
+                lineno += len(pending)
+                pending, size = [], 0
+    except _Truncated as exc:
+        if pending:
+            yield lineno, pending
+            lineno += len(pending)
+        exc.partial = rest  # type: ignore[attr-defined]
+        exc.lineno = lineno  # type: ignore[attr-defined]
+        raise
+    if rest:
+        pending.append(rest)
+    if pending:
+        yield lineno, pending
+
+
+def _text_decoder(key: str):
+    """A msgspec decoder of a JSON array of objects that keeps only ``key`` (a string); None without msgspec.
+
+    It is a fast path only: any batch it rejects (bad line, lone surrogate escapes, ...) is parsed again with the
+    standard json module, line by line where needed, which decides what is valid and names the bad line."""
+    try:
+        import msgspec
+    except ImportError:  # pragma: no cover - optional accelerator
+        return None
+    doc = msgspec.defstruct("Doc", [("text", str)], rename={"text": key})
+    return msgspec.json.Decoder(list[doc])
+
+
+class DocumentReader:
+    """Batches of document texts from corpus files, with bad-line handling.
+
+    Iterate ``reader.batches(path)`` for lists of texts; ``reader.stats`` accumulates over every file read.
+    """
+
+    def __init__(self, text_key: str = "text", on_bad_line: str = "error", chunk_bytes: int = 1 << 20):
+        if on_bad_line not in ("error", "skip"):
+            raise ValueError(f"on_bad_line must be 'error' or 'skip', not {on_bad_line!r}")
+        self.text_key = text_key
+        self.on_bad_line = on_bad_line
+        self.chunk_bytes = max(1, int(chunk_bytes))
+        self.stats = ReadStats()
+        self._file_bad = 0
+        self._decoder = _text_decoder(text_key)
+
+    def _bad(self, path: Path, line: int, message: str) -> None:
+        if self.on_bad_line == "error":
+            raise InputError(message, path=path, line=line)
+        self.stats.bad_lines += 1
+        self._file_bad += 1
+        where = f"{path}:{line}: {message}"
+        if len(self.stats.bad_examples) < MAX_LOGGED:
+            self.stats.bad_examples.append(where)
+        if self._file_bad <= MAX_LOGGED:
+            log.warning("skipped bad line %s", where)
+
+    def _parse_jsonl(self, path: Path, first: int, lines: list[bytes]) -> list[str]:
+        # Fast path: one json.loads for the whole batch; on any problem fall back to line by line to name the line.
+        body = [ln for ln in lines if ln and not ln.isspace()]
+        if len(body) != len(lines):
+            self.stats.blank_lines += len(lines) - len(body)
+        if not body:
+            return []
+        key = self.text_key
+        batch = b"[" + b",".join(body) + b"]"
+        if self._decoder is not None:  # msgspec decodes only the text field: 4x faster on small documents
+            try:
+                docs = self._decoder.decode(batch)
+                if len(docs) == len(body):
+                    return [d.text for d in docs]
+            except (ValueError, TypeError):  # msgspec errors (and UnicodeDecodeError) are ValueErrors
+                pass
+        try:
+            docs = json.loads(batch)
+            if len(docs) == len(body):
+                texts = [d[key] for d in docs]
+                if all(type(t) is str for t in texts):
+                    return texts
+        except (ValueError, KeyError, TypeError, IndexError):
+            pass
+        texts = []
+        for i, ln in enumerate(lines):
+            if not ln or ln.isspace():
+                continue
+            lineno = first + i
+            try:
+                ln.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                self._bad(path, lineno, f"invalid UTF-8 at byte {exc.start}")
+                continue
+            try:
+                doc = json.loads(ln)
+            except ValueError as exc:
+                self._bad(path, lineno, f"malformed JSON: {exc}")
+                continue
+            if not isinstance(doc, dict):
+                self._bad(path, lineno, f"expected a JSON object, got {type(doc).__name__}")
+                continue
+            if key not in doc:
+                self._bad(path, lineno, f"missing text key {key!r} (keys: {sorted(doc)[:10]})")
+                continue
+            if not isinstance(doc[key], str):
+                self._bad(path, lineno, f"text key {key!r} is {type(doc[key]).__name__}, not a string")
+                continue
+            texts.append(doc[key])
+        return texts
+
+    def _parse_txt(self, path: Path, first: int, lines: list[bytes]) -> list[str]:
+        try:
+            texts = b"\n".join(lines).decode("utf-8").split("\n")
+        except UnicodeDecodeError:
+            texts = []
+            for i, ln in enumerate(lines):
+                try:
+                    texts.append(ln.decode("utf-8"))
+                except UnicodeDecodeError as exc:
+                    self._bad(path, first + i, f"invalid UTF-8 at byte {exc.start}")
+        body = [t for t in texts if t.strip()]
+        self.stats.blank_lines += len(texts) - len(body)
+        return body
+
+    def batches(self, path: str | Path) -> Iterator[list[str]]:
+        """Lists of document texts from one file (about ``chunk_bytes`` of input each)."""
+        path = Path(path)
+        kind = input_kind(path)
+        if not path.is_file():
+            raise InputError("corpus file not found", path=path)
+        parse = self._parse_txt if kind == "txt" else self._parse_jsonl
+        self.stats.files += 1
+        self._file_bad = 0
+        nlines = 0
+        truncated = False
+        try:
+            for first, lines in iter_line_batches(path, self.chunk_bytes):
+                nlines += len(lines)
+                self.stats.lines += len(lines)
+                self.stats.bytes_in += sum(map(len, lines)) + len(lines)
+                texts = parse(path, first, lines)
+                self.stats.docs += len(texts)
+                if texts:
+                    yield texts
+        except _Truncated as exc:
+            line = exc.lineno  # type: ignore[attr-defined]
+            partial = exc.partial  # type: ignore[attr-defined]
+            self.stats.truncated_files += 1
+            truncated = True
+            what = f"{exc}; input ends inside line {line}" if partial else f"{exc} after line {line - 1}"
+            self._bad(path, line, what)
+        if nlines == 0 and not truncated:
+            if self.on_bad_line == "error":
+                raise InputError("empty file: no documents", path=path, line=1)
+            self.stats.empty_files += 1
+            log.warning("%s: empty file (no documents); skipped", path)
+        if self._file_bad > MAX_LOGGED:
+            log.warning("%s: %d bad lines skipped in all", path, self._file_bad)

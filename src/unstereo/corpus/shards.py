@@ -1,0 +1,70 @@
+"""Shards of the corpus stage: config ``corpus.inputs`` -> {shard name: file}, used by rules/corpus.smk.
+
+An input is a path, or ``resource:NAME/FILE`` for a file of an offline resource (e.g. the demo corpus), which
+makes the rule depend on that resource's manifest. The shard name is the file name without its corpus extension
+(``00.jsonl.zst`` -> ``00``); names must be unique.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import ConfigError
+
+EXTENSIONS = (".jsonl.zst", ".json.zst", ".jsonl", ".txt")
+
+
+@dataclass(frozen=True)
+class Shard:
+    name: str
+    path: str
+    resource: str | None  # resource the file belongs to, if any
+
+
+def shard_name(path: str) -> str:
+    name = Path(path).name
+    for ext in EXTENSIONS:
+        if name.endswith(ext):
+            name = name[: -len(ext)]
+            break
+    else:
+        raise ConfigError(f"{path!r} is not a .jsonl, .jsonl.zst or .txt file", key="corpus.inputs")
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+
+
+def shards(inputs: list[str], external_dir: str) -> dict[str, Shard]:
+    """Shard table of the config's inputs (order kept)."""
+    out: dict[str, Shard] = {}
+    for item in inputs:
+        resource = None
+        path = item
+        if item.startswith("resource:"):
+            rest = item[len("resource:") :]
+            resource, _, rel = rest.partition("/")
+            if not resource or not rel:
+                raise ConfigError(f"{item!r}: write resource:NAME/FILE", key="corpus.inputs")
+            path = f"{external_dir}/{resource}/{rel}"
+        name = shard_name(path)
+        if name in out:
+            raise ConfigError(
+                f"two inputs give the shard name {name!r}; rename one file", key="corpus.inputs"
+            )
+        out[name] = Shard(name, path, resource)
+    if not out:
+        raise ConfigError("no inputs", key="corpus.inputs")
+    return out
+
+
+def shard_inputs(shard: Shard, external_dir: str) -> dict[str, str]:
+    """Rule inputs of a count job: the file; for a resource file, the resource manifest (and the file once it
+    exists, so that ``input.size_mb`` sees it; before the fetch the file is nobody's output)."""
+    from ..resources.core import MANIFEST
+
+    if shard.resource is None:
+        return {"shard": shard.path}
+    inputs = {"manifest": f"{external_dir}/{shard.resource}/{MANIFEST}"}
+    if Path(shard.path).exists():
+        inputs["shard"] = shard.path
+    return inputs

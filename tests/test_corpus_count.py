@@ -1,0 +1,205 @@
+"""Counting: the fast counter equals a plainly written reference counter; shards merge exactly; spills are exact."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from unstereo.corpus.count import FastCounter, count_files, count_naive, pairs_in_document
+from unstereo.corpus.lexicon import load_stopwords, load_targets
+from unstereo.corpus.merge import merge_count_dirs, read_counts
+
+TARGETS = load_targets()  # the 38 pairs' words
+SPACY = load_stopwords("spacy")
+
+
+def plain_tokens(text: str) -> list[str]:
+    """Lowercase, then maximal runs of characters with isalpha(), one character at a time."""
+    tokens, cur = [], []
+    for ch in text.lower():
+        if ch.isalpha():
+            cur.append(ch)
+        elif cur:
+            tokens.append("".join(cur))
+            cur = []
+    if cur:
+        tokens.append("".join(cur))
+    return tokens
+
+
+def plain_counter(docs, targets, stopwords, window):
+    """The reference, written plainly: per document, for each target occurrence, loop over its window."""
+    uni, co, n_pairs = Counter(), Counter(), 0
+    for doc in docs:
+        toks = [t for t in plain_tokens(doc) if t in targets or t not in stopwords]
+        for t in toks:
+            uni[t] += 1
+        for i in range(len(toks)):
+            for j in range(len(toks)):
+                if i != j and abs(i - j) < window:
+                    n_pairs += 1
+                    if toks[i] in targets:
+                        co[(toks[j], toks[i])] += 1
+    return uni, co, n_pairs
+
+
+def as_counters(counts):
+    uni = Counter(dict(zip(counts.unigrams["word"], counts.unigrams["count"], strict=True)))
+    co = Counter(
+        {
+            (w, t): c
+            for w, t, c in zip(
+                counts.cooccurrence["word"],
+                counts.cooccurrence["target"],
+                counts.cooccurrence["count"],
+                strict=True,
+            )
+        }
+    )
+    return uni, co
+
+
+def fast(docs, targets=TARGETS, stopwords=SPACY, window=10, batch=3, **kw):
+    counter = FastCounter(targets, stopwords, window, **kw)
+    for i in range(0, len(docs), batch):
+        counter.add(docs[i : i + batch])
+    return counter
+
+
+EDGE_DOCS = [
+    "",
+    "she",
+    "   ...   ",
+    "She he SHE",  # targets only, repeated
+    "she she she she she she she she she she she she",  # one target repeated beyond the window
+    "He said: she's here. Her mother and her father were there; he's not.",
+    "Ça va, naïve Zoë? ΣΊΣΥΦΟΣ and İstanbul, straße, 日本語 she 東京",  # non-ASCII letters (İ lowercases to 2 code points)
+    "e\u0301t\u00e9 caf\u00e9 she",  # a combining accent splits a token; a precomposed one does not
+    "a" * 1000 + " she " + "b" * 37 + " he " + "c" * 9 + " " + "d" * 8 + " her " + "x" * 33,  # long words
+    "abc123def she_he her-him 42 his\nhim\tqueen",  # digits, underscores, hyphens, newlines, tabs
+    "null\x00byte she he",  # a NUL inside a document is not a document boundary
+    "emoji 😀 she 😀 he 𝔘𝔫𝔦𝔠𝔬𝔡𝔢",  # 4-byte UTF-8 (mathematical letters are alphabetic)
+    "he " + "word " * 3 + "she",  # exactly at |i - j| = 4
+    "her",
+]
+
+
+@pytest.mark.parametrize("window,dense_rows", [(2, 1 << 18), (5, 1 << 18), (10, 1 << 18), (10, 4), (3, 0)])
+def test_fast_equals_plain_reference_on_edge_cases(window, dense_rows):
+    # dense_rows: word ids below it are counted in a dense array, the others sparsely; both paths must agree
+    uni, co, n_pairs = plain_counter(EDGE_DOCS, set(TARGETS), SPACY, window)
+    c = fast(EDGE_DOCS, window=window, dense_rows=dense_rows).counts()
+    assert as_counters(c) == (uni, co)
+    assert c.n_pairs == n_pairs
+    assert c.n_tokens == sum(uni.values())
+    lib = count_naive(EDGE_DOCS, TARGETS, SPACY, window)
+    assert as_counters(lib) == (uni, co) and lib.n_pairs == n_pairs
+
+
+def test_hand_counted_example():
+    # No stop words, window 3 (offsets 1 and 2), targets she/he. Tokens: she(0) likes(1) cats(2) he(3) likes(4) she(5)
+    # Windows: she@0 -> likes, cats; he@3 -> likes@1, cats, likes@4, she@5; she@5 -> he@3, likes@4.
+    # c(likes, she) = 1 + 1 = 2; c(cats, she) = 1; c(he, she) = 1; c(likes, he) = 2; c(cats, he) = 1; c(she, he) = 1.
+    # Ordered pairs: 2 * ((6 - 1) + (6 - 2)) = 18.
+    c = fast(["She likes cats, he likes she."], targets=["she", "he"], stopwords=[], window=3).counts()
+    uni, co = as_counters(c)
+    assert uni == Counter({"she": 2, "likes": 2, "cats": 1, "he": 1})
+    assert co == Counter(
+        {
+            ("likes", "she"): 2,
+            ("cats", "she"): 1,
+            ("he", "she"): 1,
+            ("likes", "he"): 2,
+            ("cats", "he"): 1,
+            ("she", "he"): 1,
+        }
+    )
+    assert c.n_pairs == 18
+
+
+def test_identical_targets_count_from_both_ends():
+    # "she x she", window 10: she@0 sees x, she@2; she@2 sees she@0, x -> c(she, she) = 2, c(x, she) = 2.
+    c = fast(["she x she"], targets=["she", "he"], stopwords=[], window=10).counts()
+    assert as_counters(c)[1] == Counter({("she", "she"): 2, ("x", "she"): 2})
+
+
+def test_pairs_in_document():
+    # n = 3, window 10: all 3 * 2 ordered pairs; n = 12, window 3: 2 * (11 + 10) = 42; n = 0 or 1: none.
+    assert pairs_in_document(3, 10) == 6
+    assert pairs_in_document(12, 3) == 42
+    assert list(pairs_in_document(np.array([0, 1, 2]), 10)) == [0, 0, 2]
+
+
+def test_spilled_counts_equal_in_memory(tmp_path):
+    def word(i: int) -> str:  # distinct letter-only words: base 26
+        return "w" + "".join(chr(97 + (i // 26**k) % 26) for k in range(3))
+
+    docs = EDGE_DOCS * 3 + [
+        " ".join(f"{word(i)} she" if i % 3 else word(i) for i in range(k, k + 90)) for k in range(0, 2700, 90)
+    ]
+    mem = fast(docs).counts()
+    counter = fast(docs, spill_types=100, spill_dir=tmp_path / "spill")
+    counter.finish(tmp_path / "out", {}, partitions=3)
+    assert len(counter.runs) > 1  # it did spill
+    uni, co, stats = read_counts(tmp_path / "out")
+    assert stats["n_tokens"] == mem.n_tokens and stats["n_pairs"] == mem.n_pairs
+    pd.testing.assert_frame_equal(uni.sort_values("word").reset_index(drop=True), mem.unigrams)
+    pd.testing.assert_frame_equal(co.sort_values(["word", "target"]).reset_index(drop=True), mem.cooccurrence)
+
+
+def _write_jsonl(path: Path, docs) -> Path:
+    path.write_text("".join(json.dumps({"text": d, "meta": {"i": i}}) + "\n" for i, d in enumerate(docs)))
+    return path
+
+
+@pytest.mark.parametrize("partitions", [None, 4])
+def test_two_shards_merged_equal_one_file(tmp_path, partitions):
+    docs = EDGE_DOCS * 2 + ["The queen said she and the king, he, left; his wife and her husband stayed."] * 5
+    a = _write_jsonl(tmp_path / "a.jsonl", docs[:11])
+    b = _write_jsonl(tmp_path / "b.jsonl", docs[11:])
+    kw = dict(targets=TARGETS, stopwords=SPACY, window=10, chunk_mb=0.0005)
+    count_files([a], tmp_path / "ca", **kw)
+    count_files([b], tmp_path / "cb", **kw)
+    count_files([a, b], tmp_path / "cab", **kw)
+    merged = merge_count_dirs([tmp_path / "ca", tmp_path / "cb"], tmp_path / "m", partitions=partitions)
+    count_files([a, b], tmp_path / "naive", engine="naive", **kw)  # the naive engine writes the same tables
+    for name in ("unigrams.parquet", "cooccurrence.parquet"):
+        pd.testing.assert_frame_equal(
+            pd.read_parquet(tmp_path / "naive" / name), pd.read_parquet(tmp_path / "cab" / name)
+        )
+    u1, c1, s1 = read_counts(merged)
+    u2, c2, s2 = read_counts(tmp_path / "cab")
+    pd.testing.assert_frame_equal(u1.sort_values("word").reset_index(drop=True), u2)
+    pd.testing.assert_frame_equal(c1.sort_values(["word", "target"]).reset_index(drop=True), c2)
+    assert (s1["n_tokens"], s1["n_pairs"], s1["read"]["docs"]) == (
+        s2["n_tokens"],
+        s2["n_pairs"],
+        s2["read"]["docs"],
+    )
+
+
+def test_merge_refuses_different_settings(tmp_path):
+    from unstereo.errors import InputError
+
+    a = _write_jsonl(tmp_path / "a.jsonl", ["she said"])
+    count_files([a], tmp_path / "w10", targets=TARGETS, stopwords=SPACY, window=10)
+    count_files([a], tmp_path / "w5", targets=TARGETS, stopwords=SPACY, window=5)
+    with pytest.raises(InputError, match="window"):
+        merge_count_dirs([tmp_path / "w10", tmp_path / "w5"], tmp_path / "m")
+
+
+def test_demo_corpus_slice_fast_equals_plain(resource):
+    demo = resource("demo-corpus")
+    docs = []
+    for name, n in (("brown.jsonl", 8), ("nlp-corpus.jsonl", 1500)):
+        with open(demo / name, encoding="utf-8") as fh:
+            docs += [json.loads(next(fh))["text"] for _ in range(n)]
+    uni, co, n_pairs = plain_counter(docs, set(TARGETS), SPACY, 10)
+    c = fast(docs, batch=97).counts()
+    assert sum(co.values()) > 1000  # the slice does hold targets
+    assert as_counters(c) == (uni, co) and c.n_pairs == n_pairs
