@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from llm_test_server import Reply, ScriptedServer
 
 from unstereo.llm import ChatCache, ChatRequest, LLMClient, Usage, make_client
-from unstereo.llm.http import LLMCallError, OpenAICompatBackend
+from unstereo.llm.http import LLMCallError
 
 KEY = "sk-test-SECRET-0123456789"
 
