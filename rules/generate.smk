@@ -7,29 +7,21 @@ from unstereo.generate.settings import load_section
 GENERATE = load_section(config.get("generate", {}))
 
 
-def generate_seed_words():
-    """The seed-word CSV: the configured file, else the vocabulary stage's output."""
-    return GENERATE["seed_words"] or results("vocabulary", "seed_words.csv")
-
-
-def generate_model_input():
-    """The offline resource holding the local model (none for the HTTP backend or a hub id)."""
-    name = GENERATE["model_resource"]
-    return [resource_manifest(name)] if GENERATE["backend"] == "local" and name else []
-
-
-def generate_model(wildcards, input):
-    """Model argument: a file inside the resource folder, or the configured name / path / hub id."""
-    if input.model:
-        return str(Path(input.model[0]).parent / GENERATE["model"])
-    return GENERATE["model"]
+# The seed-word CSV: the configured file, else the vocabulary stage's output.
+GENERATE_SEED_WORDS = GENERATE["seed_words"] or results("vocabulary", "seed_words.csv")
+# The offline resource holding the local model (none for the HTTP backend or a hub id).
+GENERATE_MODEL_INPUT = (
+    [resource_manifest(GENERATE["model_resource"])]
+    if GENERATE["backend"] == "local" and GENERATE["model_resource"]
+    else []
+)
 
 
 rule generate_use:
     """Generate one USE-k benchmark: full table with every row's status, filtered pair table, counts, usage."""
     input:
-        seed_words=generate_seed_words(),
-        model=generate_model_input(),
+        seed_words=GENERATE_SEED_WORDS,
+        model=GENERATE_MODEL_INPUT,
     output:
         full=results("generate", "{benchmark}", "full.parquet"),
         pairs=results("generate", "{benchmark}", "pairs.parquet"),
@@ -49,9 +41,18 @@ rule generate_use:
         runtime=24 * 60,
     params:
         settings=json.dumps(GENERATE),
-        model=generate_model,
+        # a file inside the resource folder, or the configured name / path / hub id
+        model=lambda wc, input: (
+            str(Path(input.model[0]).parent / GENERATE["model"])
+            if input.model
+            else GENERATE["model"]
+        ),
         cache=GENERATE["cache"] or results("llm-cache.sqlite"),
-        seed=GENERATE["seed"] if GENERATE["seed"] is not None else stage_seed("generate"),
+        seed=(
+            GENERATE["seed"]
+            if GENERATE["seed"] is not None
+            else stage_seed("generate")
+        ),
         out_dir=lambda wc, output: Path(output.full).parent,
     shell:
         "unstereo generate run --seed-words {input.seed_words} --benchmark {wildcards.benchmark}"
