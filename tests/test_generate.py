@@ -133,7 +133,7 @@ def scripted(body, index):
     if pid and pid.startswith("revision"):
         return Reply(REVISION[f["sentence"]])
     if pid == "editing":
-        assert (f["from_group"], f["to_group"]) == ("she/her/herself", "he/his/him/himself")
+        assert (f["from_group"], f["to_group"]) == ("she/her/her/herself", "he/his/him/himself")
         return Reply(EDITING[f["sentence"]])
     if pid == "semantic_filter":
         return Reply("Unlikely." if f["sentence"] == "Her apple was red." else "likely")

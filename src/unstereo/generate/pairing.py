@@ -33,13 +33,14 @@ def has_male_pronoun(sentence: str) -> bool:
 
 
 def _word_tokens(sentence: str) -> list[str]:
-    from nltk.tokenize import NLTKWordTokenizer
+    from nltk.tokenize import TreebankWordTokenizer
 
-    return NLTKWordTokenizer().tokenize(sentence)
+    return TreebankWordTokenizer().tokenize(sentence)
 
 
 def modifications(male: str, female: str) -> str:
     """Token differences between the two versions, as in the released ``modifications`` column:
-    ``str(Counter(male - female) + Counter(female - male))`` over NLTK word tokens."""
+    ``str(Counter(male - female) + Counter(female - male))`` over Treebank word tokens (the released
+    USE-5 she-rows agree in 2468 of 2471 cases when the male version is the filled template)."""
     m, f = Counter(_word_tokens(male)), Counter(_word_tokens(female))
     return str((m - f) + (f - m))

@@ -23,9 +23,10 @@ from .prompts import PromptSet
 log = get_logger("generate")
 
 PRONOUNS = ("he", "she")
-# The {group} value of the revision and editing prompts: the whole pronoun family. The released USE-5 data shows the
-# authors filled it so (a revised sentence echoes "he/his/him/himself"); the generation prompt gets the bare pronoun.
-GROUP = {"he": "he/his/him/himself", "she": "she/her/herself"}
+# The {group} value of the revision and editing prompts: the whole pronoun family, written as the released USE-5
+# data shows it (a revised sentence there echoes the prompt: "one of the pronouns 'she/her/her/herself'", and
+# another "he/his/him/himself"); the generation prompt gets the bare pronoun.
+GROUP = {"he": "he/his/him/himself", "she": "she/her/her/herself"}
 
 FULL_COLUMNS = [
     "benchmark", "k", "word", "target_word", "sample", "item", "raw_sentence", "sentence", "has_word",
