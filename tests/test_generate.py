@@ -293,3 +293,24 @@ def test_seed_word_csv_errors(tmp_path):
     (tmp_path / "c.csv").write_text("word\napple\npear\napple\n")
     assert read_seed_words(tmp_path / "c.csv") == ["apple", "pear", "apple"]
     assert read_seed_words(tmp_path / "c.csv", limit=2) == ["apple", "pear"]
+
+
+def test_settings_from_config_section_and_errors():
+    from unstereo.errors import ConfigError
+    from unstereo.generate.settings import load_section, read_settings_arg
+
+    cfg = load_section({"temperatures": {"generation": 0.5}, "max_tokens": {"semantic_filter": 3}, "seed": 7})
+    assert cfg["temperatures"]["revision"] == 0.7 and cfg["k"] == [5, 10, 20] and cfg["pairing"] == "auto"
+    s = GenerateSettings.from_config(cfg)
+    assert (s.temperature_generation, s.temperature_revision, s.max_tokens_semantic_filter, s.seed) == (
+        0.5,
+        0.7,
+        3,
+        7,
+    )
+    assert s.revision_max_tries == 10 and s.n_sentences == 5  # the paper's values are the defaults
+    with pytest.raises(ConfigError, match="generate.temperatures.bogus"):
+        load_section({"temperatures": {"bogus": 1}})
+    with pytest.raises(ConfigError, match="generate.pairing"):
+        load_section({"pairing": "sometimes"})
+    assert read_settings_arg('{"generate": {"k": [5]}}') == {"k": [5]}
