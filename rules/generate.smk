@@ -1,1 +1,68 @@
-# Rules of the generate stage (see src/unstereo for the logic). Append final outputs to ALL_TARGETS.
+# Rules of the generate stage: LLM generation of USE-k benchmarks (logic in src/unstereo/generate).
+import json
+
+from unstereo.generate.settings import load_section
+
+# The section with every default filled in (validated against workflow/schemas/generate.schema.yaml).
+GENERATE = load_section(config.get("generate", {}))
+
+
+# The seed-word CSV: the configured file, else the vocabulary stage's output.
+GENERATE_SEED_WORDS = GENERATE["seed_words"] or results("vocabulary", "seed_words.csv")
+# The offline resource holding the local model (none for the HTTP backend or a hub id).
+GENERATE_MODEL_INPUT = (
+    [resource_manifest(GENERATE["model_resource"])]
+    if GENERATE["backend"] == "local" and GENERATE["model_resource"]
+    else []
+)
+
+
+rule generate_use:
+    """Generate one USE-k benchmark: full table with every row's status, filtered pair table, counts, usage."""
+    input:
+        seed_words=GENERATE_SEED_WORDS,
+        model=GENERATE_MODEL_INPUT,
+    output:
+        full=results("generate", "{benchmark}", "full.parquet"),
+        pairs=results("generate", "{benchmark}", "pairs.parquet"),
+        summary=results("generate", "{benchmark}", "summary.json"),
+        usage=results("generate", "{benchmark}", "usage.json"),
+    log:
+        f"{LOGS}/generate/{{benchmark}}.log",
+    benchmark:
+        f"{BENCH}/generate/{{benchmark}}.tsv"
+    wildcard_constraints:
+        benchmark="USE-[0-9]+",
+    conda:
+        "../envs/generate.yaml"
+    threads: GENERATE["threads"]
+    resources:
+        mem_mb=8000,
+        runtime=24 * 60,
+    params:
+        settings=json.dumps(GENERATE),
+        # a file inside the resource folder, or the configured name / path / hub id
+        model=lambda wc, input: (
+            str(Path(input.model[0]).parent / GENERATE["model"])
+            if input.model
+            else GENERATE["model"]
+        ),
+        cache=GENERATE["cache"] or results("llm-cache.sqlite"),
+        seed=(
+            GENERATE["seed"]
+            if GENERATE["seed"] is not None
+            else stage_seed("generate")
+        ),
+        out_dir=lambda wc, output: Path(output.full).parent,
+    shell:
+        "unstereo generate run --seed-words {input.seed_words} --benchmark {wildcards.benchmark}"
+        " -o {params.out_dir} --settings {params.settings:q} --model {params.model:q}"
+        " --cache {params.cache:q} --seed {params.seed} > {log} 2>&1"
+
+
+if GENERATE["enabled"]:
+    ALL_TARGETS.extend(
+        results("generate", f"USE-{k}", name)
+        for k in GENERATE["k"]
+        for name in ("pairs.parquet", "full.parquet", "summary.json")
+    )

@@ -1,0 +1,130 @@
+"""``unstereo generate``: build USE-k benchmarks with an LLM (SPEC 1.5)."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import click
+
+from ..errors import InputError
+
+
+def read_seed_words(path: str | Path, limit: int | None = None) -> list[str]:
+    """Seed words from a CSV with a ``word`` column, in file order (repeats kept); ``limit`` keeps the first N."""
+    import pandas as pd
+
+    try:
+        df = pd.read_csv(path, keep_default_na=False, na_values=[""], dtype={"word": str})
+    except Exception as exc:
+        raise InputError(f"cannot read seed words: {exc}", path=path) from exc
+    if "word" not in df.columns:
+        raise InputError(f"seed-word CSV needs a column 'word'; has {list(df.columns)}", path=path)
+    words = []
+    for i, w in enumerate(df["word"]):
+        if not isinstance(w, str) or not w.strip() or not re.fullmatch(r"[A-Za-z][A-Za-z'-]*", w.strip()):
+            raise InputError(f"bad seed word {w!r} (need a single word)", path=path, line=i + 2)
+        words.append(w.strip())
+    return words[:limit] if limit else words
+
+
+@click.group("generate")
+def group() -> None:
+    """LLM generation of USE-k templates: generation, revision, pairing, semantic filter."""
+
+
+@group.command("run")
+@click.option(
+    "--seed-words",
+    "seed_words_path",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="CSV with a column `word` (a word listed twice is generated twice)",
+)
+@click.option("--benchmark", default=None, help="benchmark name (default USE-{k})")
+@click.option(
+    "-k",
+    "--k",
+    "k",
+    type=int,
+    default=None,
+    help="maximum words per sentence (default: from --benchmark USE-k)",
+)
+@click.option(
+    "-o",
+    "--out-dir",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="writes full.parquet, pairs.parquet, summary.json, usage.json here",
+)
+@click.option(
+    "--settings",
+    default=None,
+    help="generate config section: inline JSON or a YAML/JSON file (a whole config or the section)",
+)
+@click.option("--backend", type=click.Choice(["local", "openai"]), default=None, help="overrides settings")
+@click.option("--model", default=None, help="overrides settings (for local: hub id, folder or .gguf path)")
+@click.option("--base-url", default=None, help="overrides settings")
+@click.option("--api-key-env", default=None, help="NAME of the API-key variable; overrides settings")
+@click.option(
+    "--cache",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="SQLite cache (default: settings, else <out-dir>/../../llm-cache.sqlite)",
+)
+@click.option("--max-seed-words", type=int, default=None, help="overrides settings")
+@click.option("--seed", type=int, default=None, help="base seed of the sampled calls; overrides settings")
+@click.option("--prompts-dir", default=None, type=click.Path(file_okay=False), help="overrides settings")
+def run(seed_words_path, benchmark, k, out_dir, settings, backend, model, base_url, api_key_env, cache,
+        max_seed_words, seed, prompts_dir) -> None:  # fmt: skip
+    """Generate one USE-k benchmark from SEED_WORDS; every LLM call is cached (a rerun never repeats one)."""
+    from ..io import write_json
+    from ..llm import make_client
+    from ..log import get_logger
+    from ..tables import PAIRS, write_table
+    from .pipeline import GenerateSettings, generate_benchmark, summarize, to_pairs
+    from .prompts import load_prompts
+    from .settings import load_section, read_settings_arg
+
+    log = get_logger("generate")
+    overrides = {"backend": backend, "model": model, "base_url": base_url, "api_key_env": api_key_env,
+                 "cache": cache, "max_seed_words": max_seed_words, "seed": seed, "prompts_dir": prompts_dir}  # fmt: skip
+    cfg = read_settings_arg(settings)
+    cfg.update({key: v for key, v in overrides.items() if v is not None})
+    cfg = load_section(cfg)
+    if k is None:
+        m = re.fullmatch(r"USE-(\d+)", benchmark or "")
+        if not m:
+            raise click.UsageError("give -k or a --benchmark named USE-<k>")
+        k = int(m.group(1))
+    benchmark = benchmark or f"USE-{k}"
+    out = Path(out_dir)
+    cache_path = cfg["cache"] or str(out.parent.parent / "llm-cache.sqlite")
+    words = read_seed_words(seed_words_path, cfg["max_seed_words"])
+    prompts = load_prompts(cfg["prompts_dir"])
+    client = make_client(
+        cfg["backend"], cfg["model"], base_url=cfg["base_url"], api_key_env=cfg["api_key_env"], cache=cache_path,
+        concurrency=cfg["concurrency"], timeout=cfg["timeout"], max_retries=cfg["max_retries"],
+        backoff_base=cfg["backoff_base"], backoff_max=cfg["backoff_max"], send_seed=cfg["send_seed"],
+        device=cfg["device"], dtype=cfg["dtype"], batch_size=cfg["batch_size"],
+        price_prompt_per_1m=cfg["prices"]["prompt_per_1m"], price_completion_per_1m=cfg["prices"]["completion_per_1m"],
+    )  # fmt: skip
+    s = GenerateSettings.from_config(cfg)
+    log.info("%s: %d seed words, k=%d, %s, cache %s", benchmark, len(words), k, client.model_id, cache_path)
+    t0 = time.time()
+    try:
+        full = generate_benchmark(words, k, client, prompts, s, benchmark=benchmark)
+        elapsed = time.time() - t0
+        source = f"generate:{client.model_id}"
+        pairs = to_pairs(full, source)
+        write_table(full, out / "full.parquet")
+        write_table(pairs, out / "pairs.parquet", PAIRS)
+        summary = summarize(full, len(words)) | {"benchmark": benchmark, "k": k, "model": client.model_id,
+                                                 "seconds": round(elapsed, 1)}  # fmt: skip
+        write_json(out / "summary.json", summary)
+        client.write_usage(out / "usage.json", {"benchmark": benchmark, "seconds": round(elapsed, 1)})
+    finally:
+        client.close()
+    log.info("%s: %d sentences, %d pairs kept (%.1fs); %s", benchmark, int((full["item"] >= 0).sum()), len(pairs),
+             elapsed, client.usage.total())  # fmt: skip

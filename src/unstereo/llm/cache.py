@@ -1,0 +1,69 @@
+"""SQLite cache of chat completions: one row per finished call, committed as soon as the call returns.
+
+WAL mode lets several threads (and a second process) read while one writes; a lock serialises this process's
+writes on its single connection. Rows hold the request (messages and parameters, never credentials) for inspection.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+from .types import ChatRequest, ChatResult
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS completions (
+    key TEXT PRIMARY KEY,
+    backend TEXT NOT NULL,
+    model TEXT NOT NULL,
+    request TEXT NOT NULL,
+    response TEXT NOT NULL,
+    created REAL NOT NULL
+)
+"""
+
+
+class ChatCache:
+    """On-disk cache keyed by :meth:`ChatRequest.cache_key`; ``path=None`` keeps it in memory (tests, one-offs)."""
+
+    def __init__(self, path: str | Path | None):
+        self.path = None if path is None else Path(path)
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(
+            ":memory:" if self.path is None else str(self.path), check_same_thread=False, timeout=60
+        )
+        with self._lock:
+            if self.path is not None:
+                self._conn.execute("PRAGMA journal_mode=WAL")
+                self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.execute(_SCHEMA)
+            self._conn.commit()
+
+    def get(self, key: str) -> ChatResult | None:
+        with self._lock:
+            row = self._conn.execute("SELECT response FROM completions WHERE key = ?", (key,)).fetchone()
+        return None if row is None else ChatResult.from_json(row[0], cached=True)
+
+    def put(self, key: str, backend: str, model: str, request: ChatRequest, result: ChatResult) -> None:
+        req = json.dumps(
+            {"messages": request.message_dicts(), "params": request.params()}, ensure_ascii=False
+        )
+        with self._lock:
+            self._conn.execute(
+                "INSERT OR REPLACE INTO completions VALUES (?, ?, ?, ?, ?, ?)",
+                (key, backend, model, req, result.to_json(), time.time()),
+            )
+            self._conn.commit()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return self._conn.execute("SELECT COUNT(*) FROM completions").fetchone()[0]
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
