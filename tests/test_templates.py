@@ -44,3 +44,9 @@ def test_placeholder_checks():
     assert has_placeholder("{pronoun1} cat")
     assert not has_placeholder("a cat")
     assert unknown_placeholders("{pronoun} met {pronoun3} and {name}") == ["{pronoun3}", "{name}"]
+
+
+def test_pronoun_starting_a_later_sentence_is_capitalised():
+    t = 'It was late. {pronoun} left! "{pronoun} is gone," they said of {pronoun2}.'
+    assert fill_template(t, "female") == 'It was late. She left! "She is gone," they said of her.'
+    assert fill_template(t, "male") == 'It was late. He left! "He is gone," they said of him.'

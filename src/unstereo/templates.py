@@ -12,8 +12,8 @@ A template is a sentence whose gendered pronouns are replaced by placeholders (a
 
 ``{pronoun2}self`` needs no filling of its own: ``{pronoun2}`` is replaced and ``self`` stays.
 
-Filling (:func:`fill_template`): by default (``reference_quirks=False``) the placeholders are replaced and, when the
-sentence starts with a placeholder, its first letter is upper-cased; nothing else changes. With
+Filling (:func:`fill_template`): by default (``reference_quirks=False``) the placeholders are replaced and a pronoun
+that starts the text or a sentence (after ``.``, ``!`` or ``?``) is capitalised; nothing else changes. With
 ``reference_quirks=True`` the reference code's ``.strip().capitalize()`` is applied and double quotes are deleted
 (SPEC 1.4 quirk 1): everything after the first character is lower-cased. The released scores were computed on those
 strings.
@@ -42,6 +42,8 @@ MALE_TO_PLACEHOLDER: tuple[tuple[re.Pattern[str], str], ...] = (
 
 _ANY_BRACE = re.compile(r"\{[^{}]*\}")
 _PLACEHOLDER_RE = re.compile(r"\{pronoun[12]?\}")
+# The text before a sentence-initial placeholder: nothing, or anything ending in . ! ? then spaces / opening quotes.
+_SENTENCE_START = re.compile(r"(|.*[.!?][\"')\]]*)\s*[\"'(\[]*", re.DOTALL)
 
 
 def unknown_placeholders(template: str) -> list[str]:
@@ -59,13 +61,17 @@ def fill_template(template: str, gender: str, reference_quirks: bool = False) ->
     if gender not in FILLINGS:
         raise ValueError(f"gender must be one of {GENDERS}, got {gender!r}")
     fill = FILLINGS[gender]
-    text = _PLACEHOLDER_RE.sub(lambda m: fill[m.group(0)], template)
     if reference_quirks:
         # Reference code: fill_template(...).strip().capitalize() and '"' removed.
+        text = _PLACEHOLDER_RE.sub(lambda m: fill[m.group(0)], template)
         return text.replace('"', "").strip().capitalize()
-    if template.startswith("{pronoun") and text:
-        text = text[0].upper() + text[1:]
-    return text
+
+    def substitute(m: re.Match[str]) -> str:
+        word = fill[m.group(0)]
+        # A pronoun that starts the text or a sentence (after . ! ? and spaces, maybe a quote) is capitalised.
+        return word.capitalize() if _SENTENCE_START.fullmatch(template[: m.start()]) else word
+
+    return _PLACEHOLDER_RE.sub(substitute, template)
 
 
 def templatize_male(sentence: str) -> str:
