@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from unstereo.models import load_causal_lm
-from unstereo.scoring import CausalScorer
+from unstereo.scoring import CausalScorer, load_scoring_model
 
 pytestmark = [pytest.mark.slow, pytest.mark.models]
 
@@ -75,7 +75,7 @@ def independent_logprob(model, tokenizer, sentence: str) -> float:
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_scorer_matches_plain_forward_pass(resource, name):
     path = resource(name) / MODELS[name]
-    model, tokenizer = load_causal_lm(str(path), dtype="float32", device="cpu")
+    model, tokenizer = load_scoring_model(str(path), dtype="float32", device="cpu")
     assert tokenizer.bos_token_id is not None
     want = [independent_logprob(model, tokenizer, s) for s in SENTENCES]
     lengths = [len(tokenizer(s, add_special_tokens=False)["input_ids"]) for s in SENTENCES]
@@ -92,3 +92,33 @@ def test_scorer_matches_plain_forward_pass(resource, name):
         f"\n{name}: max |scorer - plain forward| per sentence by batch size: "
         + ", ".join(f"{b}: {d:.2e}" for b, d in report.items())
     )
+
+
+def test_gemma_gguf_tokenizer_is_repaired(resource):
+    """transformers turns Gemma's SentencePiece BPE tokenizer into a Unigram one when reading a GGUF file; the
+    repaired BPE tokenizer splits text into whole words and the model finds it far more likely."""
+    path = str(resource("gemma3") / MODELS["gemma3"])
+    model, broken = load_causal_lm(path, dtype="float32", device="cpu")
+    _, fixed = load_scoring_model(path, dtype="float32", device="cpu")
+    s = "She went to the store and fixed her bike herself."
+    assert fixed.convert_ids_to_tokens(fixed(s, add_special_tokens=False)["input_ids"]) == [
+        "She",
+        "▁went",
+        "▁to",
+        "▁the",
+        "▁store",
+        "▁and",
+        "▁fixed",
+        "▁her",
+        "▁bike",
+        "▁herself",
+        ".",
+    ]
+    assert len(broken(s, add_special_tokens=False)["input_ids"]) > 11  # the Unigram model splits words
+    for text in SENTENCES:  # lossless round trip
+        assert fixed.decode(fixed(text, add_special_tokens=False)["input_ids"]) == text
+    sample = SENTENCES[::3]
+    lp_fixed = sum(lp for lp, _ in CausalScorer(model, fixed, batch_size=16).score(sample))
+    lp_broken = sum(lp for lp, _ in CausalScorer(model, broken, batch_size=16).score(sample))
+    print(f"\ngemma3: total ln p of {len(sample)} sentences: BPE {lp_fixed:.1f}, Unigram {lp_broken:.1f}")
+    assert lp_fixed > lp_broken + 5 * len(sample)

@@ -12,9 +12,19 @@ from ..models import ModelSpec, load_causal_lm, resolve_device, resolve_dtype
 from ..tables import PAIRS, read_table
 from .causal import CausalScorer
 from .chunks import score_pairs
+from .gguf_tokenizer import needs_bpe_repair, repair_gemma_tokenizer
 from .masked import MaskedScorer, load_masked_lm
 
 log = get_logger("scoring")
+
+
+def load_scoring_model(spec: ModelSpec | str, dtype: str = "auto", device: str = "auto"):
+    """(model, tokenizer) of a causal LM for scoring: :func:`unstereo.models.load_causal_lm`, plus the repair of
+    the Unigram tokenizer transformers builds for Gemma GGUF files (:mod:`.gguf_tokenizer`)."""
+    model, tokenizer = load_causal_lm(spec, dtype=dtype, device=device)
+    if needs_bpe_repair(model, tokenizer):
+        tokenizer = repair_gemma_tokenizer(tokenizer)
+    return model, tokenizer
 
 
 def score_file(
@@ -58,7 +68,7 @@ def score_file(
         if masked:
             m, tok = load_masked_lm(spec, dtype=dtype, device=device)
             return MaskedScorer(m, tok, device=device, batch_size=batch_size, max_batch_size=max_batch_size)
-        m, tok = load_causal_lm(spec, dtype=dtype, device=device)
+        m, tok = load_scoring_model(spec, dtype=dtype, device=device)
         return CausalScorer(
             m, tok, device=device, batch_size=batch_size, bos_policy=bos_policy, max_batch_size=max_batch_size
         )
