@@ -292,3 +292,11 @@ def test_cli_end_to_end_on_saved_tiny_models(tmp_path):
         ["score", str(gpt2_dir), str(tmp_path / "pairs.parquet"), "-o", "x.parquet", "--batch-size", "zero"],
     )
     assert res.exit_code != 0 and "integer >= 1 or 'auto'" in res.output
+
+
+def test_empty_pair_table_gives_empty_scores(tmp_path):
+    pairs = bigram_pairs(2).iloc[:0]
+    factory = Counting()
+    df = score_pairs(pairs, factory, tmp_path / "e.parquet", model_name="m", run=RUN)
+    assert len(df) == 0 and factory.models == []
+    assert len(read_table(tmp_path / "e.parquet", SCORES)) == 0

@@ -34,7 +34,7 @@ def _batch_size(ctx, param, value: str) -> int | str:
     default="auto",
     show_default=True,
     callback=_batch_size,
-    help="Sentences per forward pass, or 'auto' (device-dependent start, halves on out-of-memory).",
+    help="Sentences per forward pass (halved on out-of-memory), or 'auto': device-dependent start, logits memory bounded.",
 )
 @click.option(
     "--max-batch-size",
