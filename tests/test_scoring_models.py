@@ -11,8 +11,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from unstereo.models import load_causal_lm
-from unstereo.scoring import CausalScorer, load_scoring_model
+from unstereo.models import ModelSpec, load_causal_lm, load_tokenizer
+from unstereo.scoring import CausalScorer
+from unstereo.scoring.gguf_tokenizer import needs_bpe_repair, repair_gemma_tokenizer
 
 pytestmark = [pytest.mark.slow, pytest.mark.models]
 
@@ -63,6 +64,24 @@ SENTENCES = [
 ]
 
 
+@pytest.fixture(scope="module")
+def loaded(resource):
+    """name -> (model, tokenizer as unstereo.scoring.load_scoring_model gives it, tokenizer as transformers gives it);
+    each model loaded once per module."""
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            path = str(resource(name) / MODELS[name])
+            model, raw = load_causal_lm(path, dtype="float32", device="cpu")
+            tok = load_tokenizer(ModelSpec.parse(path))
+            # the same repair as load_scoring_model (which the CLI uses)
+            cache[name] = (model, repair_gemma_tokenizer(tok) if needs_bpe_repair(model, tok) else tok, raw)
+        return cache[name]
+
+    return get
+
+
 def independent_logprob(model, tokenizer, sentence: str) -> float:
     """ln p(s): one forward pass on [BOS] + tokens, no padding, fp64 log_softmax, summed over the sentence."""
     ids = [tokenizer.bos_token_id, *tokenizer(sentence, add_special_tokens=False)["input_ids"]]
@@ -73,9 +92,8 @@ def independent_logprob(model, tokenizer, sentence: str) -> float:
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))
-def test_scorer_matches_plain_forward_pass(resource, name):
-    path = resource(name) / MODELS[name]
-    model, tokenizer = load_scoring_model(str(path), dtype="float32", device="cpu")
+def test_scorer_matches_plain_forward_pass(loaded, name):
+    model, tokenizer, _ = loaded(name)
     assert tokenizer.bos_token_id is not None
     want = [independent_logprob(model, tokenizer, s) for s in SENTENCES]
     lengths = [len(tokenizer(s, add_special_tokens=False)["input_ids"]) for s in SENTENCES]
@@ -94,12 +112,10 @@ def test_scorer_matches_plain_forward_pass(resource, name):
     )
 
 
-def test_gemma_gguf_tokenizer_is_repaired(resource):
+def test_gemma_gguf_tokenizer_is_repaired(loaded):
     """transformers turns Gemma's SentencePiece BPE tokenizer into a Unigram one when reading a GGUF file; the
     repaired BPE tokenizer splits text into whole words and the model finds it far more likely."""
-    path = str(resource("gemma3") / MODELS["gemma3"])
-    model, broken = load_causal_lm(path, dtype="float32", device="cpu")
-    _, fixed = load_scoring_model(path, dtype="float32", device="cpu")
+    model, fixed, broken = loaded("gemma3")
     s = "She went to the store and fixed her bike herself."
     assert fixed.convert_ids_to_tokens(fixed(s, add_special_tokens=False)["input_ids"]) == [
         "She",
