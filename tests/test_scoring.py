@@ -188,12 +188,12 @@ def test_cpu_allocator_message_counts_as_oom():
 
 
 def test_auto_batch_bounds_logits_memory():
-    # max_cells = 10 items x length: 5 items of length 2 then 2 items of 5 tokens... lengths 5,5,5,2,2,2,2,2
+    # max_cells = 10 (items x longest length per batch). Sorted lengths: 5 5 5 2 2 2 2 2.
+    # Batch 1 starts at length 5 -> 10 // 5 = 2 items [5 5]; batch 2 starts at 5 -> 2 items [5 2];
+    # batch 3 starts at 2 -> up to 5 items, 4 left [2 2 2 2].
     b = Batcher(100, max_cells=10)
     sizes = []
     b.run([2, 5, 2, 5, 2, 5, 2, 2], lambda idx: sizes.append(len(idx)) or [0] * len(idx))
-    # longest first: three of length 5 -> at most 10 // 5 = 2 per batch: [2], then [1 (len 5) + ...]
-    # batch 1: items of length 5 (x2); batch 2: starts at length 5 -> 2 items (5, then a 2); batch 3: 4 items of 2
     assert sizes == [2, 2, 4]
 
 
