@@ -1,0 +1,116 @@
+"""Pseudo-log-likelihood (PLL) of sentences under a masked language model (Salazar et al. 2020).
+
+PLL(s) = sum over the sentence's tokens t_i of ln p(t_i | s with t_i replaced by the mask token). The tokenizer's
+special tokens ([CLS], [SEP], ...) are kept around the sentence and never masked or scored. Each masked copy is one
+row of a batch; rows are right-padded with an attention mask, so a score does not depend on the other rows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import UnstereoError
+from ..models import ModelSpec, resolve_device, resolve_dtype
+from .batching import Batcher
+from .causal import LOGITS_BUDGET, _commit, _dtype_name, _vocab_size, token_logprobs
+
+AUTO_BATCH_SIZE = {"cuda": 256, "mps": 128, "cpu": 64}
+
+
+def load_masked_lm(spec: ModelSpec | str, dtype: str = "auto", device: str = "auto"):
+    """Load (model, tokenizer) of a masked LM from a hub id or a local folder, in eval mode."""
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+    if isinstance(spec, str):
+        spec = ModelSpec.parse(spec)
+    if spec.gguf_file:
+        raise UnstereoError("GGUF files hold causal LMs; a masked LM needs a hub id or a Hugging Face folder")
+    device = resolve_device(device)
+    try:
+        model = AutoModelForMaskedLM.from_pretrained(
+            spec.path, dtype=resolve_dtype(dtype, device), revision=spec.revision
+        )
+        tokenizer = AutoTokenizer.from_pretrained(spec.path, revision=spec.revision)
+    except OSError as exc:
+        raise UnstereoError(f"cannot load masked LM {spec.path!r}: {exc}") from exc
+    model.to(device)
+    model.eval()
+    return model, tokenizer
+
+
+class MaskedScorer:
+    """Scores sentences by PLL: :meth:`score` returns (PLL(s), number of scored tokens) per sentence."""
+
+    kind = "masked-pll"
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        device: str = "cpu",
+        batch_size: int | str = "auto",
+        max_batch_size: int | None = None,
+    ):
+        if tokenizer.mask_token_id is None:
+            raise UnstereoError("the tokenizer has no mask token: not a masked LM")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.device = device
+        dev = device.split(":")[0]
+        if batch_size == "auto":
+            cells = max(1, LOGITS_BUDGET.get(dev, 2**28) // _vocab_size(model, tokenizer))
+            self.batcher = Batcher(max_batch_size or AUTO_BATCH_SIZE.get(dev, 64), max_cells=cells)
+        else:
+            self.batcher = Batcher(int(batch_size))
+        self.batch_size_requested = str(batch_size)
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+
+    def score(self, sentences: list[str]) -> list[tuple[float, int]]:
+        """(PLL(s), number of scored tokens) for each sentence, in input order."""
+        enc = self.tokenizer(list(sentences), add_special_tokens=True, return_special_tokens_mask=True)
+        items: list[tuple[int, int]] = []  # (sentence, position to mask)
+        for k, special in enumerate(enc["special_tokens_mask"]):
+            items += [(k, p) for p, is_special in enumerate(special) if not is_special]
+        seqs = enc["input_ids"]
+        lps = self.batcher.run(
+            [len(seqs[k]) for k, _ in items],
+            lambda idx: self._forward([(seqs[items[i][0]], items[i][1]) for i in idx]),
+            unit="masked copy",
+        )
+        totals = [0.0] * len(sentences)
+        counts = [0] * len(sentences)
+        for (k, _), lp in zip(items, lps, strict=True):
+            totals[k] += lp
+            counts[k] += 1
+        return list(zip(totals, counts, strict=True))
+
+    def _forward(self, rows: list[tuple[list[int], int]]) -> list[float]:
+        import torch
+
+        width = max(len(s) for s, _ in rows)
+        ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        pos = torch.tensor([p for _, p in rows], dtype=torch.long)
+        targets = torch.tensor([s[p] for s, p in rows], dtype=torch.long)
+        for r, (s, p) in enumerate(rows):
+            ids[r, : len(s)] = torch.tensor(s, dtype=torch.long)
+            ids[r, p] = self.tokenizer.mask_token_id
+            mask[r, : len(s)] = 1
+        ids, mask, pos, targets = (t.to(self.device) for t in (ids, mask, pos, targets))
+        with torch.inference_mode():
+            logits = self.model(input_ids=ids, attention_mask=mask).logits
+            picked = logits[torch.arange(len(rows), device=logits.device), pos]
+            lp = token_logprobs(picked, targets).double()
+        return [float(v) for v in lp.cpu().tolist()]
+
+    def metadata(self) -> dict[str, Any]:
+        """Run metadata for the output table."""
+        return {
+            "scorer": self.kind,
+            "device": str(self.device),
+            "dtype": _dtype_name(self.model),
+            "batch_size": int(self.batcher.largest_batch or self.batcher.batch_size),
+            "batch_size_requested": self.batch_size_requested,
+            "bos_policy": "pll",
+            "model_commit": _commit(self.model),
+        }
