@@ -5,6 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 CORES ?= 8
 SNAKEMAKE_ARGS ?=
+REPORT ?= results/report.html
 
 .PHONY: run test venv system-deps lint clean
 
@@ -20,8 +21,10 @@ $(VENV)/.installed: pyproject.toml
 system-deps:
 	bash scripts/install-system-deps.sh
 
+# The workflow, then its HTML report (tables, figures, captions from workflow/report/).
 run: venv system-deps
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH snakemake --cores $(CORES) $(SNAKEMAKE_ARGS)
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH snakemake --cores $(CORES) $(SNAKEMAKE_ARGS) --report $(REPORT)
 
 test: venv system-deps
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(PY) -m pytest $(PYTEST_ARGS)

@@ -6,7 +6,19 @@ import re
 from unstereo.benchmarks.workflow import build_args, eta_names, source_inputs
 
 BMCFG = config["benchmarks"]
-BM_SOURCES = BMCFG.get("sources", {})
+# Source paths may name the results folder as {results_dir} (e.g. the generate stage's pair table).
+BM_SOURCES = {
+    name: {
+        **src,
+        "path": (
+            src["path"].replace("{results_dir}", RESULTS)
+            if isinstance(src.get("path"), str)
+            else src.get("path")
+        ),
+    }
+    for name, src in BMCFG.get("sources", {}).items()
+}
+BMCFG = {**BMCFG, "sources": BM_SOURCES}
 BM_ETAS = eta_names(BMCFG)  # as in file names: inf, 1.0, 0.8, 0.65, ...
 
 
@@ -37,7 +49,9 @@ rule benchmarks_maxpmi:
     """MaxPMI of every template from the configured delta table (SPEC 1.2)."""
     input:
         pairs=results("benchmarks", "{benchmark}", "templates.parquet"),
-        delta=delta_path(BMCFG.get("delta", "released")),
+        delta=lambda wc: delta_path(
+            BM_SOURCES[wc.benchmark].get("delta") or BMCFG.get("delta", "released")
+        ),
     output:
         results("benchmarks", "{benchmark}", "pairs.parquet"),
     log:
@@ -84,7 +98,11 @@ rule benchmarks_figure2:
             results("benchmarks", "{benchmark}", "pairs.parquet"), benchmark=BM_SOURCES
         ),
     output:
-        png=results("benchmarks", "figure2.png"),
+        png=report(
+            results("benchmarks", "figure2.png"),
+            caption="../workflow/report/figure2.rst",
+            category="Benchmarks",
+        ),
         pdf=results("benchmarks", "figure2.pdf"),
         csv=results("benchmarks", "figure2.csv"),
     log:

@@ -138,7 +138,18 @@ rule corpus_appendix:
         delta=results("delta", "corpus.parquet"),
         pairs=CORPUS["pairs"],
     output:
-        [results("corpus", "appendix", f) for f in CORPUS_APPENDIX],
+        [
+            (
+                report(
+                    results("corpus", "appendix", f),
+                    caption="../workflow/report/corpus_appendix.rst",
+                    category="Corpus statistics",
+                )
+                if f.endswith(".png")
+                else results("corpus", "appendix", f)
+            )
+            for f in CORPUS_APPENDIX
+        ],
     log:
         f"{LOGS}/corpus/appendix.log",
     conda:
