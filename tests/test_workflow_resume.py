@@ -38,7 +38,9 @@ import pytest
 import yaml
 from llm_test_server import Reply, ScriptedServer, prompt_matcher, user_text
 
+from unstereo.config import validate_config
 from unstereo.generate import load_prompts
+from unstereo.scoring import rules as score_rules
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = str(Path(sys.executable).parent)
@@ -296,17 +298,17 @@ def server():
 
 
 @pytest.fixture(scope="module")
-def prepared(tmp_path_factory, server, external_dir):
+def prepared(tmp_path_factory, server, resource):
     """Corpus, tiny model, hook, and a working directory where everything up to the seed words is built."""
     from _scoring_models import tiny_gpt2, word_tokenizer
 
     base = tmp_path_factory.mktemp("resume")
-    for name in ("lid176", "wordnet"):  # the fetched resources, without refetching (and never written to)
-        if not (external_dir / name / "RESOURCE.json").is_file():
-            pytest.skip(f"resource {name!r} not fetched in {external_dir}")
     (base / "external").mkdir()
-    for name in ("lid176", "wordnet"):
-        (base / "external" / name).symlink_to(external_dir / name)
+    for name in (
+        "lid176",
+        "wordnet",
+    ):  # the fetched resources (skips when unavailable), never refetched by the run
+        (base / "external" / name).symlink_to(resource(name))
     rng = random.Random(0)
     with open(base / "corpus.jsonl", "w") as fh:
         for _ in range(400):
@@ -413,12 +415,21 @@ def test_kill_mid_scoring_then_rerun_rescores_no_chunk(prepared, server):
 
     # the same scores as one uninterrupted run
     clean_out = base / "clean-scores.parquet"
-    clean = subprocess.run(
-        [sys.executable, "-m", "unstereo.cli", "score", str(base / "tiny-gpt2"), str(workdir / "results" / "benchmarks" / "USE-5" / "eta-inf.parquet"),
-         "-o", str(clean_out), "--name", "tiny", "--device", "cpu", "--dtype", "float32", "--batch-size", "4",
-         "--chunk-size", str(CHUNK_SIZE), "--threads", "1"],
-        capture_output=True, text=True, env=run_env(base, "clean"), timeout=300,
-    )  # fmt: skip
+    eta_inf = workdir / "results" / "benchmarks" / "USE-5" / "eta-inf.parquet"
+    section = validate_config(yaml.safe_load((workdir / "config.yaml").read_text()))["score"]
+    options = score_rules.options(section, "tiny").split()  # the rule's options
+    cmd = [
+        sys.executable,
+        "-m",
+        "unstereo.cli",
+        "score",
+        str(base / "tiny-gpt2"),
+        str(eta_inf),
+        "-o",
+        str(clean_out),
+    ]
+    cmd += ["--name", "tiny", "--threads", "1", *options]
+    clean = subprocess.run(cmd, capture_output=True, text=True, env=run_env(base, "clean"), timeout=300)
     assert clean.returncode == 0, clean.stderr[-3000:]
     got, want = pd.read_parquet(scores), pd.read_parquet(clean_out)
     assert got["pair_id"].tolist() == pairs["pair_id"].tolist()
