@@ -578,7 +578,8 @@ def read_pairs(
 ) -> pd.DataFrame:
     """An existing PAIRS table (parquet/CSV/JSONL), e.g. from the generate stage. Rows are checked like templates;
     the sentences, MaxPMI, source and benchmark it has are kept (filled where missing); ``name`` renames the
-    benchmark (default: the table's own ``benchmark`` column, else the file stem)."""
+    benchmark and the prefix of its pair ids (``USE-5:3`` -> ``NAME:3``; default: the table's own ``benchmark``
+    column, else the file stem)."""
     bad = bad or BadRows(on_bad_row)
     rows = []
     kept = ("sentence_female", "sentence_male", "max_pmi", "max_pmi_word", "source")
@@ -591,9 +592,14 @@ def read_pairs(
             given = {k: rec.get(k) for k in kept if k in rec}
             if not name:
                 given["benchmark"] = _text(rec.get("benchmark")) or path.name.split(".")[0]
+            pid = "" if empty_id(pid) else str(pid)
+            if name and pid:
+                # Renamed benchmark: its ids carry the new name, so that one pair table can be used under two
+                # names (e.g. with two delta tables) and the metrics still see unique pair ids.
+                pid = f"{name}:{pid.split(':', 1)[1]}" if ":" in pid else f"{name}:{pid}"
             rows.append(
                 TemplateRow(
-                    "" if empty_id(pid) else str(pid),
+                    pid,
                     template if isinstance(template, str) else "",
                     _text(rec.get("seed_word")),
                     str(path),
