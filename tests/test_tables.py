@@ -103,3 +103,15 @@ def test_read_delta_released_reference(reference_dir):
     df = read_delta(reference_dir / "unstereo-eval" / "data" / "pmi_file_w_counts.csv")
     assert len(df) == 65914
     assert {"null", "nan"} <= set(df["word"])
+
+
+def test_written_tables_get_normal_permissions(tmp_path):
+    import os
+    import stat
+
+    umask = os.umask(0o022)
+    try:
+        path = write_table(_pairs(), tmp_path / "p.parquet", PAIRS)
+    finally:
+        os.umask(umask)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644  # not mkstemp's 0600

@@ -29,6 +29,11 @@ def atomic_path(path: str | Path, suffix: str | None = None) -> Iterator[Path]:
     tmp_path = Path(tmp)
     try:
         yield tmp_path
+        if tmp_path.exists():
+            # mkstemp creates 0600 files; give the output the permissions a plain open() would (0666 - umask).
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp_path, 0o666 & ~umask)
         os.replace(tmp_path, path)
     finally:
         if tmp_path.exists():

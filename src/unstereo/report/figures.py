@@ -20,8 +20,9 @@ from .tables import BENCHMARKS
 GROUPS = [
     ("Pythia and GPT-J", {"Pythia", "GPT-J"}),
     ("OPT", {"OPT"}),
-    ("Llama-2, MPT, OLMo, Mistral", None),  # None: every other family, and models outside the registry
+    ("Llama-2, MPT, OLMo, Mistral", None),  # None: every other family of the registry
 ]
+OTHER = "other models"  # models outside the registry (e.g. the offline default's GGUF models)
 
 
 def figure_data(curves: pd.DataFrame, registry: pd.DataFrame, eta: float = math.inf) -> pd.DataFrame:
@@ -37,8 +38,10 @@ def figure_data(curves: pd.DataFrame, registry: pd.DataFrame, eta: float = math.
     group = []
     for m in data["model"]:
         f = fam.get(m)
-        name = next((g for g, fams in GROUPS if fams is not None and f in fams), GROUPS[-1][0])
-        group.append(name)
+        if f is None:
+            group.append(OTHER)
+            continue
+        group.append(next((g for g, fams in GROUPS if fams is not None and f in fams), GROUPS[-1][0]))
     data = data.assign(group=group)
     data["base_name"] = data["display_name"].str.replace(" (D)", "", regex=False)
     return data.sort_values(["order", "benchmark", "eps"], kind="stable").reset_index(drop=True)
@@ -55,7 +58,7 @@ def plot_fairness_curves(data: pd.DataFrame, out_stem: str | Path, title: str | 
     out_stem.parent.mkdir(parents=True, exist_ok=True)
     benches = [b for b in BENCHMARKS if b in set(data["benchmark"])]
     benches += sorted(set(data["benchmark"]) - set(benches))
-    groups = [g for g, _ in GROUPS if g in set(data["group"])]
+    groups = [g for g in [*(g for g, _ in GROUPS), OTHER] if g in set(data["group"])]
     fig, axes = plt.subplots(
         len(groups), len(benches), figsize=(3.0 * len(benches), 2.6 * len(groups)), sharey=True, squeeze=False
     )
