@@ -379,7 +379,8 @@ def test_existing_pair_table(tmp_path):
     assert df["source"].tolist() == ["qwen", "qwen"] and df["prompt"].tolist() == ["p0", "p1"]
     renamed = build_pairs("pairs", path, "Gen")
     assert renamed["benchmark"].unique().tolist() == ["Gen"]
-    assert renamed["pair_id"].tolist() == ["Gen:g0", "Gen:g1"]  # ids follow the new name: unique across tables
+    # ids follow the new name, so they stay unique across tables
+    assert renamed["pair_id"].tolist() == ["Gen:g0", "Gen:g1"]
     pairs.loc[1, ["sentence_female", "sentence_male"]] = ["Same.", "Same."]
     write_table(pairs, path, PAIRS)
     with pytest.raises(InputError, match=r"pairs\.parquet:2: fillings do not differ"):
