@@ -13,7 +13,11 @@ from unstereo.config import validate_config
 min_version("9.0")
 
 
-configfile: "config/config.yaml"
+# The embedded default, unless config files are given on the command line: those REPLACE it (Snakemake would
+# otherwise merge them into it, and e.g. the default's benchmark sources and models would leak into paper.yaml).
+if not workflow.overwrite_configfiles:
+
+    configfile: "config/config.yaml"
 
 
 # Validates against workflow/schemas/config.schema.yaml, fills in defaults, names the bad key on error.

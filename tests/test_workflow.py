@@ -75,3 +75,16 @@ def test_cli_reports_library_errors_cleanly(tmp_path):
     assert out.returncode == 1
     assert "unstereo: error:" in out.stderr and "config key 'seed'" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_configfile_on_the_command_line_replaces_the_default(tmp_path):
+    # Snakemake merges --configfile into the Snakefile's `configfile:`; the Snakefile skips the default instead, so
+    # nothing of config/config.yaml (e.g. its benchmark sources or models) leaks into another config.
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({"results_dir": "res", "external_dir": "ext", "resources": ["lid176"]}))
+    run = snakemake(tmp_path, config, "--dry-run", "--quiet", "rules")
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = run.stdout + run.stderr
+    assert "fetch_resource" in out
+    for rule in ("corpus_count", "generate_use", "benchmarks_build", "score"):
+        assert rule not in out
