@@ -17,7 +17,7 @@
 # 4. stops the daemons it started (EXIT trap; by PID, never by name) and prints PASS or FAIL.
 #
 # Environment: SLURM_TEST_CONFIG (default .test/config.yaml), SLURM_TEST_TIMEOUT (seconds per snakemake run,
-# default 240), SLURM_TEST_FAILURES=0 skips step 3, SLURM_TEST_KEEP=1 leaves the cluster running, and the
+# default 1200: the .test pipeline generates with a 0.5B model on CPU), SLURM_TEST_FAILURES=0 skips step 3, SLURM_TEST_KEEP=1 leaves the cluster running, and the
 # SLURM_* settings of start.sh. The output of each snakemake run is kept in .test/logs/slurm-test/. Uses .venv/bin (made by `make venv`) when it exists, otherwise snakemake on PATH;
 # the snakemake-executor-plugin-slurm package must be installed (`pip install -e '.[slurm]'`).
 set -uo pipefail
@@ -26,7 +26,7 @@ REPO=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$REPO" || exit 1
 HERE=$REPO/scripts/slurm
 CONFIG=${SLURM_TEST_CONFIG:-.test/config.yaml}
-TIMEOUT=${SLURM_TEST_TIMEOUT:-240}
+TIMEOUT=${SLURM_TEST_TIMEOUT:-1200}
 export SLURM_BASE=${SLURM_BASE:-/tmp/unstereo-slurm}
 [ -x "$REPO/.venv/bin/snakemake" ] && export PATH=$REPO/.venv/bin:$PATH # jobs inherit PATH (sbatch --export=ALL)
 
