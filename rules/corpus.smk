@@ -3,7 +3,7 @@
 
 import re
 
-from unstereo.corpus.shards import shard_inputs, shards as corpus_shards
+from unstereo.corpus.shards import shard_inputs, shard_size_mb, shards as corpus_shards
 
 CORPUS = config["corpus"]
 CORPUS_SHARDS = corpus_shards(CORPUS["inputs"], EXTERNAL)
@@ -39,8 +39,9 @@ rule corpus_count:
     threads: 1
     resources:
         # memory is bounded by the spill sizes, not the shard; time grows with it (20 MB/s worst case)
-        mem_mb=lambda wc, input: 1500 + min(4000, 2 * int(input.size_mb)),
-        runtime=lambda wc, input: 10 + int(input.size_mb / 20 / 60),
+        mem_mb=lambda wc: 1500
+        + min(4000, 2 * int(shard_size_mb(CORPUS_SHARDS[wc.shard]))),
+        runtime=lambda wc: 10 + int(shard_size_mb(CORPUS_SHARDS[wc.shard]) / 20 / 60),
     params:
         path=lambda wc: CORPUS_SHARDS[wc.shard].path,
         out=lambda wc, output: Path(output[0]).parent,

@@ -58,13 +58,16 @@ def shards(inputs: list[str], external_dir: str) -> dict[str, Shard]:
 
 
 def shard_inputs(shard: Shard, external_dir: str) -> dict[str, str]:
-    """Rule inputs of a count job: the file; for a resource file, the resource manifest (and the file once it
-    exists, so that ``input.size_mb`` sees it; before the fetch the file is nobody's output)."""
+    """Rule inputs of a count job: the file; for a resource file, only the resource manifest (the file is nobody's
+    output before the fetch, and an input set that changed once it exists would make Snakemake rerun the job)."""
     from ..resources.core import MANIFEST
 
     if shard.resource is None:
         return {"shard": shard.path}
-    inputs = {"manifest": f"{external_dir}/{shard.resource}/{MANIFEST}"}
-    if Path(shard.path).exists():
-        inputs["shard"] = shard.path
-    return inputs
+    return {"manifest": f"{external_dir}/{shard.resource}/{MANIFEST}"}
+
+
+def shard_size_mb(shard: Shard) -> float:
+    """Size of the shard's file in MB (0 before a resource is fetched), for the job's memory and time."""
+    path = Path(shard.path)
+    return path.stat().st_size / 1e6 if path.exists() else 0.0
