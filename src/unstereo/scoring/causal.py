@@ -149,21 +149,26 @@ class CausalScorer:
 
     def metadata(self) -> dict[str, Any]:
         """Run metadata for the output table."""
-        return {
-            "scorer": self.kind,
-            "device": str(self.device),
-            "dtype": _dtype_name(self.model),
-            "batch_size": int(self.batcher.largest_batch or self.batcher.batch_size),
-            "batch_size_requested": self.batch_size_requested,
-            "bos_policy": self.prefix.describe(),
-            "model_commit": _commit(self.model),
-        }
+        return run_metadata(self, self.prefix.describe())
 
 
 def _vocab_size(model: Any, tokenizer: Any) -> int:
     config = getattr(model, "config", None)
     size = getattr(config, "vocab_size", None)
     return int(size) if size else max(1, len(tokenizer))
+
+
+def run_metadata(scorer: Any, bos_policy: str) -> dict[str, Any]:
+    """Run metadata of a causal or masked scorer (``kind``, ``model``, ``device``, ``batcher``, ...)."""
+    return {
+        "scorer": scorer.kind,
+        "device": str(scorer.device),
+        "dtype": _dtype_name(scorer.model),
+        "batch_size": int(scorer.batcher.largest_batch or scorer.batcher.batch_size),
+        "batch_size_requested": scorer.batch_size_requested,
+        "bos_policy": bos_policy,
+        "model_commit": _commit(scorer.model),
+    }
 
 
 def _commit(model: Any) -> str | None:

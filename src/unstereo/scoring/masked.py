@@ -12,7 +12,7 @@ from typing import Any
 from ..errors import UnstereoError
 from ..models import ModelSpec, resolve_device, resolve_dtype
 from .batching import Batcher
-from .causal import LOGITS_BUDGET, _commit, _dtype_name, _vocab_size, token_logprobs
+from .causal import LOGITS_BUDGET, _vocab_size, run_metadata, token_logprobs
 
 AUTO_BATCH_SIZE = {"cuda": 256, "mps": 128, "cpu": 64}
 
@@ -105,12 +105,4 @@ class MaskedScorer:
 
     def metadata(self) -> dict[str, Any]:
         """Run metadata for the output table."""
-        return {
-            "scorer": self.kind,
-            "device": str(self.device),
-            "dtype": _dtype_name(self.model),
-            "batch_size": int(self.batcher.largest_batch or self.batcher.batch_size),
-            "batch_size_requested": self.batch_size_requested,
-            "bos_policy": "pll",
-            "model_commit": _commit(self.model),
-        }
+        return run_metadata(self, "pll")
