@@ -28,14 +28,8 @@ esac
 
 log() { echo "slurm/stop: $*" >&2; }
 
-alive() {
-  local pf=$1 comm=$2 pid
-  [ -s "$pf" ] || return 1
-  pid=$(cat "$pf" 2>/dev/null) || return 1
-  [[ $pid =~ ^[0-9]+$ ]] || return 1
-  [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$comm" ] || return 1
-  case $(sed -E 's/.*\) ([A-Za-z]).*/\1/' "/proc/$pid/stat" 2>/dev/null) in Z | X | "") return 1 ;; esac
-}
+# shellcheck source=scripts/slurm/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh" # alive()
 
 # stop_one NAME: TERM, wait up to 15 s, then KILL; remove the PID file
 stop_one() {
