@@ -60,9 +60,13 @@ def test_dry_run_of_shipped_configs(tmp_path, cfg):
 
 
 def test_cli_version_and_help():
-    out = subprocess.run([sys.executable, "-m", "unstereo.cli", "--version"], capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "unstereo.cli", "--version"], capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0 and "0.1.0" in out.stdout
-    out = subprocess.run([sys.executable, "-m", "unstereo.cli", "--help"], capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "unstereo.cli", "--help"], capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0 and "resources" in out.stdout
 
 
@@ -70,7 +74,10 @@ def test_cli_reports_library_errors_cleanly(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("seed: x\n")
     out = subprocess.run(
-        [sys.executable, "-m", "unstereo.cli", "config", "validate", str(bad)], capture_output=True, text=True
+        [sys.executable, "-m", "unstereo.cli", "config", "validate", str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert out.returncode == 1
     assert "unstereo: error:" in out.stderr and "config key 'seed'" in out.stderr
@@ -88,3 +95,37 @@ def test_configfile_on_the_command_line_replaces_the_default(tmp_path):
     assert "fetch_resource" in out
     for rule in ("corpus_count", "generate_use", "benchmarks_build", "score"):
         assert rule not in out
+
+
+def test_failed_reference_download_says_on_the_terminal_what_to_set(tmp_path, monkeypatch):
+    """A missing mirror falls back to the download; when that fails too, the terminal (not only the rule's log) gets
+    the one line that says what to set."""
+    import http.server
+    import threading
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)  # 501s
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "results_dir": "res",
+                "external_dir": "ext",
+                "reference_mirror": "no-mirror",
+                "resources": ["reference"],
+            }
+        )
+    )
+    env_origin = f"http://127.0.0.1:{server.server_address[1]}"
+    monkeypatch.setenv("UNSTEREO_REFERENCE_ORIGIN", env_origin)
+    try:
+        run = snakemake(tmp_path, config)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert run.returncode != 0
+    terminal = run.stdout + run.stderr
+    assert f"unstereo: error: resource 'reference': cannot download {env_origin}/" in terminal
+    assert "set reference_mirror in the config" in terminal
+    log = (tmp_path / "res" / "logs" / "resources" / "reference.log").read_text()
+    assert "no-mirror is missing or incomplete" in log  # the fallback is logged

@@ -32,6 +32,7 @@ def dag_outputs(configfile: str, snakefile: str) -> list[Path]:
         capture_output=True,
         text=True,
         check=True,
+        timeout=600,  # a summary of the DAG takes seconds; a hang must not block CI
     ).stdout
     files = []
     for line in out.splitlines()[1:]:
