@@ -9,7 +9,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from ..errors import ResourceError
+from ..errors import ChecksumError, ResourceError
 from ..io import write_json
 from ..log import get_logger
 from .builders import RESOURCES, Resource
@@ -81,7 +81,7 @@ def verify(name: str, external_dir: str | Path) -> None:
             raise ResourceError(f"resource {name!r}: file missing: {path}")
         actual = sha256_file(path)
         if actual != sha:
-            raise ResourceError(
+            raise ChecksumError(
                 f"resource {name!r}: checksum mismatch for {path}: expected {sha}, got {actual}"
             )
 
@@ -120,7 +120,7 @@ def fetch(
         for rel, sha in res.pinned.items():
             got = files.get(rel, {}).get("sha256")
             if got != sha:
-                raise ResourceError(
+                raise ChecksumError(
                     f"resource {name!r}: checksum mismatch for {rel}: expected {sha}, got {got or 'no such file'}"
                 )
         write_json(tmp / MANIFEST, {"name": name, "files": files})
