@@ -129,3 +129,51 @@ def test_failed_reference_download_says_on_the_terminal_what_to_set(tmp_path, mo
     assert "set reference_mirror in the config" in terminal
     log = (tmp_path / "res" / "logs" / "resources" / "reference.log").read_text()
     assert "no-mirror is missing or incomplete" in log  # the fallback is logged
+
+
+SHIPPED_CONFIGS = ["config/config.yaml", "config/paper.yaml", ".test/config.yaml"]
+
+
+def test_shipped_configs_have_their_own_results_dir():
+    dirs = {cfg: Path(yaml.safe_load((REPO / cfg).read_text())["results_dir"]) for cfg in SHIPPED_CONFIGS}
+    for a, da in dirs.items():
+        for b, db in dirs.items():
+            if a != b:
+                assert not da.is_relative_to(db), f"{a} writes into {db}, the results folder of {b}"
+
+
+def _tiny_from_shipped(cfg: str, workdir: Path, i: int) -> Path:
+    """The shipped config with its own results_dir, every stage off but a tiny benchmarks stage (its own source)."""
+    config = yaml.safe_load((REPO / cfg).read_text())
+    for stage in ("corpus", "vocabulary", "benchmarks", "generate", "score", "metrics", "report"):
+        config[stage] = {"enabled": False}
+    source = workdir / f"templates-{i}.csv"
+    source.write_text(f"id,template\n1,{{pronoun}} walked cat {i}.\n2,{{pronoun}} saw a dog.\n")
+    config.update(external_dir="ext", reference_mirror=None, resources=[])
+    config["benchmarks"] = {
+        "enabled": True,
+        "sources": {"Mine": {"kind": "templates", "path": str(source)}},
+        "delta": str(workdir / "delta.csv"),
+        "etas": ["inf", 0.5],
+    }
+    path = workdir / f"config-{i}.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+@pytest.mark.slow
+def test_shipped_configs_run_one_after_the_other_without_touching_each_other(tmp_path):
+    (tmp_path / "delta.csv").write_text(",word,pmi_diff,counts,freq\n0,cat,0.2,5,0.1\n1,dog,-0.7,5,0.1\n")
+    configs = [_tiny_from_shipped(cfg, tmp_path, i) for i, cfg in enumerate(SHIPPED_CONFIGS)]
+    before: list[dict[Path, int]] = []
+    for i, config in enumerate(configs):
+        run = snakemake(tmp_path, config)
+        assert run.returncode == 0, run.stderr[-3000:]
+        results = tmp_path / yaml.safe_load(config.read_text())["results_dir"]
+        files = {p: p.stat().st_mtime_ns for p in results.rglob("*") if p.is_file() and "logs" not in p.parts}
+        assert any(p.name == "pairs.parquet" for p in files), SHIPPED_CONFIGS[i]
+        before.append(files)
+    for i, config in enumerate(configs):  # every earlier run's outputs untouched, and still up to date
+        assert {p: p.stat().st_mtime_ns for p in before[i]} == before[i], SHIPPED_CONFIGS[i]
+        again = snakemake(tmp_path, config, "--dry-run")
+        assert "Nothing to be done" in again.stdout + again.stderr, (SHIPPED_CONFIGS[i], again.stdout[-2000:])

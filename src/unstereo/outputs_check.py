@@ -48,7 +48,9 @@ def schema_of(path: Path):
         return SCHEMAS["pairs"]
     if path.parent.parent.name == "scores":
         return SCHEMAS["scores"]
-    if path.stem in ("metrics", "unigrams", "cooccurrence"):
+    if (
+        path.stem in ("metrics", "unigrams", "cooccurrence") and path.parent.name != "curves"
+    ):  # curves/metrics: US vs eps
         return SCHEMAS[path.stem]
     return None
 
