@@ -4,8 +4,11 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 CORES ?= 8
+# The config to run; each shipped config writes to its own results_dir (the report goes there too).
+CONFIG ?= config/config.yaml
+RESULTS_DIR = $(shell sed -n 's/^results_dir: *\([^ #]*\).*/\1/p' $(CONFIG))
 SNAKEMAKE_ARGS ?=
-REPORT ?= results/report.html
+REPORT ?= $(RESULTS_DIR)/report.html
 
 .PHONY: run test venv system-deps lint clean
 
@@ -23,8 +26,8 @@ system-deps:
 
 # The workflow, then its HTML report (tables, figures, captions from workflow/report/).
 run: venv system-deps
-	PATH=$(CURDIR)/$(VENV)/bin:$$PATH snakemake --cores $(CORES) $(SNAKEMAKE_ARGS)
-	PATH=$(CURDIR)/$(VENV)/bin:$$PATH snakemake --cores $(CORES) $(SNAKEMAKE_ARGS) --report $(REPORT)
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH snakemake --cores $(CORES) --configfile $(CONFIG) $(SNAKEMAKE_ARGS)
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH snakemake --cores $(CORES) --configfile $(CONFIG) $(SNAKEMAKE_ARGS) --report $(REPORT)
 
 test: venv system-deps
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(PY) -m pytest $(PYTEST_ARGS)
@@ -36,4 +39,4 @@ lint: venv
 	$(VENV)/bin/snakefmt --check .
 
 clean:
-	rm -rf results .snakemake .test/results
+	rm -rf results results-paper .snakemake .test/results

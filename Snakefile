@@ -23,6 +23,13 @@ if not workflow.overwrite_configfiles:
 # Validates against workflow/schemas/config.schema.yaml, fills in defaults, names the bad key on error.
 validate_config(config, schema_dir=Path(workflow.basedir) / "workflow" / "schemas")
 
+# With the paper reproduction on, the HTML report (`snakemake --report`) opens with its summary, written by rule
+# paper_reproduction (cells compared, within rounding, explained, unexplained).
+if config["report"]["enabled"] and config["report"]["paper"]:
+
+    report: str(Path(config["results_dir"]).resolve() / "paper" / "summary.rst")
+
+
 # Each rules file appends the final outputs of its stage to ALL_TARGETS.
 ALL_TARGETS = []
 

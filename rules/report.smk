@@ -3,10 +3,14 @@
 # metrics: results/metrics/metrics.parquet from this workflow's scores (results/scores/{model}/{benchmark}.parquet)
 #          and pair tables (results/benchmarks/{benchmark}/pairs.parquet).
 # report:  results/report/ tables and figures of those metrics; with report.paper, the paper reproduction under
-#          results/paper/ from the released scores of the 28 models (reference resource).
+#          results/paper/ from the released scores of the 28 models and the released benchmarks (reference
+#          resource), with its own pair tables (results/paper/benchmarks/), so it never mixes with this config's
+#          benchmarks stage.
 
+from unstereo.benchmarks.workflow import build_args as benchmark_build_args
 from unstereo.report.workflow import (
     PAPER_BENCHMARKS,
+    PAPER_BENCHMARKS_CONFIG,
     PAPER_TABLES,
     TABLE_FORMATS,
     eta_options,
@@ -132,6 +136,32 @@ rule report_figures:
 # ------------------------------------------------------------------------------------------ paper reproduction
 
 
+rule paper_benchmark:
+    """One of the paper's benchmarks from the released files: pair table, then MaxPMI from the released delta."""
+    input:
+        manifest=resource_manifest("reference"),
+        delta=delta_path("released"),
+    output:
+        templates=results("paper", "benchmarks", "{benchmark}", "templates.parquet"),
+        pairs=results("paper", "benchmarks", "{benchmark}", "pairs.parquet"),
+    log:
+        f"{LOGS}/paper/benchmark_{{benchmark}}.log",
+    wildcard_constraints:
+        benchmark="|".join(PAPER_BENCHMARKS),
+    conda:
+        "../envs/benchmarks.yaml"
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        args=lambda wc, input: benchmark_build_args(
+            PAPER_BENCHMARKS_CONFIG, wc.benchmark, input.manifest
+        ),
+    shell:
+        "(unstereo benchmarks build {params.args} --name {wildcards.benchmark} -o {output.templates} && "
+        "unstereo benchmarks maxpmi {output.templates} --delta {input.delta} -o {output.pairs}) > {log} 2>&1"
+
+
 rule paper_ingest:
     """The released per-model scores of one benchmark (28 models) as one SCORES table."""
     input:
@@ -165,7 +195,7 @@ rule paper_metrics:
             benchmark=PAPER_BENCHMARKS,
         ),
         pairs=expand(
-            results("benchmarks", "{benchmark}", "pairs.parquet"),
+            results("paper", "benchmarks", "{benchmark}", "pairs.parquet"),
             benchmark=PAPER_BENCHMARKS,
         ),
         registry=REGISTRY,
@@ -257,25 +287,33 @@ rule paper_figure6:
 
 
 rule paper_figure2:
-    """Figure 2 (benchmark size vs eta, made by the benchmarks stage), shown in the HTML report."""
+    """Figure 2: size vs eta of the paper's benchmarks (PNG, PDF and the CSV of its data)."""
     input:
-        results("benchmarks", "figure2.png"),
+        expand(
+            results("paper", "benchmarks", "{benchmark}", "pairs.parquet"),
+            benchmark=PAPER_BENCHMARKS,
+        ),
     output:
-        report(
+        png=report(
             results("paper", "figures", "figure2.png"),
             caption="../workflow/report/figure2.rst",
             category="Paper reproduction",
             subcategory="Figures",
         ),
+        pdf=results("paper", "figures", "figure2.pdf"),
+        csv=results("paper", "figures", "figure2.csv"),
     log:
         f"{LOGS}/paper/figure2.log",
     conda:
-        "../envs/report.yaml"
+        "../envs/benchmarks.yaml"
     resources:
-        mem_mb=200,
+        mem_mb=1500,
         runtime=5,
+    params:
+        etas=" ".join(f"--eta {float(e)}" for e in PAPER_BENCHMARKS_CONFIG["etas"]),
+        prefix=lambda wc, output: Path(output.png).with_suffix(""),
     shell:
-        "cp {input} {output} > {log} 2>&1"
+        "unstereo benchmarks figure {input} {params.etas} -o {params.prefix} > {log} 2>&1"
 
 
 rule paper_reproduction:
@@ -297,6 +335,8 @@ rule paper_reproduction:
             caption="../workflow/report/reproduction.rst",
             category="Paper reproduction",
         ),
+        # the opening page of the HTML report (the Snakefile's `report:`)
+        summary=results("paper", "summary.rst"),
     log:
         f"{LOGS}/paper/reproduction.log",
     conda:
@@ -308,7 +348,8 @@ rule paper_reproduction:
         strict="--strict" if RCFG["strict"] else "",
     shell:
         "unstereo report compare {input.metrics} --clean {input.clean} --published {input.published} "
-        "--known {input.known} --registry {input.registry} -o {output.md} --csv {output.csv} {params.strict} "
+        "--known {input.known} --registry {input.registry} -o {output.md} --csv {output.csv} "
+        "--summary {output.summary} {params.strict} "
         "> {log} 2>&1"
 
 
@@ -328,8 +369,4 @@ if RCFG["enabled"] and RCFG["paper"]:
             *rules.paper_reproduction.output,
         ]
     )
-    # Figure 2 comes from the benchmarks stage; include it when that stage's rule is part of the workflow.
-    if config["benchmarks"]["enabled"] and any(
-        r.name == "benchmarks_figure2" for r in workflow.rules
-    ):
-        ALL_TARGETS.extend(rules.paper_figure2.output)
+    ALL_TARGETS.extend(rules.paper_figure2.output)

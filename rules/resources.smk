@@ -20,8 +20,10 @@ rule fetch_resource:
     params:
         mirror=lambda wc: mirror_option() if wc.resource == "reference" else "",
         external_dir=lambda wc, output: Path(output.manifest).parent.parent,
+    # On failure the error's first line (what to set or install) goes to the terminal too, not only to the log.
     shell:
-        "unstereo resources fetch {wildcards.resource} --external-dir {params.external_dir} {params.mirror} > {log} 2>&1"
+        "unstereo resources fetch {wildcards.resource} --external-dir {params.external_dir} {params.mirror} > {log} 2>&1 "
+        "|| {{ grep -m1 '^unstereo: error:' {log} >&2; echo 'full log: {log}' >&2; exit 1; }}"
 
 
 ALL_TARGETS.extend(resource_manifest(name) for name in config["resources"])

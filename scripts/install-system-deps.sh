@@ -11,6 +11,7 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   apt-get update -q >/dev/null
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null
 else
-  echo "warning: missing system packages ${need[*]} (install them with your package manager);" \
-       "the resources that need them will report an error" >&2
+  echo "warning: missing Debian packages ${need[*]}: install them (sudo apt-get install ${need[*]});" \
+       "until then the resources that need them fail (make run) or their tests skip (make test; fail with" \
+       "UNSTEREO_STRICT=1)" >&2
 fi

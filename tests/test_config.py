@@ -54,7 +54,4 @@ def test_invalid_yaml_is_reported(tmp_path):
 
 @pytest.mark.parametrize("name", ["config/config.yaml", "config/paper.yaml", ".test/config.yaml"])
 def test_shipped_configs_are_valid(repo_dir, name):
-    path = repo_dir / name
-    if not path.exists():
-        pytest.skip(f"{name} not present yet")
-    load_config(path)
+    load_config(repo_dir / name)

@@ -319,6 +319,7 @@ def test_cli_reports_bad_scores_cleanly(tmp_path):
         ],
         capture_output=True,
         text=True,
+        timeout=120,
     )
     assert out.returncode == 1 and "Traceback" not in out.stderr
     assert "unstereo: error:" in out.stderr and "scores.parquet" in out.stderr and "logp_female" in out.stderr

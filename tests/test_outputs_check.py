@@ -15,6 +15,8 @@ def test_schema_of_follows_the_results_tree(tmp_path):
     assert schema_of(tmp_path / "benchmarks" / "USE-5" / "eta-0.65.parquet") is PAIRS
     assert schema_of(tmp_path / "scores" / "smollm2" / "USE-5.parquet") is SCORES
     assert schema_of(tmp_path / "metrics" / "metrics.parquet") is METRICS
+    assert schema_of(tmp_path / "paper" / "metrics.parquet") is METRICS
+    assert schema_of(tmp_path / "paper" / "curves" / "metrics.parquet") is None  # the curves of the metrics
     assert schema_of(tmp_path / "generate" / "USE-5" / "full.parquet") is None
 
 

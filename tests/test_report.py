@@ -10,7 +10,14 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from unstereo.report.compare import compare, load_known, load_published, reproduction_markdown, summarize
+from unstereo.report.compare import (
+    compare,
+    load_known,
+    load_published,
+    reproduction_markdown,
+    stale_known,
+    summarize,
+)
 from unstereo.report.figures import figure_data, plot_fairness_curves
 from unstereo.report.registry import DEFAULT_REGISTRY, REPO_DATA, attach, load_registry
 from unstereo.report.render import to_latex, to_markdown, write_table_files
@@ -150,7 +157,10 @@ def test_compare_flags_cells_outside_rounding(metrics, registry, tmp_path):
         "19,Nobody,USE-5,1.00,2\n"  # no such cell
     )
     known = tmp_path / "known.csv"
-    known.write_text("table,row,column,diagnosis\n8,Benchmark size,*,typo in the paper\n")
+    known.write_text(
+        "table,row,column,reproduced,diagnosis\n8,Benchmark size,USE-10,101,typo in the paper\n"
+        "1,P 1B,USE-5|gap@0.8,0.30,stale: the cell is within rounding now\n"
+    )
     res = compare(tabs, load_published(pub), load_known(known))
     assert res["within_rounding"].tolist() == [True, False, False, True, False]
     assert res["diagnosis"].tolist() == ["", "unexplained", "typo in the paper", "", "unexplained"]
@@ -159,6 +169,38 @@ def test_compare_flags_cells_outside_rounding(metrics, registry, tmp_path):
     assert summ.loc[8, "off_explained"] == 1 and summ.loc[19, "off_unexplained"] == 1
     md = reproduction_markdown(res)
     assert "2 of 5 published numbers are within rounding" in md and "USE-5\\|gap@0.8" not in md
+    assert stale_known(res, load_known(known))["column"].tolist() == ["USE-5|gap@0.8"]
+
+
+def test_a_known_difference_explains_only_the_value_it_names(metrics, registry, tmp_path):
+    tabs = paper_tables(metrics, registry)
+    pub = tmp_path / "published.csv"
+    pub.write_text("table,row,column,value,decimals\n8,Benchmark size,USE-10,100,0\n")  # 101 reproduced
+    known = tmp_path / "known.csv"
+    known.write_text("table,row,column,reproduced,diagnosis\n8,Benchmark size,USE-10,102,typo in the paper\n")
+    res = compare(tabs, load_published(pub), load_known(known))
+    assert res["diagnosis"].tolist() == [
+        "unexplained"
+    ]  # the reproduction gives 101, not the 102 the entry names
+    assert len(stale_known(res, load_known(known))) == 1
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("8,Benchmark size,*,101,typo", "no patterns"),
+        ("8,Benchmark size,USE-1?,101,typo", "no patterns"),
+        ("8,Benchmark size,USE-10,,typo", "column 'reproduced' must be the number"),
+    ],
+)
+def test_known_differences_name_one_cell_and_its_value(tmp_path, line, message):
+    from unstereo.errors import InputError
+
+    known = tmp_path / "known.csv"
+    known.write_text("table,row,column,reproduced,diagnosis\n" + line + "\n")
+    with pytest.raises(InputError, match=message) as exc:
+        load_known(known)
+    assert f"{known}:2" in str(exc.value)
 
 
 def test_figure6_files(tmp_path, registry):
@@ -325,6 +367,7 @@ def test_full_reproduction_of_the_published_tables(reference_dir):
     assert (off["row"] == SIZE_ROW).all() and len(off) == 18
     assert (off["diagnosis"] != "unexplained").all()
     assert int(res["within_rounding"].sum()) == len(pub) - 18
+    assert stale_known(res, known).empty and len(known) == 18  # one entry per off cell, each value checked
     # without the switch the unconstrained AuFC (Table 19) is not reproduced, everything else is
     clean = compute_metrics(scores, pairs, etas, reference_quirks=False)
     cres = compare(paper_tables(clean, reg), pub, known)

@@ -1,5 +1,5 @@
-"""Integration: the paper reproduction rules run end to end from the reference mirror (pair tables made here from
-the released preprocessed files, as the benchmarks stage would), and `rule metrics` on a tiny score table."""
+"""Integration: the paper reproduction rules run end to end from the reference mirror (the project's own readers and
+MaxPMI make the pair tables, as in a user's run), and `rule metrics` on a tiny score table."""
 
 from __future__ import annotations
 
@@ -12,8 +12,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-
-from unstereo.tables import write_table
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -44,11 +42,6 @@ def snakemake(workdir: Path, config: Path, *args: str) -> subprocess.CompletedPr
 @pytest.mark.reference
 @pytest.mark.slow
 def test_paper_reproduction_rules(tmp_path, reference_dir):
-    from test_report import _released_pairs
-
-    pairs = _released_pairs(reference_dir)
-    for bench, grp in pairs.groupby("benchmark"):
-        write_table(grp, tmp_path / "res" / "benchmarks" / bench / "pairs.parquet", "pairs")
     config = _config(
         tmp_path / "config.yaml",
         results_dir="res",
@@ -58,13 +51,17 @@ def test_paper_reproduction_rules(tmp_path, reference_dir):
         report={"enabled": True, "paper": True, "strict": True},
     )
     # tables and Figure 6 have their own unit tests; here the chain ingest -> metrics -> reproduction check
-    targets = ["res/paper/reproduction.md", "res/paper/tables/table01.tex"]
+    targets = ["res/paper/reproduction.md", "res/paper/tables/table01.tex", "res/paper/summary.rst"]
     run = snakemake(tmp_path, config, *targets)
     assert run.returncode == 0, run.stderr[-3000:]
     paper = tmp_path / "res" / "paper"
     text = (paper / "reproduction.md").read_text()
     assert "1647 of 1665 published numbers are within rounding" in text and "0 unexplained" in text
     assert "US 39.8638 %, std 0.7377, PD +12.01, AuFC 5.63497" in text
+    summary = (paper / "summary.rst").read_text()
+    assert "cells compared       1665" in summary and "off, unexplained        0" in summary
+    pairs = pd.read_parquet(paper / "benchmarks" / "USE-5" / "pairs.parquet")
+    assert len(pairs) == 4405  # the project's reader and MaxPMI on the released raw USE-5
     m = pd.read_parquet(paper / "metrics.parquet")
     assert len(m) == 28 * 5 * 6 and {"display_name", "us", "us_std", "aufc", "pd", "male_rel_ratio"} <= set(
         m.columns

@@ -38,3 +38,7 @@ class ConfigError(UnstereoError):
 
 class ResourceError(UnstereoError):
     """A resource could not be obtained: names the resource and the missing tool, package or file."""
+
+
+class ChecksumError(ResourceError):
+    """A fetched or stored file differs from its pinned or recorded sha256: a defect, never 'unavailable here'."""

@@ -131,11 +131,24 @@ def figures(curves_file: Path, output: Path, eta: str, title: str | None, regist
     default=None,
     help="every cell as CSV",
 )
-@click.option("--strict", is_flag=True, help="exit with status 1 when a cell is off and unexplained")
+@click.option(
+    "--summary",
+    "summary_out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="the summary (cells compared, within rounding, explained, unexplained) as reStructuredText",
+)
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="exit with status 1 when a cell is off and unexplained, or a known difference explains no cell",
+)
 @_registry_opt
-def compare_cmd(metrics_file, published, known, clean, output, csv_out, strict, registry) -> None:
+def compare_cmd(
+    metrics_file, published, known, clean, output, csv_out, summary_out, strict, registry
+) -> None:
     """Compare every published number with the reproduced cell; write reproduction.md (and the cells as CSV)."""
-    from .compare import compare, load_known, load_published, reproduction_markdown
+    from .compare import compare, load_known, load_published, reproduction_markdown, stale_known, summary_rst
     from .tables import paper_tables
 
     reg = load_registry(registry)
@@ -162,10 +175,17 @@ def compare_cmd(metrics_file, published, known, clean, output, csv_out, strict, 
     write_text(output, reproduction_markdown(result, clean_result, headline))
     if csv_out is not None:
         write_table(result, csv_out)
+    if summary_out is not None:
+        write_text(summary_out, summary_rst(result))
     within = int(result["within_rounding"].sum())
     unexplained = int((result["diagnosis"] == "unexplained").sum())
+    stale = stale_known(result, kn)
     log.info("%d of %d cells within rounding; %d off and unexplained", within, len(result), unexplained)
-    if strict and unexplained:
+    for k in stale.itertuples(index=False):
+        log.warning("known difference explains no cell: table %s, %s, %s (expects %s)", k.table, k.row, k.column,
+                    k.reproduced)  # fmt: skip
+    if strict and (unexplained or len(stale)):
         raise click.ClickException(
-            f"{unexplained} published number(s) not reproduced and unexplained; see {output}"
+            f"{unexplained} published number(s) not reproduced and unexplained, {len(stale)} known difference(s) "
+            f"that explain no cell; see {output}"
         )

@@ -3,13 +3,14 @@
 ``data/paper/published.csv`` holds the paper's numbers as a fact table (``table, row, column, value, decimals``;
 ``decimals`` = the paper's rounding). A reproduced cell is *within rounding* when
 ``|reproduced - published| <= 0.5 * 10**-decimals`` (plus 1e-9 for float noise). Cells off by more are listed with a
-diagnosis from ``data/paper/known_differences.csv`` (``table, row, column, diagnosis``; ``row`` and ``column`` are
-shell-style patterns) or flagged as unexplained.
+diagnosis from ``data/paper/known_differences.csv`` (``table, row, column, reproduced, diagnosis``: one row per cell,
+no patterns) or flagged as unexplained. A known difference explains a cell only when the reproduction gives the value
+the entry names (within the paper's rounding): a diagnosis says what the right number is, and the check holds the
+reproduction to it.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import math
 from pathlib import Path
 
@@ -37,26 +38,60 @@ def load_published(path: str | Path) -> pd.DataFrame:
     return pub
 
 
+KNOWN_COLUMNS = ["table", "row", "column", "reproduced", "diagnosis"]
+
+
 def load_known(path: str | Path | None) -> pd.DataFrame:
-    cols = ["table", "row", "column", "diagnosis"]
+    """The known differences: one row per published cell, naming the value the reproduction must give."""
     if path is None:
-        return pd.DataFrame(columns=cols)
+        return pd.DataFrame(columns=KNOWN_COLUMNS)
     known = pd.read_csv(path, dtype=str, keep_default_na=False)
-    missing = [c for c in cols if c not in known.columns]
+    missing = [c for c in KNOWN_COLUMNS if c not in known.columns]
     if missing:
         raise InputError(f"known differences table lacks column(s) {missing}", path=path)
+    for i, k in enumerate(known.itertuples(index=False), start=2):
+        if any(ch in f"{k.row}{k.column}" for ch in "*?["):
+            raise InputError(
+                "a known difference names one cell: no patterns in row or column", path=path, line=i
+            )
+        try:
+            float(k.reproduced)
+        except ValueError:
+            raise InputError(
+                f"column 'reproduced' must be the number the reproduction gives, got {k.reproduced!r}",
+                path=path,
+                line=i,
+            ) from None
+    dup = known.duplicated(["table", "row", "column"])
+    if dup.any():
+        raise InputError("duplicated (table, row, column)", path=path, line=int(dup.idxmax()) + 2)
     return known
 
 
-def _diagnose(known: pd.DataFrame, table: int, row: str, column: str) -> str:
+def _known_entry(known: pd.DataFrame, table: int, row: str, column: str):
     for k in known.itertuples(index=False):
-        if (
-            str(k.table) == str(table)
-            and fnmatch.fnmatchcase(row, k.row)
-            and fnmatch.fnmatchcase(column, k.column)
-        ):
-            return k.diagnosis
-    return ""
+        if str(k.table) == str(table) and k.row == row and k.column == column:
+            return k
+    return None
+
+
+def _diagnose(known: pd.DataFrame, table: int, row: str, column: str, ours: float, decimals: int) -> str:
+    """The entry's diagnosis when it names this cell and the reproduction gives its value; else 'unexplained'."""
+    k = _known_entry(known, table, row, column)
+    if k is None or math.isnan(ours) or abs(ours - float(k.reproduced)) > 0.5 * 10.0**-decimals + TOL:
+        return "unexplained"
+    return k.diagnosis
+
+
+def stale_known(result: pd.DataFrame, known: pd.DataFrame) -> pd.DataFrame:
+    """Known differences that explain no cell (the cell is now within rounding, gone, or gives another value)."""
+    used = {
+        (str(r.table), r.row, r.column)
+        for r in result.itertuples(index=False)
+        if not r.within_rounding and r.diagnosis != "unexplained"
+    }
+    keep = [(str(k.table), k.row, k.column) not in used for k in known.itertuples(index=False)]
+    return known[keep]
 
 
 def compare(
@@ -85,7 +120,7 @@ def compare(
                 "within_rounding": within,
                 "diagnosis": ""
                 if within
-                else (_diagnose(known, int(r.table), r.row, r.column) or "unexplained"),
+                else _diagnose(known, int(r.table), r.row, r.column, ours, int(r.decimals)),
             }
         )
     return pd.DataFrame(out)
@@ -109,6 +144,47 @@ def summarize(result: pd.DataFrame) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
+
+
+def summary_rst(result: pd.DataFrame) -> str:
+    """The reproduction's summary as reStructuredText (the opening page of the workflow's HTML report)."""
+    total, within = len(result), int(result["within_rounding"].sum())
+    unexplained = int((result["diagnosis"] == "unexplained").sum())
+    explained = total - within - unexplained
+    rows = [("cells compared", total), ("within rounding", within), ("off, explained", explained)]
+    rows.append(("off, unexplained", unexplained))
+    width = max(len(name) for name, _ in rows)
+    rule = "=" * width + " " + "=" * 8
+    lines = [
+        "Paper reproduction",
+        "==================",
+        "",
+        "Every number the paper publishes in Tables 1-3 and 8-22, recomputed from the released scores of its 28 "
+        "models (category *Paper reproduction*: the tables, Figures 2 and 6, and reproduction.md with every cell "
+        "that is off and its diagnosis).",
+        "",
+        rule,
+        f"{'':{width}} {'cells':>8}",
+        rule,
+        *(f"{name:{width}} {n:>8d}" for name, n in rows),
+        rule,
+        "",
+    ]
+    summ = summarize(result)
+    cols = ["table", "cells", "within_rounding", "off_explained", "off_unexplained"]
+    widths = [max(len(c), 5) for c in cols]
+    trule = " ".join("=" * w for w in widths)
+    lines += [
+        "Per table:",
+        "",
+        trule,
+        " ".join(f"{c:>{w}}" for c, w in zip(cols, widths, strict=True)),
+        trule,
+    ]
+    for r in summ[cols].itertuples(index=False):
+        lines.append(" ".join(f"{v:>{w}}" for v, w in zip(r, widths, strict=True)))
+    lines += [trule, ""]
+    return "\n".join(lines)
 
 
 def _md_table(df: pd.DataFrame) -> list[str]:

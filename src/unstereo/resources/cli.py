@@ -16,13 +16,30 @@ def group() -> None:
 @click.argument("names", nargs=-1, required=True, type=click.Choice(sorted(RESOURCES)))
 @click.option("--external-dir", default="data/external", show_default=True, type=click.Path(file_okay=False))
 @click.option(
-    "--mirror", type=click.Path(exists=True, file_okay=False), help="local mirror of the reference data"
+    "--mirror",
+    type=click.Path(file_okay=False),
+    help="local copy of the reference data to prefer; when missing, the data is downloaded instead",
+)
+@click.option(
+    "--origin",
+    envvar="UNSTEREO_REFERENCE_ORIGIN",
+    help="server of the reference archives ({origin}/{owner}/{repo}/archive/{commit}.tar.gz); "
+    "default: $UNSTEREO_REFERENCE_ORIGIN, else the public origin",
 )
 @click.option("--force", is_flag=True, help="fetch again even when complete")
-def fetch_cmd(names: tuple[str, ...], external_dir: str, mirror: str | None, force: bool) -> None:
+def fetch_cmd(
+    names: tuple[str, ...], external_dir: str, mirror: str | None, origin: str | None, force: bool
+) -> None:
     """Fetch NAMES into EXTERNAL_DIR/<name> (idempotent; checksummed)."""
     for name in names:
-        path = fetch(name, external_dir, mirror=mirror if name == "reference" else None, force=force)
+        reference = name == "reference"
+        path = fetch(
+            name,
+            external_dir,
+            mirror=mirror if reference else None,
+            origin=origin if reference else None,
+            force=force,
+        )
         click.echo(f"{name}: {path}")
 
 

