@@ -7,7 +7,23 @@ from __future__ import annotations
 
 from typing import Any
 
-PAPER_BENCHMARKS = ["USE-5", "USE-10", "USE-20", "Winobias", "Winogender"]
+from ..defaults import PAPER_BENCHMARKS
+from ..eta import eta_label, eta_stem, unique_labels
+from ..metrics import registry as metric_registry
+
+__all__ = [
+    "PAPER_BENCHMARKS",
+    "PAPER_TABLES",
+    "TABLE_FORMATS",
+    "eta_options",
+    "generic_table_keys",
+    "grid_option",
+    "metrics_benchmarks",
+    "metrics_models",
+    "repo_path",
+    "table_descriptions",
+]
+
 PAPER_TABLES = [1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22]
 TABLE_FORMATS = ["csv", "md", "tex", "html"]
 
@@ -27,11 +43,6 @@ def metrics_benchmarks(config: dict) -> list[str]:
     return _names(config["metrics"].get("benchmarks")) or _names(config.get("score", {}).get("benchmarks"))
 
 
-def eta_label(eta: Any) -> str:
-    """An eta as written in file names: ``inf`` or str(float)."""
-    return "inf" if str(eta).lower() in ("inf", ".inf", "infinity") else str(float(eta))
-
-
 def eta_options(config: dict) -> str:
     return " ".join(f"--eta {eta_label(e)}" for e in config["metrics"]["etas"])
 
@@ -42,12 +53,18 @@ def grid_option(config: dict) -> str:
 
 
 def generic_table_keys(config: dict) -> list[str]:
-    """Names of the tables `unstereo report tables --generic` writes for the configured etas."""
-    etas = list(dict.fromkeys(eta_label(e) for e in config["metrics"]["etas"]))
-    keys = [f"{kind}_eta-{e}" for e in etas for kind in ("us", "pd", "aufc")]
+    """Names of the tables `unstereo report tables --generic` writes for the configured etas: one per registered
+    metric and eta (unstereo.metrics.registry), and ``gaps`` when there are inf and a finite eta."""
+    etas = unique_labels(config["metrics"]["etas"])
+    keys = [f"{m.name}_{eta_stem(e)}" for e in etas for m in metric_registry.report_metrics()]
     if "inf" in etas and len(etas) > 1:
         keys.append("gaps")
     return keys
+
+
+def table_descriptions() -> str:
+    """The registered metrics' report tables in one sentence (the report's caption of the metric tables)."""
+    return "; ".join(m.title or m.caption.format(eta="eta") for m in metric_registry.report_metrics())
 
 
 def repo_path(path: str, basedir: str) -> str:
