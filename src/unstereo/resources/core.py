@@ -14,13 +14,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..defaults import RESOURCE_MANIFEST
 from ..errors import ResourceError
 from ..io import write_json
 from ..log import get_logger
 
 log = get_logger("resources")
 
-MANIFEST = "RESOURCE.json"
+MANIFEST = RESOURCE_MANIFEST
 
 
 @dataclass(frozen=True)
