@@ -31,6 +31,12 @@ INF = math.inf
 US_TABLES = {8: INF, 9: 0.8, 10: 0.65, 11: 0.5}
 PD_TABLES = {15: INF, 16: 0.8, 17: 0.65, 18: 0.5}
 AUFC_TABLES = {19: INF, 20: 0.8, 21: 0.65, 22: 0.5}
+# The per-eta tables of each registered metric the paper publishes (with the metric's std and size row, if any).
+PAPER_METRIC_TABLES = {
+    "us": (US_TABLES, "Table {num}: US (%) with its Bernoulli standard error at eta = {eta}."),
+    "pd": (PD_TABLES, "Table {num}: preference disparity PD at eta = {eta}."),
+    "aufc": (AUFC_TABLES, "Table {num}: area under the fairness curve (AuFC) at eta = {eta}."),
+}
 TABLE3_MODELS = [
     "EleutherAI/pythia-12b",
     "EleutherAI/pythia-12b-deduped",
@@ -269,17 +275,19 @@ def paper_tables(metrics: pd.DataFrame, registry: pd.DataFrame) -> dict[int, Tab
         "Table 3: preference disparity PD (%female-skewed - %male-skewed) of the larger models at eta = 0.5.",
         model_ids=TABLE3_MODELS,
     )
-    for num, eta in US_TABLES.items():
-        t[num] = metric_table(
-            metrics,
-            registry,
-            "us",
-            eta,
-            f"table{num:02d}",
-            f"Table {num}: US (%) with its Bernoulli standard error at eta = {eta_label(eta)}.",
-            with_std=True,
-            size_row=True,
-        )
+    for name, (numbers, caption) in PAPER_METRIC_TABLES.items():
+        metric = metric_registry.get(name)
+        for num, eta in numbers.items():
+            t[num] = metric_table(
+                metrics,
+                registry,
+                name,
+                eta,
+                f"table{num:02d}",
+                caption.format(num=num, eta=eta_label(eta)),
+                with_std=metric.std is not None,
+                size_row=metric.size_row,
+            )
     t[12] = gap_table(
         metrics,
         registry,
@@ -305,24 +313,6 @@ def paper_tables(metrics: pd.DataFrame, registry: pd.DataFrame) -> dict[int, Tab
         "Table 14: US and fairness gaps of the deduplicated Pythia models on USE-10 and USE-20.",
         deduplicated=True,
     )
-    for num, eta in PD_TABLES.items():
-        t[num] = metric_table(
-            metrics,
-            registry,
-            "pd",
-            eta,
-            f"table{num:02d}",
-            f"Table {num}: preference disparity PD at eta = {eta_label(eta)}.",
-        )
-    for num, eta in AUFC_TABLES.items():
-        t[num] = metric_table(
-            metrics,
-            registry,
-            "aufc",
-            eta,
-            f"table{num:02d}",
-            f"Table {num}: area under the fairness curve (AuFC) at eta = {eta_label(eta)}.",
-        )
     return dict(sorted(t.items()))
 
 
