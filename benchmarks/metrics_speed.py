@@ -14,11 +14,12 @@ import time
 import numpy as np
 import pandas as pd
 
-from unstereo.metrics import compute_metrics
+from unstereo.defaults import DEFAULT_EPS as EPS
+from unstereo.eta import PAPER_ETAS
+from unstereo.metrics import compute_metrics, default_eps_grid
 
-ETAS = [math.inf, 1.0, 0.8, 0.65, 0.5, 0.3]
-EPS = math.log(1.65)
-GRID = np.linspace(0, 6, 101)
+ETAS = list(PAPER_ETAS)
+GRID = default_eps_grid()
 
 
 def synthetic(n_models: int, n_pairs: int, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -1,5 +1,7 @@
 # Shared helpers for all rules files: paths from the config, the CLI call, seeds.
 
+from unstereo.defaults import RESOURCE_MANIFEST
+
 RESULTS = config["results_dir"]
 EXTERNAL = config["external_dir"]
 LOGS = f"{RESULTS}/logs"
@@ -29,7 +31,7 @@ def stage_seed(stage):
 
 def resource_manifest(name):
     """The manifest file that marks resource `name` as fetched (use it as a rule input)."""
-    return f"{EXTERNAL}/{name}/RESOURCE.json"
+    return f"{EXTERNAL}/{name}/{RESOURCE_MANIFEST}"
 
 
 def resource_dir(name):

@@ -19,6 +19,7 @@ from unstereo.report.workflow import (
     metrics_benchmarks,
     metrics_models,
     repo_path,
+    table_descriptions,
 )
 
 MCFG = config["metrics"]
@@ -32,7 +33,8 @@ KNOWN = repo_path(RCFG["known_differences"], workflow.basedir)
 
 
 rule metrics:
-    """US, std, AuFC, PD and male_rel_ratio per (model, benchmark, eta) of this workflow's scores."""
+    """The registered metrics (US, std, AuFC, PD, male_rel_ratio, ...) per (model, benchmark, eta) of this
+    workflow's scores."""
     input:
         scores=expand(
             results("scores", "{model}", "{benchmark}.parquet"),
@@ -73,7 +75,8 @@ rule metrics:
 
 
 rule report_tables:
-    """Per-eta US, PD and AuFC tables and a gap table of results/metrics (CSV, Markdown, LaTeX, HTML)."""
+    """A table per registered metric (US, AuFC, PD, ...) and eta and a gap table of results/metrics (CSV, Markdown,
+    LaTeX, HTML)."""
     input:
         metrics=results("metrics", "metrics.parquet"),
         registry=REGISTRY,
@@ -102,6 +105,8 @@ rule report_tables:
         runtime=10,
     params:
         out_dir=lambda wc, output: Path(output[0]).parent,
+        # read by the caption workflow/report/table.rst: the registered metrics' tables
+        tables=table_descriptions(),
     shell:
         "unstereo report tables {input.metrics} --generic --registry {input.registry} -o {params.out_dir} > {log} 2>&1"
 

@@ -1,14 +1,18 @@
 # One rule per offline resource (unstereo.resources): idempotent, checksummed, into config["external_dir"].
 
+import re
+
+from unstereo.resources import RESOURCES
+
 
 rule fetch_resource:
     """Obtain an offline resource (model GGUF, demo corpus, WordNet, lid.176, reference data)."""
     output:
-        manifest=f"{EXTERNAL}/{{resource}}/RESOURCE.json",
+        manifest=resource_manifest("{resource}"),
     log:
         f"{LOGS}/resources/{{resource}}.log",
     wildcard_constraints:
-        resource="demo-corpus|smollm2|gemma3|qwen-coder|wordnet|lid176|reference",
+        resource="|".join(map(re.escape, RESOURCES)),
     conda:
         "../envs/resources.yaml"
     # Copying/downloading and checksumming: one core; memory holds one file block plus the interpreter; a retry

@@ -289,12 +289,15 @@ def test_eta_parsing_and_mask():
     assert (
         parse_eta("inf") == math.inf and parse_eta("unconstrained") == math.inf and parse_eta("0.65") == 0.65
     )
+    # one rule for every stage (unstereo.eta): eta >= 0 or inf; 0 is the strictest bound, a negative eta an error
+    assert parse_eta(0) == 0.0
     with pytest.raises(ValueError):
-        parse_eta(0)
-    pmi = pd.Series([0.1, -0.8, 0.81, np.nan])
-    # -0.8 <= x <= 0.8: 0.1 and -0.8 kept (bounds included), 0.81 out, NaN out unless unconstrained
-    assert eta_mask(pmi, 0.8).tolist() == [True, True, False, False]
-    assert eta_mask(pmi, math.inf).tolist() == [True, True, True, True]
+        parse_eta(-0.5)
+    pmi = pd.Series([0.1, -0.8, 0.81, np.nan, 0.0])
+    # -0.8 <= x <= 0.8: 0.1, -0.8 and 0 kept (bounds included), 0.81 out, NaN out unless unconstrained
+    assert eta_mask(pmi, 0.8).tolist() == [True, True, False, False, True]
+    assert eta_mask(pmi, math.inf).tolist() == [True, True, True, True, True]
+    assert eta_mask(pmi, 0).tolist() == [False, False, False, False, True]
 
 
 def test_cli_reports_bad_scores_cleanly(tmp_path):

@@ -39,6 +39,20 @@ def _registry(schema_dir: Path) -> Registry:
     return Registry().with_resources(resources)
 
 
+def _default_of(validator, subschema: dict) -> tuple[bool, Any]:
+    """(True, default) of a property schema: its own ``default``, else the one of the definition its ``$ref``
+    names (e.g. ``common.schema.yaml#/$defs/etas``, so that a shared definition carries a shared default)."""
+    if "default" in subschema:
+        return True, subschema["default"]
+    ref = subschema.get("$ref")
+    if isinstance(ref, str):
+        # The validator's resolver knows the base URI of the schema being validated (relative refs resolve).
+        target = validator._resolver.lookup(ref).contents
+        if isinstance(target, dict):
+            return _default_of(validator, target)
+    return False, None
+
+
 def _extend_with_default(validator_class):
     """A validator that also fills in ``default`` values of properties (the Snakemake convention)."""
     validate_properties = validator_class.VALIDATORS["properties"]
@@ -46,8 +60,10 @@ def _extend_with_default(validator_class):
     def set_defaults(validator, properties, instance, schema):
         if isinstance(instance, dict):
             for prop, subschema in properties.items():
-                if isinstance(subschema, dict) and "default" in subschema and prop not in instance:
-                    instance[prop] = copy.deepcopy(subschema["default"])
+                if prop not in instance and isinstance(subschema, dict):
+                    found, default = _default_of(validator, subschema)
+                    if found:
+                        instance[prop] = copy.deepcopy(default)
         yield from validate_properties(validator, properties, instance, schema)
 
     return jsonschema.validators.extend(validator_class, {"properties": set_defaults})

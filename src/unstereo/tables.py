@@ -9,6 +9,7 @@ Kinds: ``str`` (text), ``int``, ``float`` (also accepts ints; NaN allowed where 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,8 +31,14 @@ class Column:
 class TableSchema:
     name: str
     doc: str
-    columns: tuple[Column, ...]
+    fixed_columns: tuple[Column, ...]
     unique: tuple[str, ...] = field(default=())  # columns that together must be unique
+    # Columns added at run time (METRICS: those of the registered metrics), after the fixed ones.
+    more_columns: Callable[[], tuple[Column, ...]] | None = field(default=None, compare=False)
+
+    @property
+    def columns(self) -> tuple[Column, ...]:
+        return self.fixed_columns + (self.more_columns() if self.more_columns else ())
 
     @property
     def names(self) -> list[str]:
@@ -116,21 +123,28 @@ DELTA = TableSchema(
     unique=("word",),
 )
 
+# One row per (model, benchmark, eta): these key columns, then the columns of every registered metric
+# (unstereo.metrics.registry: us, us_std, aufc, pd, male_rel_ratio, and whatever a new method registers).
+METRIC_KEY_COLUMNS = (
+    Column("model", "str", "model id"),
+    Column("benchmark", "str", "benchmark name"),
+    Column("eta", "float", "MaxPMI bound (inf = unconstrained)"),
+    Column("n", "int", "number of pairs"),
+)
+
+
+def _registered_metric_columns() -> tuple[Column, ...]:
+    from .metrics.registry import metric_columns  # the registry imports this module: resolve at call time
+
+    return metric_columns()
+
+
 METRICS = TableSchema(
     "metrics",
     "one row per (model, benchmark, eta): Unstereo Score and friends, percent where the paper uses percent",
-    (
-        Column("model", "str", "model id"),
-        Column("benchmark", "str", "benchmark name"),
-        Column("eta", "float", "MaxPMI bound (inf = unconstrained)"),
-        Column("n", "int", "number of pairs"),
-        Column("us", "float", "Unstereo Score in percent", nullable=True),
-        Column("us_std", "float", "Bernoulli standard error of us, in percent", nullable=True),
-        Column("aufc", "float", "area under the fairness curve", nullable=True),
-        Column("pd", "float", "preference disparity: %female-skewed - %male-skewed", nullable=True),
-        Column("male_rel_ratio", "float", "#male-skewed / (#male + #female skewed), percent", nullable=True),
-    ),
+    METRIC_KEY_COLUMNS,
     unique=("model", "benchmark", "eta"),
+    more_columns=_registered_metric_columns,
 )
 
 SCHEMAS = {s.name: s for s in (PAIRS, SCORES, UNIGRAMS, COOCCURRENCE, DELTA, METRICS)}

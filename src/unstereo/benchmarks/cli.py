@@ -15,10 +15,10 @@ log = get_logger("benchmarks")
 
 
 def _etas(values: tuple[str, ...]) -> list[float]:
-    from .eta import parse_eta
+    from ..eta import parse_etas
 
     try:
-        return [parse_eta(v) for v in values]
+        return parse_etas(values)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--eta") from None
 
@@ -150,7 +150,8 @@ def maxpmi_cmd(pairs_path: str, delta: str, eta: str | None, output: str) -> Non
 )
 def filter_cmd(pairs_path: str, etas: tuple[str, ...], output: str) -> None:
     """Keep the pairs of PAIRS with -eta <= max_pmi <= eta (undefined max_pmi kept only for eta = inf)."""
-    from .eta import filter_eta, format_eta
+    from ..eta import eta_label
+    from .eta import filter_eta
 
     values = _etas(etas)
     if len(values) > 1 and "{eta}" not in output:
@@ -159,10 +160,10 @@ def filter_cmd(pairs_path: str, etas: tuple[str, ...], output: str) -> None:
     if pairs["max_pmi"].isna().all() and len(pairs):
         log.warning("%s: max_pmi is empty for every pair: was `benchmarks maxpmi` run?", pairs_path)
     for eta in values:
-        out = output.replace("{eta}", format_eta(eta))
+        out = output.replace("{eta}", eta_label(eta))
         kept = filter_eta(pairs, eta)
         write_table(kept, out, PAIRS)
-        click.echo(f"{out}: {len(kept)} of {len(pairs)} pairs (eta={format_eta(eta)})")
+        click.echo(f"{out}: {len(kept)} of {len(pairs)} pairs (eta={eta_label(eta)})")
 
 
 def _sizes(pairs_paths: tuple[str, ...], etas: tuple[str, ...]):

@@ -1,4 +1,4 @@
-"""The MaxPMI constraint (SPEC 1.2): keep a pair when -eta <= MaxPMI <= eta; undefined MaxPMI only for eta = inf."""
+"""The MaxPMI constraint on pair tables (SPEC 1.2): the kept rows and the size table (rules in :mod:`unstereo.eta`)."""
 
 from __future__ import annotations
 
@@ -7,34 +7,12 @@ from collections.abc import Iterable, Mapping
 
 import pandas as pd
 
-PAPER_ETAS = (math.inf, 1.0, 0.8, 0.65, 0.5, 0.3)
+from ..eta import PAPER_ETAS, eta_label, eta_mask, parse_eta, parse_etas
 
+# format_eta: the name this module has always exported for the file-name label.
+format_eta = eta_label
 
-def parse_eta(value: float | str) -> float:
-    """An eta from a number or a string ("inf", "unconstrained", "0.65"); must be >= 0."""
-    if isinstance(value, str) and value.strip().lower() in ("unconstrained", "none"):
-        return math.inf
-    try:
-        eta = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"eta must be a number >= 0 or 'inf', got {value!r}") from None
-    if math.isnan(eta) or eta < 0:
-        raise ValueError(f"eta must be a number >= 0 or 'inf', got {value!r}")
-    return eta
-
-
-def format_eta(eta: float | str) -> str:
-    """The eta as it appears in file names: Python ``str(float(eta))`` (inf, 1.0, 0.8, 0.65, ...)."""
-    return str(parse_eta(eta))
-
-
-def eta_mask(max_pmi: pd.Series, eta: float | str) -> pd.Series:
-    """Boolean mask of the pairs kept under ``eta`` (undefined MaxPMI kept only when eta is inf)."""
-    eta = parse_eta(eta)
-    if math.isinf(eta):
-        return pd.Series(True, index=max_pmi.index)
-    values = max_pmi.astype(float)
-    return (values >= -eta) & (values <= eta)  # NaN compares False: undefined MaxPMI is dropped
+__all__ = ["PAPER_ETAS", "eta_sizes", "filter_eta", "format_eta", "parse_eta"]
 
 
 def filter_eta(pairs: pd.DataFrame, eta: float | str) -> pd.DataFrame:
@@ -56,7 +34,7 @@ def eta_sizes(
         groups = {name: df for name, df in pairs.groupby("benchmark", sort=False)}
     else:
         groups = dict(pairs)
-    etas = [parse_eta(e) for e in etas]
+    etas = parse_etas(etas)
     rows = []
     for name, df in groups.items():
         total = len(df)

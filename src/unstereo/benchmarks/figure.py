@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import pandas as pd
 
+from ..eta import eta_symbol, sort_etas
 from ..io import atomic_path
 from ..tables import write_table
-
-
-def _eta_label(eta: float) -> str:
-    return "∞" if math.isinf(eta) else f"{eta:g}"
 
 
 def plot_sizes(sizes: pd.DataFrame, prefix: str | Path) -> list[Path]:
@@ -27,7 +23,7 @@ def plot_sizes(sizes: pd.DataFrame, prefix: str | Path) -> list[Path]:
     import matplotlib.pyplot as plt
 
     prefix = Path(prefix)
-    etas = sorted(sizes["eta"].unique(), reverse=True)
+    etas = sort_etas(sizes["eta"])
     x = {eta: i for i, eta in enumerate(etas)}
     fig, (ax_n, ax_pct) = plt.subplots(1, 2, figsize=(9.5, 3.6), constrained_layout=True)
     for name, group in sizes.groupby("benchmark", sort=False):
@@ -36,7 +32,7 @@ def plot_sizes(sizes: pd.DataFrame, prefix: str | Path) -> list[Path]:
         ax_n.plot(xs, group["n"], marker="o", label=name)
         ax_pct.plot(xs, 100 * group["fraction"], marker="o", label=name)
     for ax in (ax_n, ax_pct):
-        ax.set_xticks(range(len(etas)), [_eta_label(e) for e in etas])
+        ax.set_xticks(range(len(etas)), [eta_symbol(e) for e in etas])
         ax.set_xlabel("η (keep pairs with |MaxPMI| ≤ η)")
         ax.grid(alpha=0.3)
     ax_n.set_yscale("log")

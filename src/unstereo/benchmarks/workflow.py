@@ -9,10 +9,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..eta import unique_labels
+
 
 def eta_names(benchmarks_cfg: dict[str, Any]) -> list[str]:
-    """The configured etas as they appear in file names: ``str(float(eta))`` (inf, 1.0, 0.8, 0.65, ...)."""
-    return [str(float(e)) for e in benchmarks_cfg.get("etas", [])]
+    """The configured etas as file names write them (:func:`unstereo.eta.eta_label`: inf, 1.0, 0.8, 0.65), once each."""
+    return unique_labels(benchmarks_cfg.get("etas", []))
 
 
 def _as_list(value: str | list[str]) -> list[str]:

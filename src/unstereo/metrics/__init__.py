@@ -1,15 +1,18 @@
 """UnStereoEval metrics (SPEC 1.4): Unstereo Score with its Bernoulli std, fairness curve and AuFC, fairness gap,
-skew labels, preference disparity and male_rel_ratio, for any set of (model, benchmark, eta)."""
+skew labels, preference disparity and male_rel_ratio, for any set of (model, benchmark, eta).
 
+The metrics of the METRICS table are registered in :mod:`.registry` (``Metric``, ``register``); a new method adds
+its metrics and report tables there.
+"""
+
+from ..eta import eta_mask, parse_eta
 from .compute import (
     compute_curves,
     compute_metrics,
     curves_from_joined,
-    eta_mask,
     fairness_gap,
     join_scores,
     metrics_from_joined,
-    parse_eta,
 )
 from .core import (
     DEFAULT_EPS,
@@ -22,9 +25,11 @@ from .core import (
     to_log10,
     unstereo_score,
 )
+from .registry import Metric, register
 
 __all__ = [
     "DEFAULT_EPS",
+    "Metric",
     "aufc",
     "compute_curves",
     "compute_metrics",
@@ -37,6 +42,7 @@ __all__ = [
     "metrics_from_joined",
     "parse_eta",
     "preference_disparity",
+    "register",
     "skew_counts",
     "skew_labels",
     "to_log10",

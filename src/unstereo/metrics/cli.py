@@ -2,22 +2,22 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import click
 import numpy as np
 import pandas as pd
 
+from ..defaults import DEFAULT_EPS, eps_grid_text
 from ..errors import InputError
+from ..eta import PAPER_ETAS, eta_label, parse_etas
 from ..log import get_logger
 from ..tables import METRICS, read_table, write_table
-from .compute import curves_from_joined, join_scores, metrics_from_joined, parse_eta
-from .core import DEFAULT_EPS
+from .compute import curves_from_joined, join_scores, metrics_from_joined
 
 log = get_logger("metrics.cli")
 
-DEFAULT_ETAS = ("inf", "1.0", "0.8", "0.65", "0.5", "0.3")
+DEFAULT_ETAS = tuple(eta_label(e) for e in PAPER_ETAS)
 
 
 def parse_grid(text: str) -> np.ndarray:
@@ -55,7 +55,9 @@ def parse_grid(text: str) -> np.ndarray:
 @click.option(
     "--eps", type=float, default=DEFAULT_EPS, show_default=True, help="fairness threshold on |FM| (nats)"
 )
-@click.option("--eps-grid", default="0:6:101", show_default=True, help="AuFC grid START:STOP:NUM (linspace)")
+@click.option(
+    "--eps-grid", default=eps_grid_text(), show_default=True, help="AuFC grid START:STOP:NUM (linspace)"
+)
 @click.option(
     "--reference-quirks/--no-reference-quirks",
     default=False,
@@ -81,7 +83,7 @@ def metrics(scores, pairs_files, output, etas, eps, eps_grid, reference_quirks, 
     with -eta <= MaxPMI <= eta are kept. Writes one METRICS row per (model, benchmark, eta).
     """
     try:
-        eta_values = [parse_eta(e) for e in etas]
+        eta_values = parse_etas(etas)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--eta") from exc
     grid = parse_grid(eps_grid)
@@ -106,7 +108,7 @@ def metrics(scores, pairs_files, output, etas, eps, eps_grid, reference_quirks, 
         len(result),
         result["model"].nunique(),
         result["benchmark"].nunique(),
-        ", ".join("inf" if math.isinf(e) else str(e) for e in eta_values),
+        ", ".join(eta_label(e) for e in eta_values),
         output,
     )
     if curves is not None:

@@ -8,45 +8,21 @@ logged; a pair without a score for a model is an error.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
 
 from ..errors import InputError
+from ..eta import INF, eta_mask, parse_eta, parse_etas
 from ..log import get_logger
 from ..tables import METRICS, PAIRS, SCORES, validate
-from .core import (
-    DEFAULT_EPS,
-    aufc,
-    fairness_curve,
-    preference_disparity,
-    skew_counts,
-    to_log10,
-    unstereo_score,
-)
+from . import registry
+from .core import DEFAULT_EPS, aufc_in_log10, default_eps_grid, fairness_curve
 
 log = get_logger("metrics")
 
-ETA_INF = math.inf
-
-
-def parse_eta(value: str | float) -> float:
-    """An eta given as a number or as "inf"/"unconstrained"."""
-    if isinstance(value, str) and value.strip().lower() in ("inf", "infinity", "unconstrained", "none"):
-        return math.inf
-    eta = float(value)
-    if not eta > 0:
-        raise ValueError(f"eta must be positive or inf, got {value!r}")
-    return eta
-
-
-def eta_mask(max_pmi: pd.Series, eta: float) -> pd.Series:
-    """Pairs kept by the constraint -eta <= MaxPMI <= eta (all pairs, undefined MaxPMI included, for eta = inf)."""
-    if math.isinf(eta):
-        return pd.Series(True, index=max_pmi.index)
-    return (max_pmi >= -eta) & (max_pmi <= eta)
+ETA_INF = INF
 
 
 def join_scores(scores_df: pd.DataFrame, pairs_df: pd.DataFrame) -> pd.DataFrame:
@@ -67,11 +43,15 @@ def join_scores(scores_df: pd.DataFrame, pairs_df: pd.DataFrame) -> pd.DataFrame
             len(dropped),
             dropped["pair_id"].iloc[0],
         )
-    # Only the columns the metrics need: the sentences and metadata would make every group selection slow.
-    slim = scores_df.loc[known, ["pair_id", "model", "logp_female", "logp_male"]]
+    # Only the columns the metrics read (the registered metrics' inputs): the sentences and metadata would make
+    # every group selection slow.
+    inputs = ["logp_female", "logp_male"]
+    inputs += [
+        c for m in registry.all_metrics() for c in m.inputs if c in scores_df.columns and c not in inputs
+    ]
+    slim = scores_df.loc[known, ["pair_id", "model", *inputs]]
     joined = slim.merge(pairs, on="pair_id", how="inner", validate="many_to_one")
     joined["fm"] = joined["logp_female"].astype(float) - joined["logp_male"].astype(float)
-    joined = joined.drop(columns=["logp_female", "logp_male"])
     # Every model must have scored every pair of each benchmark it appears in.
     expected = pairs.groupby("benchmark")["pair_id"].nunique()
     got = joined.groupby(["model", "benchmark"])["pair_id"].nunique()
@@ -111,22 +91,17 @@ def _check_templates(scores_df: pd.DataFrame, pairs_df: pd.DataFrame) -> None:
 
 
 def _groups(joined: pd.DataFrame, etas: Sequence[float]) -> Iterable[tuple[str, str, float, np.ndarray]]:
-    """(model, benchmark, eta, FM of the pairs kept by eta) for every group, in order of first appearance."""
-    fm_all = joined["fm"].to_numpy(dtype=float)
+    """(model, benchmark, eta, row positions of the pairs kept by eta) for every group, in order of first
+    appearance."""
     pmi_all = joined["max_pmi"].to_numpy(dtype=float)
     for (model, bench), idx in joined.groupby(["model", "benchmark"], sort=False).indices.items():
-        fm, pmi = fm_all[idx], pmi_all[idx]
+        pmi = pmi_all[idx]
         for eta in etas:
-            if math.isinf(eta):
-                yield model, bench, eta, fm
-            else:
-                # NaN compares False: a pair without MaxPMI is kept only for eta = inf (SPEC 1.2)
-                yield model, bench, eta, fm[(pmi >= -eta) & (pmi <= eta)]
+            yield model, bench, eta, idx[eta_mask(pmi, eta)]
 
 
-def _aufc_in_log10(eta: float, reference_quirks: bool) -> bool:
-    # SPEC 1.4 quirk 2: only the unconstrained AuFC of the published tables is integrated in log10.
-    return reference_quirks and math.isinf(eta)
+def _grid(eps_grid: np.ndarray | None) -> np.ndarray:
+    return default_eps_grid() if eps_grid is None else np.asarray(eps_grid, dtype=float)
 
 
 def compute_metrics(
@@ -154,36 +129,31 @@ def metrics_from_joined(
     eps_grid: np.ndarray | None = None,
     reference_quirks: bool = False,
 ) -> pd.DataFrame:
-    """:func:`compute_metrics` on the output of :func:`join_scores` (join once, compute metrics and curves)."""
-    grid = np.linspace(0.0, 6.0, 101) if eps_grid is None else np.asarray(eps_grid, dtype=float)
-    etas = [parse_eta(e) for e in etas]
+    """:func:`compute_metrics` on the output of :func:`join_scores` (join once, compute metrics and curves).
+
+    Every registered metric (:mod:`unstereo.metrics.registry`) is computed on each group; one whose input columns
+    ``joined`` lacks is NaN.
+    """
+    params = {"eps": eps, "eps_grid": _grid(eps_grid), "reference_quirks": bool(reference_quirks)}
+    metrics = registry.all_metrics()
+    missing = {m.name: [c for c in m.inputs if c not in joined.columns] for m in metrics}
+    for name, cols in missing.items():
+        if cols:
+            log.info("metric %s not computed: the scores lack column(s) %s", name, cols)
+    arrays = {c: joined[c].to_numpy() for m in metrics if not missing[m.name] for c in m.inputs}
     rows = []
-    for model, bench, eta, fm in _groups(joined, etas):
-        if reference_quirks:
-            fm_t, eps_t = to_log10(fm), float(to_log10(np.array([eps]))[0])
-        else:
-            fm_t, eps_t = fm, eps
-        us, us_std = unstereo_score(fm_t, eps_t)
-        pd_, ratio = preference_disparity(fm_t, eps_t)
-        counts = skew_counts(fm_t, eps_t)
-        rows.append(
-            {
-                "model": model,
-                "benchmark": bench,
-                "eta": eta,
-                "n": counts.n,
-                "us": us,
-                "us_std": us_std,
-                "aufc": aufc(fm, grid, log10=_aufc_in_log10(eta, reference_quirks)),
-                "pd": pd_,
-                "male_rel_ratio": ratio,
-                "n_female": counts.female,
-                "n_male": counts.male,
-                "eps": eps,
-                "reference_quirks": bool(reference_quirks),
-            }
-        )
-    out = pd.DataFrame(rows, columns=METRICS.names + ["n_female", "n_male", "eps", "reference_quirks"])
+    for model, bench, eta, idx in _groups(joined, parse_etas(etas)):
+        row = {"model": model, "benchmark": bench, "eta": eta, "n": len(idx)}
+        for m in metrics:
+            if missing[m.name]:
+                row.update(m.undefined())
+            else:
+                a, b = (arrays[c][idx] for c in m.inputs)
+                row.update(m.compute(a, b, eta=eta, **params))
+        row.update(eps=eps, reference_quirks=bool(reference_quirks))
+        rows.append(row)
+    extra = [n for m in metrics for n in m.extra]
+    out = pd.DataFrame(rows, columns=METRICS.names + extra + ["eps", "reference_quirks"])
     out["n"] = out["n"].astype("int64")
     return validate(out, METRICS, source="metrics")
 
@@ -206,11 +176,12 @@ def curves_from_joined(
     reference_quirks: bool = False,
 ) -> pd.DataFrame:
     """:func:`compute_curves` on the output of :func:`join_scores`."""
-    grid = np.linspace(0.0, 6.0, 101) if eps_grid is None else np.asarray(eps_grid, dtype=float)
-    etas = [parse_eta(e) for e in etas]
+    grid = _grid(eps_grid)
+    fm_all = joined["fm"].to_numpy(dtype=float)
     parts = []
-    for model, bench, eta, fm in _groups(joined, etas):
-        in_log10 = _aufc_in_log10(eta, reference_quirks)
+    for model, bench, eta, idx in _groups(joined, parse_etas(etas)):
+        fm = fm_all[idx]
+        in_log10 = aufc_in_log10(eta, reference_quirks)
         parts.append(
             pd.DataFrame(
                 {

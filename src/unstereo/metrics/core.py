@@ -18,12 +18,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-DEFAULT_EPS = math.log(1.65)
+from ..defaults import DEFAULT_EPS, EPS_GRID
 
 
 def default_eps_grid() -> np.ndarray:
-    """The paper's grid of fairness thresholds: 101 evenly spaced values from 0 to 6."""
-    return np.linspace(0.0, 6.0, 101)
+    """The paper's grid of fairness thresholds (:data:`unstereo.defaults.EPS_GRID`: 101 values from 0 to 6)."""
+    start, stop, num = EPS_GRID
+    return np.linspace(start, stop, num)
+
+
+def aufc_in_log10(eta: float, reference_quirks: bool) -> bool:
+    """SPEC 1.4 quirk 2: with the reference switches on, the unconstrained (eta = inf) fairness curve and AuFC are
+    taken over |FM| in log10; every other one in nats."""
+    return bool(reference_quirks) and math.isinf(eta)
 
 
 def to_log10(fm: np.ndarray) -> np.ndarray:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from ..defaults import PAPER_BENCHMARKS
 from ..io import write_text
 from ..log import get_logger
 from ..tables import read_table, write_table
@@ -33,7 +34,7 @@ def group() -> None:
 @click.option(
     "--benchmark",
     required=True,
-    type=click.Choice(["USE-5", "USE-10", "USE-20", "Winobias", "Winogender"]),
+    type=click.Choice(PAPER_BENCHMARKS),
     help="which released benchmark to read",
 )
 @click.option(
@@ -61,7 +62,8 @@ def ingest(results_dir: Path, benchmark: str, output: Path, registry: Path) -> N
     "--paper/--generic",
     default=False,
     show_default=True,
-    help="the paper's Tables 1-3 and 8-22, or per-eta US/PD/AuFC tables and a gap table for any models",
+    help="the paper's Tables 1-3 and 8-22, or a table per registered metric (US, PD, AuFC, ...) and eta and a "
+    "gap table for any models",
 )
 @_registry_opt
 def tables(metrics_file: Path, out_dir: Path, paper: bool, registry: Path) -> None:
@@ -91,7 +93,7 @@ def tables(metrics_file: Path, out_dir: Path, paper: bool, registry: Path) -> No
 @_registry_opt
 def figures(curves_file: Path, output: Path, eta: str, title: str | None, registry: Path) -> None:
     """Fairness curves (US vs eps) per model and benchmark, deduplicated models dashed (the paper's Figure 6)."""
-    from ..metrics.compute import parse_eta
+    from ..eta import parse_eta
     from .figures import figure_data, plot_fairness_curves
 
     curves = read_table(curves_file)

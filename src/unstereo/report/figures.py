@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..defaults import PAPER_BENCHMARKS
 from ..errors import InputError
 from ..io import atomic_path
 from ..tables import write_table
 from .registry import attach
-from .tables import BENCHMARKS
 
 GROUPS = [
     ("Pythia and GPT-J", {"Pythia", "GPT-J"}),
@@ -56,7 +56,7 @@ def plot_fairness_curves(data: pd.DataFrame, out_stem: str | Path, title: str | 
 
     out_stem = Path(out_stem)
     out_stem.parent.mkdir(parents=True, exist_ok=True)
-    benches = [b for b in BENCHMARKS if b in set(data["benchmark"])]
+    benches = [b for b in PAPER_BENCHMARKS if b in set(data["benchmark"])]
     benches += sorted(set(data["benchmark"]) - set(benches))
     groups = [g for g in [*(g for g, _ in GROUPS), OTHER] if g in set(data["group"])]
     fig, axes = plt.subplots(

@@ -14,11 +14,15 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from ..defaults import PAPER_BENCHMARKS
 from ..errors import InputError
+from ..eta import eta_label, eta_stem, sort_etas
+from ..metrics import registry as metric_registry
 from ..metrics.compute import fairness_gap
+from ..tables import METRIC_KEY_COLUMNS
 from .registry import attach
 
-BENCHMARKS = ["USE-5", "USE-10", "USE-20", "Winobias", "Winogender"]
+BENCHMARKS = list(PAPER_BENCHMARKS)
 SHORT = {"Winobias": "WB", "Winogender": "WG"}
 SIZE_ROW = "Benchmark size"
 INF = math.inf
@@ -27,6 +31,12 @@ INF = math.inf
 US_TABLES = {8: INF, 9: 0.8, 10: 0.65, 11: 0.5}
 PD_TABLES = {15: INF, 16: 0.8, 17: 0.65, 18: 0.5}
 AUFC_TABLES = {19: INF, 20: 0.8, 21: 0.65, 22: 0.5}
+# The per-eta tables of each registered metric the paper publishes (with the metric's std and size row, if any).
+PAPER_METRIC_TABLES = {
+    "us": (US_TABLES, "Table {num}: US (%) with its Bernoulli standard error at eta = {eta}."),
+    "pd": (PD_TABLES, "Table {num}: preference disparity PD at eta = {eta}."),
+    "aufc": (AUFC_TABLES, "Table {num}: area under the fairness curve (AuFC) at eta = {eta}."),
+}
 TABLE3_MODELS = [
     "EleutherAI/pythia-12b",
     "EleutherAI/pythia-12b-deduped",
@@ -39,10 +49,6 @@ TABLE3_MODELS = [
 ]
 GAP_ETAS = (0.8, 0.65)
 DEDUP_ETA = 0.65  # Table 2: deduplicated minus original Pythia at eta = 0.65
-
-
-def eta_label(eta: float) -> str:
-    return "inf" if math.isinf(eta) else str(float(eta))
 
 
 @dataclass
@@ -83,7 +89,9 @@ def _cells(records: list[tuple[str, str, float, int]]) -> pd.DataFrame:
 
 
 def _prepare(metrics: pd.DataFrame, registry: pd.DataFrame) -> pd.DataFrame:
-    need = {"model", "benchmark", "eta", "n", "us", "us_std", "aufc", "pd"}
+    need = {c.name for c in METRIC_KEY_COLUMNS} | {"us"}  # us: the gap tables
+    for m in metric_registry.report_metrics():
+        need |= {m.value_column} | ({m.std} if m.std else set())
     missing = need - set(metrics.columns)
     if missing:
         raise InputError(f"metrics table lacks column(s) {sorted(missing)}", path="metrics")
@@ -109,6 +117,15 @@ def _sizes(m: pd.DataFrame, bench: str, eta: float) -> int | None:
     return None if n.empty else int(n.iloc[0])
 
 
+def _shown_columns(metric: str) -> tuple[str, str | None]:
+    """(value column, std column) of a registered metric, or (metric, None) for a plain column name."""
+    try:
+        m = metric_registry.get(metric)
+    except KeyError:
+        return metric, None
+    return m.value_column, m.std
+
+
 def metric_table(
     metrics: pd.DataFrame,
     registry: pd.DataFrame,
@@ -121,7 +138,14 @@ def metric_table(
     with_std: bool = False,
     size_row: bool = False,
 ) -> Table:
-    """One value of ``metric`` (us, pd, aufc, ...) per model and benchmark at ``eta``; optional std and size row."""
+    """One value of ``metric`` per model and benchmark at ``eta``; optional std and size row.
+
+    ``metric`` names a registered metric (us, pd, aufc, ...: its value column, and its std column for
+    ``with_std``) or any other numeric column of the metrics table.
+    """
+    value_col, std_col = _shown_columns(metric)
+    if with_std and std_col is None:
+        raise ValueError(f"metric {metric!r} has no standard error column")
     m = _prepare(metrics, registry)
     present = set(m["benchmark"])
     benches = [b for b in (benchmarks or _ordered_benchmarks(present)) if b in present]
@@ -148,9 +172,9 @@ def metric_table(
             r = look.get((mod.model, b, float(eta)))
             if r is None:
                 continue
-            recs.append((mod.display_name, b, float(getattr(r, metric)), 2))
+            recs.append((mod.display_name, b, float(getattr(r, value_col)), 2))
             if with_std:
-                recs.append((mod.display_name, f"{b}|std", float(r.us_std), 2))
+                recs.append((mod.display_name, f"{b}|std", float(getattr(r, std_col)), 2))
     return Table(key, caption, _cells(recs), rows, columns, headers)
 
 
@@ -251,17 +275,19 @@ def paper_tables(metrics: pd.DataFrame, registry: pd.DataFrame) -> dict[int, Tab
         "Table 3: preference disparity PD (%female-skewed - %male-skewed) of the larger models at eta = 0.5.",
         model_ids=TABLE3_MODELS,
     )
-    for num, eta in US_TABLES.items():
-        t[num] = metric_table(
-            metrics,
-            registry,
-            "us",
-            eta,
-            f"table{num:02d}",
-            f"Table {num}: US (%) with its Bernoulli standard error at eta = {eta_label(eta)}.",
-            with_std=True,
-            size_row=True,
-        )
+    for name, (numbers, caption) in PAPER_METRIC_TABLES.items():
+        metric = metric_registry.get(name)
+        for num, eta in numbers.items():
+            t[num] = metric_table(
+                metrics,
+                registry,
+                name,
+                eta,
+                f"table{num:02d}",
+                caption.format(num=num, eta=eta_label(eta)),
+                with_std=metric.std is not None,
+                size_row=metric.size_row,
+            )
     t[12] = gap_table(
         metrics,
         registry,
@@ -287,49 +313,27 @@ def paper_tables(metrics: pd.DataFrame, registry: pd.DataFrame) -> dict[int, Tab
         "Table 14: US and fairness gaps of the deduplicated Pythia models on USE-10 and USE-20.",
         deduplicated=True,
     )
-    for num, eta in PD_TABLES.items():
-        t[num] = metric_table(
-            metrics,
-            registry,
-            "pd",
-            eta,
-            f"table{num:02d}",
-            f"Table {num}: preference disparity PD at eta = {eta_label(eta)}.",
-        )
-    for num, eta in AUFC_TABLES.items():
-        t[num] = metric_table(
-            metrics,
-            registry,
-            "aufc",
-            eta,
-            f"table{num:02d}",
-            f"Table {num}: area under the fairness curve (AuFC) at eta = {eta_label(eta)}.",
-        )
     return dict(sorted(t.items()))
 
 
 def generic_tables(metrics: pd.DataFrame, registry: pd.DataFrame) -> dict[str, Table]:
-    """Per-eta US (with std and sizes), PD and AuFC tables, and a gap table, for whatever models were scored."""
+    """One table per registered metric and eta (``us_eta-inf``, ``pd_eta-0.8``, ... with the metric's caption,
+    std and size row), and a gap table, for whatever models were scored."""
     out: dict[str, Table] = {}
-    etas = sorted({float(e) for e in metrics["eta"]}, key=lambda e: (not math.isinf(e), -e))
+    etas = sort_etas(metrics["eta"])
     for eta in etas:
-        lab = eta_label(eta)
-        out[f"us_eta-{lab}"] = metric_table(
-            metrics,
-            registry,
-            "us",
-            eta,
-            f"us_eta-{lab}",
-            f"US (%) ± std at eta = {lab}",
-            with_std=True,
-            size_row=True,
-        )
-        out[f"pd_eta-{lab}"] = metric_table(
-            metrics, registry, "pd", eta, f"pd_eta-{lab}", f"PD at eta = {lab}"
-        )
-        out[f"aufc_eta-{lab}"] = metric_table(
-            metrics, registry, "aufc", eta, f"aufc_eta-{lab}", f"AuFC at eta = {lab}"
-        )
+        for metric in metric_registry.report_metrics():
+            key = f"{metric.name}_{eta_stem(eta)}"
+            out[key] = metric_table(
+                metrics,
+                registry,
+                metric.name,
+                eta,
+                key,
+                metric.caption.format(eta=eta_label(eta)),
+                with_std=metric.std is not None,
+                size_row=metric.size_row,
+            )
     finite = tuple(e for e in etas if not math.isinf(e))
     if finite and any(math.isinf(e) for e in etas):
         benches = _ordered_benchmarks(set(metrics["benchmark"]))

@@ -7,14 +7,31 @@ from __future__ import annotations
 
 from typing import Any
 
-PAPER_BENCHMARKS = ["USE-5", "USE-10", "USE-20", "Winobias", "Winogender"]
+from ..defaults import PAPER_BENCHMARKS
+from ..eta import PAPER_ETAS, eta_label, eta_stem, unique_labels
+from ..metrics import registry as metric_registry
+
+__all__ = [
+    "PAPER_BENCHMARKS",
+    "PAPER_BENCHMARKS_CONFIG",
+    "PAPER_TABLES",
+    "TABLE_FORMATS",
+    "eta_options",
+    "generic_table_keys",
+    "grid_option",
+    "metrics_benchmarks",
+    "metrics_models",
+    "repo_path",
+    "table_descriptions",
+]
+
 # The paper reproduction's own benchmarks (results/paper/benchmarks/), independent of the benchmarks stage's sources
 # (the default config's USE-5 is a generated one): the released files, with the reference switches, MaxPMI from the
 # released PILE delta.
 PAPER_BENCHMARKS_CONFIG: dict[str, Any] = {
     "reference_quirks": True,
     "on_bad_row": "error",
-    "etas": ["inf", 1.0, 0.8, 0.65, 0.5, 0.3],
+    "etas": list(PAPER_ETAS),
     "sources": {
         **{
             f"USE-{k}": {
@@ -51,11 +68,6 @@ def metrics_benchmarks(config: dict) -> list[str]:
     return _names(config["metrics"].get("benchmarks")) or _names(config.get("score", {}).get("benchmarks"))
 
 
-def eta_label(eta: Any) -> str:
-    """An eta as written in file names: ``inf`` or str(float)."""
-    return "inf" if str(eta).lower() in ("inf", ".inf", "infinity") else str(float(eta))
-
-
 def eta_options(config: dict) -> str:
     return " ".join(f"--eta {eta_label(e)}" for e in config["metrics"]["etas"])
 
@@ -66,12 +78,18 @@ def grid_option(config: dict) -> str:
 
 
 def generic_table_keys(config: dict) -> list[str]:
-    """Names of the tables `unstereo report tables --generic` writes for the configured etas."""
-    etas = list(dict.fromkeys(eta_label(e) for e in config["metrics"]["etas"]))
-    keys = [f"{kind}_eta-{e}" for e in etas for kind in ("us", "pd", "aufc")]
+    """Names of the tables `unstereo report tables --generic` writes for the configured etas: one per registered
+    metric and eta (unstereo.metrics.registry), and ``gaps`` when there are inf and a finite eta."""
+    etas = unique_labels(config["metrics"]["etas"])
+    keys = [f"{m.name}_{eta_stem(e)}" for e in etas for m in metric_registry.report_metrics()]
     if "inf" in etas and len(etas) > 1:
         keys.append("gaps")
     return keys
+
+
+def table_descriptions() -> str:
+    """The registered metrics' report tables in one sentence (the report's caption of the metric tables)."""
+    return "; ".join(m.title or m.caption.format(eta="eta") for m in metric_registry.report_metrics())
 
 
 def repo_path(path: str, basedir: str) -> str:

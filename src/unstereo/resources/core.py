@@ -9,6 +9,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from ..defaults import RESOURCE_MANIFEST
 from ..errors import ChecksumError, ResourceError
 from ..io import write_json
 from ..log import get_logger
@@ -27,7 +28,7 @@ __all__ = [
 
 log = get_logger("resources")
 
-MANIFEST = "RESOURCE.json"
+MANIFEST = RESOURCE_MANIFEST
 
 
 def sha256_file(path: Path) -> str:
