@@ -111,9 +111,13 @@ def score(
         import torch
 
         torch.set_num_threads(threads)
-    from .run import score_file, score_texts_file
+    from .run import score_file
 
-    options = dict(
+    df = score_file(
+        model,
+        pairs,
+        output,
+        texts=texts,
         name=name,
         gguf_file=gguf_file,
         revision=revision,
@@ -124,10 +128,6 @@ def score(
         device=device,
         chunk_size=chunk_size,
         bos_policy=bos_policy,
+        reference_quirks=reference_quirks,
     )
-    if texts:
-        df = score_texts_file(model, pairs, output, **options)
-        click.echo(f"{output}: {len(df)} texts scored with {name or model}", err=True)
-        return
-    df = score_file(model, pairs, output, reference_quirks=reference_quirks, **options)
-    click.echo(f"{output}: {len(df)} pairs scored with {name or model}", err=True)
+    click.echo(f"{output}: {len(df)} {'texts' if texts else 'pairs'} scored with {name or model}", err=True)

@@ -71,24 +71,34 @@ def scorer_factory(
 
 def score_file(
     model: str,
-    pairs: str | Path | pd.DataFrame,
+    table: str | Path | pd.DataFrame,
     out: str | Path,
     *,
+    texts: bool = False,
     name: str | None = None,
     chunk_size: int = 500,
     reference_quirks: bool = False,
     **model_options: Any,
 ) -> pd.DataFrame:
-    """Score every pair of ``pairs`` (a PAIRS table or its path) under ``model`` and write SCORES to ``out``.
+    """Score ``table`` under ``model``, write the scores to ``out`` and return them.
 
-    ``model`` is a hub id, a local folder or a ``.gguf`` file (or a folder plus ``gguf_file``); ``name`` goes into
-    the ``model`` column (default: ``model`` as given); ``model_options`` are those of :func:`scorer_factory`
-    (gguf_file, revision, masked, batch_size, max_batch_size, dtype, device, bos_policy). ``chunk_size`` counts
-    pairs. See :func:`unstereo.scoring.chunks.score_pairs` for resuming.
+    ``table`` is a PAIRS table (or its path): SCORES, one row per pair (:func:`unstereo.scoring.chunks.score_pairs`);
+    with ``texts``, a TEXTS table (``id, text``): TEXT_SCORES, one row per text (``id, model, logp, ntok``,
+    :func:`unstereo.scoring.texts.score_texts`). ``chunk_size`` counts pairs, or texts. ``model`` is a hub id, a local
+    folder or a ``.gguf`` file (or a folder plus ``gguf_file``); ``name`` goes into the ``model`` column (default:
+    ``model`` as given); ``model_options`` are those of :func:`scorer_factory` (gguf_file, revision, masked,
+    batch_size, max_batch_size, dtype, device, bos_policy).
     """
-    source = pairs if not isinstance(pairs, pd.DataFrame) else None
-    table = read_table(pairs, PAIRS) if source is not None else pairs
+    if texts and reference_quirks:
+        raise ValueError("reference_quirks re-fills pair templates; it does not apply to a text table")
+    source = table if not isinstance(table, pd.DataFrame) else None
+    if source is not None:
+        table = read_table(source, TEXTS if texts else PAIRS)
     run, make_scorer = scorer_factory(model, **model_options)
+    if texts:
+        return score_texts(
+            table, make_scorer, out, run=run, chunk_size=chunk_size, model_name=name or model, source=source
+        )
     return score_pairs(
         table,
         make_scorer,
@@ -98,24 +108,4 @@ def score_file(
         chunk_size=chunk_size,
         reference_quirks=reference_quirks,
         source=source,
-    )
-
-
-def score_texts_file(
-    model: str,
-    texts: str | Path | pd.DataFrame,
-    out: str | Path,
-    *,
-    name: str | None = None,
-    chunk_size: int = 1000,
-    **model_options: Any,
-) -> pd.DataFrame:
-    """Score every text of ``texts`` (a TEXTS table, columns ``id, text``, or its path) under ``model`` and write
-    TEXT_SCORES to ``out`` (``id, model, logp, ntok`` + run metadata); options as :func:`score_file`, ``chunk_size``
-    counts texts. See :func:`unstereo.scoring.texts.score_texts`."""
-    source = texts if not isinstance(texts, pd.DataFrame) else None
-    table = read_table(texts, TEXTS) if source is not None else texts
-    run, make_scorer = scorer_factory(model, **model_options)
-    return score_texts(
-        table, make_scorer, out, run=run, chunk_size=chunk_size, model_name=name or model, source=source
     )
