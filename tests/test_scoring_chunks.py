@@ -9,9 +9,10 @@ import pytest
 from _scoring_models import Bigram, bigram_tokenizer, tiny_bert, tiny_gpt2, word_tokenizer
 from click.testing import CliRunner
 
+from unstereo.chunked_map import chunk_dir_for
 from unstereo.errors import InputError
 from unstereo.scoring import CausalScorer, score_pairs
-from unstereo.scoring.chunks import chunk_dir_for, sentences_to_score
+from unstereo.scoring.chunks import sentences_to_score
 from unstereo.tables import PAIRS, SCORES, read_table, validate, write_table
 from unstereo.templates import fill_template
 
@@ -128,7 +129,7 @@ def test_resume_after_kill_does_not_rescore_finished_chunks(tmp_path):
 
 def test_finished_chunks_need_no_model(tmp_path, monkeypatch):
     # Killed after the last chunk but before the final table: the rerun does not even load the model.
-    from unstereo.scoring import chunks
+    from unstereo import chunked_map as chunks  # where the final table is written
 
     pairs = bigram_pairs(4)
     out = tmp_path / "T.parquet"

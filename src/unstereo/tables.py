@@ -93,6 +93,32 @@ SCORES = TableSchema(
     unique=("pair_id", "model"),
 )
 
+TEXTS = TableSchema(
+    "texts",
+    "one row per text to score (a sentence, a pair's female or male sentence, a prompt plus continuation, ...)",
+    (
+        Column(
+            "id",
+            "str",
+            "unique id, stable across runs (pair scoring uses `{pair_id}|female` / `{pair_id}|male`)",
+        ),
+        Column("text", "str", "the string to score, non-empty, exactly as scored"),
+    ),
+    unique=("id",),
+)
+
+TEXT_SCORES = TableSchema(
+    "text_scores",
+    "one row per scored text: log-likelihood in nats under one model; run metadata in extra columns (model, "
+    "scorer, dtype, batch_size, device, bos_policy, revision, versions), as in SCORES",
+    (
+        Column("id", "str", "id of the text in the texts table"),
+        Column("logp", "float", "ln p(text): causal LM with BOS prepended and not scored, or masked-LM PLL"),
+        Column("ntok", "int", "number of scored tokens"),
+    ),
+    unique=("id",),
+)
+
 UNIGRAMS = TableSchema(
     "unigrams",
     "unigram counts after preprocessing (lowercase, alphabetic, stop words removed, targets kept)",
@@ -147,7 +173,7 @@ METRICS = TableSchema(
     more_columns=_registered_metric_columns,
 )
 
-SCHEMAS = {s.name: s for s in (PAIRS, SCORES, UNIGRAMS, COOCCURRENCE, DELTA, METRICS)}
+SCHEMAS = {s.name: s for s in (PAIRS, SCORES, TEXTS, TEXT_SCORES, UNIGRAMS, COOCCURRENCE, DELTA, METRICS)}
 
 
 def _kind_ok(series: pd.Series, col: Column) -> bool:

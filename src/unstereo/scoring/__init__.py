@@ -4,14 +4,18 @@
 - :mod:`.masked`: :class:`MaskedScorer`, pseudo-log-likelihood;
 - :mod:`.gguf_tokenizer`: repair of the tokenizer transformers builds for Gemma GGUF files;
 - :mod:`.batching`: length sorting and the batch size that halves on out-of-memory;
-- :mod:`.chunks`: resumable chunked scoring of a pair table into a SCORES table;
-- :mod:`.run`: :func:`score_file`, the whole stage for one (model, pair table); :mod:`.cli`: ``unstereo score``.
+- :mod:`.texts`: :func:`score_texts`, the one scoring path: a TEXTS table (id, text) -> TEXT_SCORES (id, logp,
+  ntok), resumable through :func:`unstereo.chunked_map.chunked_map`, each distinct text of a chunk scored once;
+- :mod:`.chunks`: :func:`score_pairs`, pair scoring as a thin layer on it (two texts per pair -> a SCORES table);
+- :mod:`.run`: :func:`score_file`, the whole stage for one (model, pair or text table); :mod:`.cli`:
+  ``unstereo score`` (``--texts`` for a text table).
 """
 
 from .causal import CausalScorer, resolve_prefix
 from .chunks import score_pairs
 from .masked import MaskedScorer, load_masked_lm
 from .run import load_scoring_model, score_file
+from .texts import score_texts
 
 __all__ = [
     "CausalScorer",
@@ -21,4 +25,5 @@ __all__ = [
     "load_scoring_model",
     "score_file",
     "score_pairs",
+    "score_texts",
 ]

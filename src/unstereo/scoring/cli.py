@@ -1,4 +1,5 @@
-"""``unstereo score MODEL PAIRS -o FILE``: sentence log-likelihoods of a pair table under one model."""
+"""``unstereo score MODEL PAIRS -o FILE``: sentence log-likelihoods of a pair table under one model (``--texts``: of a
+text table)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,11 @@ def _batch_size(ctx, param, value: str) -> int | str:
 @click.argument("pairs", type=click.Path(exists=True, dir_okay=False))
 @click.option(
     "-o", "--output", required=True, type=click.Path(dir_okay=False), help="SCORES parquet to write."
+)
+@click.option(
+    "--texts",
+    is_flag=True,
+    help="PAIRS is a text table (id, text): write TEXT_SCORES, one row per text (id, model, logp, ntok).",
 )
 @click.option("--name", default=None, help="Model name for the `model` column (default: MODEL as given).")
 @click.option(
@@ -53,7 +59,7 @@ def _batch_size(ctx, param, value: str) -> int | str:
     "--device", default="auto", show_default=True, help="auto (cuda > mps > cpu), cpu, cuda, cuda:1, mps."
 )
 @click.option(
-    "--chunk-size", default=500, show_default=True, type=click.IntRange(1), help="Pairs per resumable chunk."
+    "--chunk-size", default=500, show_default=True, type=click.IntRange(1), help="Pairs (or texts) per chunk."
 )
 @click.option(
     "--bos-policy",
@@ -75,6 +81,7 @@ def score(
     model: str,
     pairs: str,
     output: str,
+    texts: bool,
     name,
     gguf_file,
     revision,
@@ -94,7 +101,12 @@ def score(
     Output columns: pair_id, model, benchmark, logp_female, logp_male, ntok_female, ntok_male (ln p in nats, BOS
     prepended and not scored) and run metadata (model_id, model_revision, dtype, batch_size, device, bos_policy,
     package versions). Scores are written in chunks beside the output; an interrupted run resumes where it stopped.
+
+    With --texts, PAIRS is a text table (columns id, text; other columns ignored) and the output has one row per
+    text: id, model, logp, ntok and the same run metadata. Each distinct text of a chunk is scored once.
     """
+    if texts and reference_quirks:
+        raise click.UsageError("--reference-quirks re-fills pair templates; it does not apply to --texts")
     if threads:
         import torch
 
@@ -105,6 +117,7 @@ def score(
         model,
         pairs,
         output,
+        texts=texts,
         name=name,
         gguf_file=gguf_file,
         revision=revision,
@@ -117,4 +130,4 @@ def score(
         bos_policy=bos_policy,
         reference_quirks=reference_quirks,
     )
-    click.echo(f"{output}: {len(df)} pairs scored with {name or model}", err=True)
+    click.echo(f"{output}: {len(df)} {'texts' if texts else 'pairs'} scored with {name or model}", err=True)

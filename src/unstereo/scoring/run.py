@@ -1,7 +1,9 @@
-"""Score a pair table with a model, end to end: load the model, score in resumable chunks, write SCORES."""
+"""Score a pair table (SCORES) or a text table (TEXT_SCORES) with a model, end to end: load the model (only when
+some chunk is left), score in resumable chunks, write the table."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -9,11 +11,12 @@ import pandas as pd
 
 from ..log import get_logger
 from ..models import ModelSpec, load_causal_lm, resolve_device, resolve_dtype
-from ..tables import PAIRS, read_table
+from ..tables import PAIRS, TEXTS, read_table
 from .causal import CausalScorer
 from .chunks import score_pairs
 from .gguf_tokenizer import needs_bpe_repair, repair_gemma_tokenizer
 from .masked import MaskedScorer, load_masked_lm
+from .texts import Scorer, score_texts
 
 log = get_logger("scoring")
 
@@ -27,12 +30,9 @@ def load_scoring_model(spec: ModelSpec | str, dtype: str = "auto", device: str =
     return model, tokenizer
 
 
-def score_file(
+def scorer_factory(
     model: str,
-    pairs: str | Path | pd.DataFrame,
-    out: str | Path,
     *,
-    name: str | None = None,
     gguf_file: str | None = None,
     revision: str | None = None,
     masked: bool = False,
@@ -40,17 +40,10 @@ def score_file(
     max_batch_size: int | None = None,
     dtype: str = "auto",
     device: str = "auto",
-    chunk_size: int = 500,
     bos_policy: str = "auto",
-    reference_quirks: bool = False,
-) -> pd.DataFrame:
-    """Score every pair of ``pairs`` (a PAIRS table or its path) under ``model`` and write SCORES to ``out``.
-
-    ``model`` is a hub id, a local folder or a ``.gguf`` file (or a folder plus ``gguf_file``); ``name`` goes into
-    the ``model`` column (default: ``model`` as given). See :func:`unstereo.scoring.chunks.score_pairs` for resuming.
-    """
-    source = pairs if not isinstance(pairs, pd.DataFrame) else None
-    table = read_table(pairs, PAIRS) if source is not None else pairs
+) -> tuple[dict[str, Any], Callable[[], Scorer]]:
+    """(run description, scorer factory) for ``model``: the description enters the fingerprint and the output
+    columns; the factory loads the model and is called only when some chunk is left to score."""
     spec = ModelSpec.parse(model, gguf_file=gguf_file, revision=revision)
     device = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, device)
@@ -63,7 +56,7 @@ def score_file(
         "bos_policy_requested": "pll" if masked else bos_policy,
     }
 
-    def make_scorer():
+    def make_scorer() -> Scorer:
         log.info("loading %s (%s) on %s in %s", model, run["scorer"], device, run["dtype"])
         if masked:
             m, tok = load_masked_lm(spec, dtype=dtype, device=device)
@@ -73,6 +66,39 @@ def score_file(
             m, tok, device=device, batch_size=batch_size, bos_policy=bos_policy, max_batch_size=max_batch_size
         )
 
+    return run, make_scorer
+
+
+def score_file(
+    model: str,
+    table: str | Path | pd.DataFrame,
+    out: str | Path,
+    *,
+    texts: bool = False,
+    name: str | None = None,
+    chunk_size: int = 500,
+    reference_quirks: bool = False,
+    **model_options: Any,
+) -> pd.DataFrame:
+    """Score ``table`` under ``model``, write the scores to ``out`` and return them.
+
+    ``table`` is a PAIRS table (or its path): SCORES, one row per pair (:func:`unstereo.scoring.chunks.score_pairs`);
+    with ``texts``, a TEXTS table (``id, text``): TEXT_SCORES, one row per text (``id, model, logp, ntok``,
+    :func:`unstereo.scoring.texts.score_texts`). ``chunk_size`` counts pairs, or texts. ``model`` is a hub id, a local
+    folder or a ``.gguf`` file (or a folder plus ``gguf_file``); ``name`` goes into the ``model`` column (default:
+    ``model`` as given); ``model_options`` are those of :func:`scorer_factory` (gguf_file, revision, masked,
+    batch_size, max_batch_size, dtype, device, bos_policy).
+    """
+    if texts and reference_quirks:
+        raise ValueError("reference_quirks re-fills pair templates; it does not apply to a text table")
+    source = table if not isinstance(table, pd.DataFrame) else None
+    if source is not None:
+        table = read_table(source, TEXTS if texts else PAIRS)
+    run, make_scorer = scorer_factory(model, **model_options)
+    if texts:
+        return score_texts(
+            table, make_scorer, out, run=run, chunk_size=chunk_size, model_name=name or model, source=source
+        )
     return score_pairs(
         table,
         make_scorer,
