@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from ..config import SCHEMA_DIR, _DefaultValidator
+from ..config import SCHEMA_DIR, _DefaultValidator, _registry
 from ..errors import ConfigError
 
 
@@ -20,7 +20,7 @@ def load_section(
     schema_path = Path(schema_dir or SCHEMA_DIR) / "generate.schema.yaml"
     schema = yaml.safe_load(schema_path.read_text(encoding="utf-8"))
     data = copy.deepcopy(section or {})
-    validator = _DefaultValidator(schema)
+    validator = _DefaultValidator(schema, registry=_registry(schema_path.parent.resolve()))
     for _ in validator.iter_errors(data):  # first pass fills defaults
         pass
     errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
