@@ -18,9 +18,9 @@ MODEL_FORMS = (
 
 api_key_env = click.option(
     "--api-key-env",
-    default="OPENAI_API_KEY",
-    show_default=True,
-    help="NAME of the environment variable holding an endpoint model's API key ('' = send none)",
+    default=None,
+    help="NAME of the environment variable holding an endpoint model's API key ('' = send none) "
+    "[default: the spec's api_key_env, else OPENAI_API_KEY]",
 )
 
 external_dir = click.option(

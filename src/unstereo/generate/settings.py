@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from ..config import SCHEMA_DIR, _DefaultValidator, _registry
+from ..config import SCHEMA_DIR, _DefaultValidator, _registry, check
 from ..errors import ConfigError
 
 
@@ -21,17 +21,7 @@ def load_section(
     schema = yaml.safe_load(schema_path.read_text(encoding="utf-8"))
     data = copy.deepcopy(section or {})
     validator = _DefaultValidator(schema, registry=_registry(schema_path.parent.resolve()))
-    for _ in validator.iter_errors(data):  # first pass fills defaults
-        pass
-    errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
-    if errors:
-        err = errors[0]
-        key = ".".join(["generate", *map(str, err.absolute_path)])
-        if err.validator == "additionalProperties":
-            extra = [k for k in err.instance if k not in err.schema.get("properties", {})]
-            raise ConfigError("unknown key (see config/README.md)", key=f"{key}.{extra[0]}" if extra else key)
-        raise ConfigError(err.message, key=key)
-    return data
+    return check(validator, data, prefix="generate")
 
 
 def read_settings_arg(value: str | None) -> dict[str, Any]:
