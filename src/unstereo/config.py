@@ -96,6 +96,8 @@ def check(validator: Any, data: Any, prefix: str | None = None, source: str | No
         err = errors[0]
         if err.validator in _UNKNOWN:
             message = "unknown key (not in the schema; see config/README.md)"
+        elif err.validator == "not" and err.validator_value == {}:
+            message = "this key does not apply here (see config/README.md)"
         else:
             message = err.message
         key = _key_path(err)
