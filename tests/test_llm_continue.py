@@ -110,7 +110,9 @@ def test_tokens_outside_the_nucleus_are_never_drawn_and_rows_are_independent():
     # a mixed batch (greedy, nucleus, full) gives each row what it gets alone
     temps, tops, u = torch.tensor([0.0, 1.0, 1.0, 2.0]), torch.tensor([1.0, 0.75, 1.0, 0.9]), torch.tensor([0.3, 0.7, 0.68, 0.4])  # fmt: skip
     batch = sample_rows(_logits(P).repeat(4, 1), temps, tops, u).tolist()
-    alone = [sample_rows(_logits(P), temps[i : i + 1], tops[i : i + 1], u[i : i + 1]).item() for i in range(4)]
+    alone = [
+        sample_rows(_logits(P), temps[i : i + 1], tops[i : i + 1], u[i : i + 1]).item() for i in range(4)
+    ]
     assert batch == alone and batch[:3] == [1, 3, 2]
 
 
@@ -194,7 +196,9 @@ def test_base_model_has_no_chat_but_continues(loaded):
 
 
 def test_local_backend_loads_a_spec_and_caches(tiny_dir, tmp_path):
-    client = make_client(ModelSpec(path=str(tiny_dir)), cache=tmp_path / "c.sqlite", device="cpu", batch_size=4)
+    client = make_client(
+        ModelSpec(path=str(tiny_dir)), cache=tmp_path / "c.sqlite", device="cpu", batch_size=4
+    )
     reqs = [ContinuationRequest(p, max_tokens=5, seed=s) for p in PROMPTS["prompt"][:3] for s in (0, 1)]
     first = client.continue_many(reqs, show_progress=False)
     again = client.continue_many(reqs, show_progress=False)
@@ -225,7 +229,9 @@ def serving(loaded, fail_first: int = 0):
 
 def http(server, cache=None, **kw):
     spec = ModelSpec(endpoint=server.base_url, name="tiny")
-    return make_client(spec, cache=cache, max_retries=2, backoff_base=0.01, backoff_max=0.02, timeout=30, **kw)
+    return make_client(
+        spec, cache=cache, max_retries=2, backoff_base=0.01, backoff_max=0.02, timeout=30, **kw
+    )
 
 
 def test_http_continuations_equal_local_ones_and_are_cached(loaded, tmp_path):
@@ -239,7 +245,9 @@ def test_http_continuations_equal_local_ones_and_are_cached(loaded, tmp_path):
         usage = client.usage.total()
         client.close()
     pd.testing.assert_frame_equal(got.drop(columns="tokens"), local.drop(columns="tokens"))
-    assert got.equals(again) and calls == 21 and len(srv.log) == 21  # 20 samples + one 500 retried; rerun cached
+    assert (
+        got.equals(again) and calls == 21 and len(srv.log) == 21
+    )  # 20 samples + one 500 retried; rerun cached
     assert usage["retries"] == 1 and usage["calls"] == 20 and usage["cache_hits"] == 20
     body = next(e["body"] for e in srv.log if e["status"] == 200)
     assert srv.log[0]["path"] == "/v1/completions"

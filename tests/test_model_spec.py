@@ -32,12 +32,27 @@ def test_string_forms(text, spec):
 @pytest.mark.parametrize(
     "entry, spec",
     [
-        ({"path": "EleutherAI/pythia-70m", "revision": "main"}, ModelSpec(path="EleutherAI/pythia-70m", revision="main")),  # fmt: skip
+        (
+            {"path": "EleutherAI/pythia-70m", "revision": "main"},
+            ModelSpec(path="EleutherAI/pythia-70m", revision="main"),
+        ),  # fmt: skip
         ({"path": "models/x", "gguf_file": "f.gguf"}, ModelSpec(path="models/x", gguf_file="f.gguf")),
-        ({"resource": "qwen-coder", "gguf_file": "q.gguf"}, ModelSpec(path="ext/qwen-coder", gguf_file="q.gguf", resource="qwen-coder")),  # fmt: skip
-        ({"endpoint": "http://h/v1", "name": "m"}, ModelSpec(endpoint="http://h/v1", name="m", api_key_env="OPENAI_API_KEY")),  # fmt: skip
-        ({"endpoint": "http://h/v1", "name": "m", "api_key_env": "MY_KEY"}, ModelSpec(endpoint="http://h/v1", name="m", api_key_env="MY_KEY")),  # fmt: skip
-        ({"endpoint": "http://h/v1", "name": "m", "api_key_env": None}, ModelSpec(endpoint="http://h/v1", name="m")),  # fmt: skip
+        (
+            {"resource": "qwen-coder", "gguf_file": "q.gguf"},
+            ModelSpec(path="ext/qwen-coder", gguf_file="q.gguf", resource="qwen-coder"),
+        ),  # fmt: skip
+        (
+            {"endpoint": "http://h/v1", "name": "m"},
+            ModelSpec(endpoint="http://h/v1", name="m", api_key_env="OPENAI_API_KEY"),
+        ),  # fmt: skip
+        (
+            {"endpoint": "http://h/v1", "name": "m", "api_key_env": "MY_KEY"},
+            ModelSpec(endpoint="http://h/v1", name="m", api_key_env="MY_KEY"),
+        ),  # fmt: skip
+        (
+            {"endpoint": "http://h/v1", "name": "m", "api_key_env": None},
+            ModelSpec(endpoint="http://h/v1", name="m"),
+        ),  # fmt: skip
     ],
 )
 def test_mapping_forms(entry, spec):
@@ -45,7 +60,12 @@ def test_mapping_forms(entry, spec):
 
 
 def test_to_arg_round_trips_and_labels():
-    for text in ["EleutherAI/pythia-70m", "EleutherAI/pythia-70m@step1", "m/x.gguf", "endpoint:http://h/v1#m"]:
+    for text in [
+        "EleutherAI/pythia-70m",
+        "EleutherAI/pythia-70m@step1",
+        "m/x.gguf",
+        "endpoint:http://h/v1#m",
+    ]:
         assert resolve_model(text).to_arg() == text
     res = resolve_model("resource:smollm2/S.gguf", "ext")
     assert res.to_arg() == "ext/smollm2/S.gguf" and resolve_model(res.to_arg()).gguf_file == "S.gguf"
@@ -72,7 +92,11 @@ def test_command_line_extras_merge_or_clash():
 @pytest.mark.parametrize(
     "entry, key, message",
     [
-        ({"path": "a", "resource": "smollm2"}, "m", "exactly one of path, resource, endpoint .got path and resource"),
+        (
+            {"path": "a", "resource": "smollm2"},
+            "m",
+            "exactly one of path, resource, endpoint .got path and resource",
+        ),
         ({"gguf_file": "x.gguf"}, "m", "got none"),
         ({"path": "a", "colour": "red"}, "m.colour", "unknown model key"),
         ({"endpoint": "http://h/v1"}, "m.name", "needs `name`"),
@@ -114,7 +138,10 @@ def test_score_entry_keeps_its_own_keys_and_defaults():
 
 
 def test_generate_model_default_string_and_errors():
-    assert load_section({})["model"] == {"resource": "qwen-coder", "gguf_file": "qwen2.5-coder-0.5b-instruct.gguf"}
+    assert load_section({})["model"] == {
+        "resource": "qwen-coder",
+        "gguf_file": "qwen2.5-coder-0.5b-instruct.gguf",
+    }
     assert load_section({"model": "endpoint:http://h/v1#m"})["model"] == "endpoint:http://h/v1#m"
     ok = {"endpoint": "http://h/v1", "name": "m", "api_key_env": "K"}
     assert load_section({"model": ok})["model"] == ok

@@ -128,7 +128,9 @@ def _check(entry: Mapping[str, Any], key: str, source: str | None) -> None:
         raise _fail(f"a model needs exactly one of path, resource, endpoint (got {what})", key, source)
     if kinds == ["endpoint"]:
         if not entry.get("name"):
-            raise _fail("an endpoint model needs `name` (the model name at the endpoint)", f"{key}.name", source)
+            raise _fail(
+                "an endpoint model needs `name` (the model name at the endpoint)", f"{key}.name", source
+            )
         for k in ("gguf_file", "revision"):
             if entry.get(k):
                 raise _fail(f"`{k}` does not apply to an endpoint model", f"{key}.{k}", source)
@@ -175,7 +177,9 @@ def resolve_model(
             continue
         if data.get(k) not in (None, v):
             raise _fail(f"given twice with different values ({data[k]!r} and {v!r})", f"{key}.{k}", source)
-        if k != "api_key_env" or data.get("endpoint"):  # the shared --api-key-env option is ignored for local models
+        if k != "api_key_env" or data.get(
+            "endpoint"
+        ):  # the shared --api-key-env option is ignored for local models
             data[k] = v
     _check(data, key, source)
     if data.get("endpoint"):

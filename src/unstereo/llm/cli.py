@@ -88,15 +88,25 @@ def chat(model, message, system, temperature, top_p, max_tokens, seed, as_json, 
     type=click.Path(dir_okay=False),
     help="CONTINUATIONS table to write (.parquet or .csv)",
 )
-@click.option("-n", "--n", "n", type=click.IntRange(1), default=1, show_default=True, help="samples per prompt")
+@click.option(
+    "-n", "--n", "n", type=click.IntRange(1), default=1, show_default=True, help="samples per prompt"
+)
 @click.option("--temperature", type=click.FloatRange(0), default=1.0, show_default=True, help="0 = greedy")
 @click.option("--top-p", type=click.FloatRange(0, 1, min_open=True), default=1.0, show_default=True)
 @click.option("--max-new-tokens", type=click.IntRange(1), default=64, show_default=True)
 @click.option("--stop", multiple=True, help="stop string (repeatable); the text is cut before it")
-@click.option("--seed", type=int, default=0, show_default=True, help="sample j of every prompt uses seed SEED + j")
-@click.option("--batch-size", type=click.IntRange(1), default=8, show_default=True, help="local: prompts per batch")
-@click.option("--concurrency", type=click.IntRange(1), default=4, show_default=True, help="endpoint: parallel calls")
-@click.option("--chunk-size", type=click.IntRange(1), default=64, show_default=True, help="prompts per resumable chunk")
+@click.option(
+    "--seed", type=int, default=0, show_default=True, help="sample j of every prompt uses seed SEED + j"
+)
+@click.option(
+    "--batch-size", type=click.IntRange(1), default=8, show_default=True, help="local: prompts per batch"
+)
+@click.option(
+    "--concurrency", type=click.IntRange(1), default=4, show_default=True, help="endpoint: parallel calls"
+)
+@click.option(
+    "--chunk-size", type=click.IntRange(1), default=64, show_default=True, help="prompts per resumable chunk"
+)
 @_client_options
 def continue_(model, prompts, output, n, temperature, top_p, max_new_tokens, stop, seed, batch_size, concurrency,
               chunk_size, cache, timeout, max_retries, device, dtype, usage_path, api_key_env, external_dir) -> None:  # fmt: skip

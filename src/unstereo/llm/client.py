@@ -46,7 +46,9 @@ class LLMClient:
 
     def _call(self, reqs: list[LLMRequest]) -> list[ChatResult]:
         tag = reqs[0].tag
-        call = self.backend.continue_batch if isinstance(reqs[0], ContinuationRequest) else self.backend.complete
+        call = (
+            self.backend.continue_batch if isinstance(reqs[0], ContinuationRequest) else self.backend.complete
+        )
         try:
             results = call(reqs, on_retry=lambda: self.usage.add(tag, retries=1))
         except Exception:

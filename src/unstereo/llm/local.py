@@ -9,8 +9,6 @@ which other prompts share its batch (up to float rounding of the forward pass); 
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..log import get_logger
 from ..model_spec import ModelSpec, resolve_model
 from .types import ChatRequest, ChatResult, ContinuationRequest

@@ -37,7 +37,9 @@ CONTINUATIONS = TableSchema(
         Column("sample", "int", "sample index 0..n-1"),
         Column("seed", "int", "the sample's seed (base seed + sample)"),
         Column("continuation", "str", "the generated text (cut before the first stop string)"),
-        Column("finish_reason", "str", "`stop` (end of sequence or a stop string) or `length`", nullable=True),
+        Column(
+            "finish_reason", "str", "`stop` (end of sequence or a stop string) or `length`", nullable=True
+        ),
         Column("tokens", "int", "tokens generated (as reported by the backend)"),
     ),
     unique=("prompt_id", "sample"),
