@@ -1,5 +1,6 @@
 # Rules of the generate stage: LLM generation of USE-k benchmarks (logic in src/unstereo/generate).
 import json
+import shlex
 
 from unstereo.generate.settings import load_section
 from unstereo.model_spec import resolve_model
@@ -48,10 +49,15 @@ rule generate_use:
             else stage_seed("generate")
         ),
         out_dir=lambda wc, output: Path(output.full).parent,
-        external_dir=EXTERNAL,
+        # the folder of the offline resources, from the resource's manifest (for a `resource` model only)
+        external_dir=lambda wc, input: (
+            f"--external-dir {shlex.quote(str(Path(input.model[0]).parent.parent))}"
+            if input.model
+            else ""
+        ),
     shell:
         "unstereo generate run --seed-words {input.seed_words} --benchmark {wildcards.benchmark}"
-        " -o {params.out_dir} --settings {params.settings:q} --external-dir {params.external_dir:q}"
+        " -o {params.out_dir} --settings {params.settings:q} {params.external_dir}"
         " --cache {params.cache:q} --seed {params.seed} > {log} 2>&1"
 
 

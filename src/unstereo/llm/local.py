@@ -76,8 +76,12 @@ class _RowSampler:
             u = torch.cat([torch.rand(1, generator=g, dtype=torch.float64) for g in self.generators])
         else:
             u = torch.zeros(len(self.generators), dtype=torch.float64)
-        dev = scores.device
-        tok = sample_rows(scores, self.temperatures.to(dev), self.top_ps.to(dev), u.to(dev))
+        if self.temperatures.device != scores.device:  # moved once, on the first step
+            self.temperatures, self.top_ps = (
+                self.temperatures.to(scores.device),
+                self.top_ps.to(scores.device),
+            )
+        tok = sample_rows(scores, self.temperatures, self.top_ps, u.to(scores.device))
         out = torch.full_like(scores, float("-inf"))
         out.scatter_(1, tok[:, None], 0.0)
         return out
