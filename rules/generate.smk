@@ -1,7 +1,9 @@
 # Rules of the generate stage: LLM generation of USE-k benchmarks (logic in src/unstereo/generate).
 import json
+import shlex
 
 from unstereo.generate.settings import load_section
+from unstereo.model_spec import resolve_model
 
 # The section with every default filled in (validated against workflow/schemas/generate.schema.yaml).
 GENERATE = load_section(config.get("generate", {}))
@@ -9,11 +11,10 @@ GENERATE = load_section(config.get("generate", {}))
 
 # The seed-word CSV: the configured file, else the vocabulary stage's output.
 GENERATE_SEED_WORDS = GENERATE["seed_words"] or results("vocabulary", "seed_words.csv")
-# The offline resource holding the local model (none for the HTTP backend or a hub id).
+# The chat model (unstereo.model_spec); the offline resource holding it is an input (none for an endpoint or a hub id).
+GENERATE_MODEL = resolve_model(GENERATE["model"], EXTERNAL, key="generate.model")
 GENERATE_MODEL_INPUT = (
-    [resource_manifest(GENERATE["model_resource"])]
-    if GENERATE["backend"] == "local" and GENERATE["model_resource"]
-    else []
+    [resource_manifest(GENERATE_MODEL.resource)] if GENERATE_MODEL.resource else []
 )
 
 
@@ -41,12 +42,6 @@ rule generate_use:
         runtime=24 * 60,
     params:
         settings=json.dumps(GENERATE),
-        # a file inside the resource folder, or the configured name / path / hub id
-        model=lambda wc, input: (
-            str(Path(input.model[0]).parent / GENERATE["model"])
-            if input.model
-            else GENERATE["model"]
-        ),
         cache=GENERATE["cache"] or results("llm-cache.sqlite"),
         seed=(
             GENERATE["seed"]
@@ -54,9 +49,15 @@ rule generate_use:
             else stage_seed("generate")
         ),
         out_dir=lambda wc, output: Path(output.full).parent,
+        # the folder of the offline resources, from the resource's manifest (for a `resource` model only)
+        external_dir=lambda wc, input: (
+            f"--external-dir {shlex.quote(str(Path(input.model[0]).parent.parent))}"
+            if input.model
+            else ""
+        ),
     shell:
         "unstereo generate run --seed-words {input.seed_words} --benchmark {wildcards.benchmark}"
-        " -o {params.out_dir} --settings {params.settings:q} --model {params.model:q}"
+        " -o {params.out_dir} --settings {params.settings:q} {params.external_dir}"
         " --cache {params.cache:q} --seed {params.seed} > {log} 2>&1"
 
 

@@ -1,7 +1,8 @@
-"""A real OpenAI-compatible chat-completions server on 127.0.0.1 for the tests (http.server in a thread).
+"""A real OpenAI-compatible server on 127.0.0.1 for the tests (http.server in a thread): ``/v1/chat/completions``
+and the legacy text-completion endpoint ``/v1/completions``.
 
 ``ScriptedServer(responder)``: ``responder(body, index)`` returns a :class:`Reply` (status, text or raw body, delay,
-headers). Every request is recorded (body, Authorization header, status sent) so tests can count calls.
+headers, finish reason); a 200 reply is wrapped as a chat completion or a text completion after the request path. Every request is recorded (body, Authorization header, status sent) so tests can count calls.
 Also: :func:`prompt_matcher` turns the project's prompt templates back into (prompt id, fields) for a request.
 """
 
@@ -23,6 +24,7 @@ class Reply:
     delay: float = 0.0
     raw: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    finish_reason: str = "stop"
 
 
 def completion(text: str, prompt_tokens: int = 10, completion_tokens: int = 5) -> str:
@@ -36,6 +38,24 @@ def completion(text: str, prompt_tokens: int = 10, completion_tokens: int = 5) -
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens},
         }
     )
+
+
+def text_completion(
+    text: str, finish_reason: str = "stop", prompt_tokens: int = 10, completion_tokens: int = 5
+) -> str:
+    """A response of the legacy ``/v1/completions`` endpoint."""
+    return json.dumps(
+        {
+            "id": "x",
+            "object": "text_completion",
+            "choices": [{"index": 0, "text": text, "finish_reason": finish_reason, "logprobs": None}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens},
+        }
+    )
+
+
+def is_text_completion(path: str) -> bool:
+    return path.rstrip("/").endswith("/completions") and not path.rstrip("/").endswith("/chat/completions")
 
 
 class ScriptedServer:
@@ -71,7 +91,11 @@ class ScriptedServer:
                         reply.raw
                         if reply.raw is not None
                         else (
-                            completion(reply.text or "")
+                            (
+                                text_completion(reply.text or "", reply.finish_reason)
+                                if is_text_completion(self.path)
+                                else completion(reply.text or "")
+                            )
                             if reply.status == 200
                             else json.dumps({"error": reply.text})
                         )

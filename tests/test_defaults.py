@@ -74,10 +74,9 @@ def test_resource_names_and_manifest():
     # model resources: the ones whose pinned files include a GGUF model
     gguf = [name for name, r in RESOURCES.items() if any(p.endswith(".gguf") for p in r.pinned)]
     assert common["model_resource"]["enum"] == gguf == ["smollm2", "gemma3", "qwen-coder"]
-    assert _find(_schema("score"), "resource") == [{"$ref": "common.schema.yaml#/$defs/model_resource"}]
-    # generate.schema.yaml is validated on its own by unstereo.generate.settings (no $ref): same list, plus null
-    generate = _schema("generate")["properties"]["model_resource"]["enum"]
-    assert generate == [*gguf, None]
+    # every model entry (score.models, generate.model, ...) is a model spec whose `resource` is that definition
+    assert _find(_schema("model"), "resource") == [{"$ref": "common.schema.yaml#/$defs/model_resource"}]
+    assert _find(_schema("score"), "resource") == _find(_schema("generate"), "resource") == []
     assert MANIFEST == RESOURCE_MANIFEST == "RESOURCE.json"
 
 

@@ -146,7 +146,7 @@ EXPECTED_CALLS = 25
 
 
 def run_stage(server, cache, settings=SETTINGS, concurrency=4):
-    client = make_client("openai", "m", base_url=server.base_url, api_key_env="UNSTEREO_TEST_KEY", cache=cache,
+    client = make_client({"endpoint": server.base_url, "name": "m", "api_key_env": "UNSTEREO_TEST_KEY"}, cache=cache,
                          concurrency=concurrency, max_retries=0, timeout=5)  # fmt: skip
     try:
         return generate_benchmark(["apple", "quietly"], 5, client, PROMPTS, settings), client
@@ -258,7 +258,7 @@ def test_cli_run_writes_tables_summary_usage(tmp_path, monkeypatch):
     monkeypatch.setenv("UNSTEREO_TEST_KEY", KEY)
     (tmp_path / "seeds.csv").write_text("word,delta\napple,0.1\nquietly,-0.2\n")
     with ScriptedServer(scripted) as srv:
-        settings = {"backend": "openai", "model": "m", "base_url": srv.base_url, "api_key_env": "UNSTEREO_TEST_KEY",
+        settings = {"model": {"endpoint": srv.base_url, "name": "m", "api_key_env": "UNSTEREO_TEST_KEY"},
                     "n_sentences": 3, "revision_max_tries": 1, "generation_max_tries": 2, "seed": 0,
                     "max_retries": 0, "prices": {"prompt_per_1m": 1.0, "completion_per_1m": 2.0}}  # fmt: skip
         out = tmp_path / "results" / "generate" / "USE-5"

@@ -107,7 +107,7 @@ def test_replay_reproduces_released_use5(reference_dir, tmp_path, monkeypatch):
     )
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with ScriptedServer(replay) as srv:
-        client = make_client("openai", "replay", base_url=srv.base_url, api_key_env=None,
+        client = make_client({"endpoint": srv.base_url, "name": "replay", "api_key_env": None},
                              cache=tmp_path / "c.sqlite", concurrency=16, max_retries=0, timeout=30)  # fmt: skip
         full = generate_benchmark(replay.seed_words, 5, client, prompts, settings, benchmark="USE-5")
         client.close()

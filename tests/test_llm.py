@@ -22,7 +22,8 @@ def http_client(server, tmp_path=None, **kw):
     opts.update(kw)
     cache = kw.pop("cache", None) if "cache" in kw else (tmp_path / "cache.sqlite" if tmp_path else None)
     opts.pop("cache", None)
-    return make_client("openai", "test-model", base_url=server.base_url, cache=cache, **opts)
+    spec = {"endpoint": server.base_url, "name": "test-model", "api_key_env": opts.pop("api_key_env")}
+    return make_client(spec, cache=cache, **opts)
 
 
 @pytest.fixture(autouse=True)
@@ -162,7 +163,7 @@ def test_cli_chat_uses_cache(tmp_path):
     from unstereo.cli import cli
 
     with ScriptedServer(lambda body, i: Reply("pong")) as srv:
-        args = ["llm", "chat", "ping", "--backend", "openai", "--model", "m", "--base-url", srv.base_url,
+        args = ["llm", "chat", f"endpoint:{srv.base_url}#m", "ping",
                 "--api-key-env", "UNSTEREO_TEST_KEY", "--cache", str(tmp_path / "c.sqlite"), "--json"]  # fmt: skip
         r1 = CliRunner().invoke(cli, args)
         r2 = CliRunner().invoke(cli, args + ["--usage", str(tmp_path / "u.json")])

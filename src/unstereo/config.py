@@ -7,6 +7,7 @@ so each stage documents its own keys. Errors name the dotted key path, e.g. ``co
 from __future__ import annotations
 
 import copy
+import re
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -72,18 +73,54 @@ def _extend_with_default(validator_class):
 _DefaultValidator = _extend_with_default(jsonschema.Draft202012Validator)
 
 
+_UNKNOWN = ("additionalProperties", "unevaluatedProperties")
+
+
+def _unexpected(error: jsonschema.ValidationError) -> list[str]:
+    """The unknown keys an additionalProperties/unevaluatedProperties error is about."""
+    if not isinstance(error.instance, dict):
+        return []
+    if error.validator == "additionalProperties":
+        allowed = set(error.schema.get("properties", {}))
+        return [str(k) for k in error.instance if k not in allowed]
+    # unevaluatedProperties: the allowed keys are spread over $ref'd schemas; the message names the others
+    m = re.search(r"\((.*) (?:was|were) unexpected\)", error.message)
+    return re.findall(r"'([^']*)'", m.group(1)) if m else []
+
+
 def _key_path(error: jsonschema.ValidationError) -> str:
     path = [str(p) for p in error.absolute_path]
-    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
-        allowed = set(error.schema.get("properties", {}))
-        extra = [k for k in error.instance if k not in allowed]
+    if error.validator in _UNKNOWN:
+        extra = _unexpected(error)
         if extra:
-            path.append(str(extra[0]))
+            path.append(extra[0])
     if error.validator == "required" and isinstance(error.validator_value, list):
         missing = [k for k in error.validator_value if k not in (error.instance or {})]
         if missing:
             path.append(str(missing[0]))
     return ".".join(path) or "<top level>"
+
+
+def check(validator: Any, data: Any, prefix: str | None = None, source: str | None = None) -> Any:
+    """Fill in defaults of ``data`` in place and raise :class:`ConfigError` naming the first offending key
+    (``prefix.`` prepended: a section validated alone); return ``data``."""
+    # Two passes: defaults first (so that nested defaults exist), then a clean error list.
+    for _ in validator.iter_errors(data):
+        pass
+    errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+    if errors:
+        err = errors[0]
+        if err.validator in _UNKNOWN:
+            message = "unknown key (not in the schema; see config/README.md)"
+        elif err.validator == "not" and err.validator_value == {}:
+            message = "this key does not apply here (see config/README.md)"
+        else:
+            message = err.message
+        key = _key_path(err)
+        if prefix:
+            key = prefix if key == "<top level>" else f"{prefix}.{key}"
+        raise ConfigError(message, key=key, source=source)
+    return data
 
 
 def validate_config(
@@ -97,18 +134,7 @@ def validate_config(
     schema_dir = Path(schema_dir) if schema_dir else SCHEMA_DIR
     schema = _load_yaml(schema_dir / SCHEMA_FILE)
     validator = _DefaultValidator(schema, registry=_registry(schema_dir.resolve()))
-    # Two passes: defaults first (so that nested defaults exist), then a clean error list.
-    for _ in validator.iter_errors(config):
-        pass
-    errors = sorted(validator.iter_errors(config), key=lambda e: list(e.absolute_path))
-    if errors:
-        err = errors[0]
-        if err.validator == "additionalProperties":
-            message = "unknown key (not in the schema; see config/README.md)"
-        else:
-            message = err.message
-        raise ConfigError(message, key=_key_path(err), source=source)
-    return config
+    return check(validator, config, source=source)
 
 
 def load_config(path: str | Path, schema_dir: str | Path | None = None) -> dict[str, Any]:

@@ -1,47 +1,24 @@
 """Loading causal language models and their tokenizers: hub ids, local folders and GGUF files.
 
-A model spec is a hub id (``EleutherAI/pythia-70m``), a local Hugging Face folder, or a GGUF file path
-(``data/external/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf``). GGUF files are dequantised to fp32 by transformers,
-which takes 20-40 s on a small CPU; the first load therefore converts the file once into a plain Hugging Face folder
-next to it (``<file>.hf/``), and later loads read that folder in seconds.
+A model is named by a :class:`~unstereo.model_spec.ModelSpec` (see :mod:`unstereo.model_spec`): a hub id
+(``EleutherAI/pythia-70m``), a local Hugging Face folder, a GGUF file
+(``data/external/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf``) or an offline resource's file. GGUF files are
+dequantised to fp32 by transformers, which takes 20-40 s on a small CPU; the first load therefore converts the file
+once into a plain Hugging Face folder next to it (``<file>.hf/``), and later loads read that folder in seconds.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .errors import UnstereoError
 from .log import get_logger
+from .model_spec import ModelSpec, resolve_model
 
 log = get_logger("models")
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """Where a model comes from: ``path`` (hub id or folder) plus, for GGUF, the file name inside it."""
-
-    path: str
-    gguf_file: str | None = None
-    revision: str | None = None
-
-    @classmethod
-    def parse(cls, spec: str, gguf_file: str | None = None, revision: str | None = None) -> ModelSpec:
-        """A ``.gguf`` path becomes (folder, file); anything else is a hub id or folder."""
-        if gguf_file is None and spec.endswith(".gguf"):
-            p = Path(spec)
-            return cls(str(p.parent), p.name, revision)
-        return cls(spec, gguf_file, revision)
-
-    @property
-    def converted_dir(self) -> Path | None:
-        """The Hugging Face folder a GGUF file is converted into (None for non-GGUF specs)."""
-        if self.gguf_file is None:
-            return None
-        return Path(self.path) / f"{self.gguf_file}.hf"
 
 
 def resolve_device(device: str = "auto") -> str:
@@ -114,8 +91,9 @@ def load_causal_lm(spec: ModelSpec | str, dtype: str = "auto", device: str = "au
     """Load (model, tokenizer) for ``spec`` in eval mode on ``device`` with ``dtype``."""
     from transformers import AutoModelForCausalLM
 
-    if isinstance(spec, str):
-        spec = ModelSpec.parse(spec)
+    spec = resolve_model(spec)
+    if spec.is_remote:
+        raise UnstereoError(f"model {spec.to_arg()!r} is served by an endpoint; it cannot be loaded locally")
     device = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, device)
     path = convert_gguf(spec) if spec.gguf_file else spec.path

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from .. import cli_options
 from ..errors import InputError
 
 
@@ -63,10 +64,12 @@ def group() -> None:
     default=None,
     help="generate config section: inline JSON or a YAML/JSON file (a whole config or the section)",
 )
-@click.option("--backend", type=click.Choice(["local", "openai"]), default=None, help="overrides settings")
-@click.option("--model", default=None, help="overrides settings (for local: hub id, folder or .gguf path)")
-@click.option("--base-url", default=None, help="overrides settings")
-@click.option("--api-key-env", default=None, help="NAME of the API-key variable; overrides settings")
+@click.option(
+    "--model",
+    default=None,
+    help="the chat model, overrides settings (hub id, folder, .gguf, resource:NAME/FILE.gguf or endpoint:URL#NAME)",
+)
+@cli_options.model_options
 @click.option(
     "--cache",
     default=None,
@@ -76,20 +79,21 @@ def group() -> None:
 @click.option("--max-seed-words", type=int, default=None, help="overrides settings")
 @click.option("--seed", type=int, default=None, help="base seed of the sampled calls; overrides settings")
 @click.option("--prompts-dir", default=None, type=click.Path(file_okay=False), help="overrides settings")
-def run(seed_words_path, benchmark, k, out_dir, settings, backend, model, base_url, api_key_env, cache,
-        max_seed_words, seed, prompts_dir) -> None:  # fmt: skip
+def run(seed_words_path, benchmark, k, out_dir, settings, model, api_key_env, external_dir, cache, max_seed_words,
+        seed, prompts_dir) -> None:  # fmt: skip
     """Generate one USE-k benchmark from SEED_WORDS; every LLM call is cached (a rerun never repeats one)."""
     from ..io import write_json
     from ..llm import make_client
     from ..log import get_logger
+    from ..model_spec import resolve_model
     from ..tables import PAIRS, write_table
     from .pipeline import GenerateSettings, generate_benchmark, summarize, to_pairs
     from .prompts import load_prompts
     from .settings import load_section, read_settings_arg
 
     log = get_logger("generate")
-    overrides = {"backend": backend, "model": model, "base_url": base_url, "api_key_env": api_key_env,
-                 "cache": cache, "max_seed_words": max_seed_words, "seed": seed, "prompts_dir": prompts_dir}  # fmt: skip
+    overrides = {"model": model, "cache": cache, "max_seed_words": max_seed_words, "seed": seed,
+                 "prompts_dir": prompts_dir}  # fmt: skip
     cfg = read_settings_arg(settings)
     cfg.update({key: v for key, v in overrides.items() if v is not None})
     cfg = load_section(cfg)
@@ -103,8 +107,9 @@ def run(seed_words_path, benchmark, k, out_dir, settings, backend, model, base_u
     cache_path = cfg["cache"] or str(out.parent.parent / "llm-cache.sqlite")
     words = read_seed_words(seed_words_path, cfg["max_seed_words"])
     prompts = load_prompts(cfg["prompts_dir"])
+    spec = resolve_model(cfg["model"], external_dir, key="generate.model", api_key_env=api_key_env)
     client = make_client(
-        cfg["backend"], cfg["model"], base_url=cfg["base_url"], api_key_env=cfg["api_key_env"], cache=cache_path,
+        spec, cache=cache_path,
         concurrency=cfg["concurrency"], timeout=cfg["timeout"], max_retries=cfg["max_retries"],
         backoff_base=cfg["backoff_base"], backoff_max=cfg["backoff_max"], send_seed=cfg["send_seed"],
         device=cfg["device"], dtype=cfg["dtype"], batch_size=cfg["batch_size"],

@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from ..config import SCHEMA_DIR, _DefaultValidator
+from ..config import SCHEMA_DIR, _DefaultValidator, _registry, check
 from ..errors import ConfigError
 
 
@@ -20,18 +20,8 @@ def load_section(
     schema_path = Path(schema_dir or SCHEMA_DIR) / "generate.schema.yaml"
     schema = yaml.safe_load(schema_path.read_text(encoding="utf-8"))
     data = copy.deepcopy(section or {})
-    validator = _DefaultValidator(schema)
-    for _ in validator.iter_errors(data):  # first pass fills defaults
-        pass
-    errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
-    if errors:
-        err = errors[0]
-        key = ".".join(["generate", *map(str, err.absolute_path)])
-        if err.validator == "additionalProperties":
-            extra = [k for k in err.instance if k not in err.schema.get("properties", {})]
-            raise ConfigError("unknown key (see config/README.md)", key=f"{key}.{extra[0]}" if extra else key)
-        raise ConfigError(err.message, key=key)
-    return data
+    validator = _DefaultValidator(schema, registry=_registry(schema_path.parent.resolve()))
+    return check(validator, data, prefix="generate")
 
 
 def read_settings_arg(value: str | None) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""SQLite cache of chat completions: one row per finished call, committed as soon as the call returns.
+"""SQLite cache of LLM calls (chat completions and text continuations): one row per finished call, committed as soon as the call returns.
 
 WAL mode lets several threads (and a second process) read while one writes; a lock serialises this process's
 writes on its single connection. Rows hold the request (messages and parameters, never credentials) for inspection.
@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 
-from .types import ChatRequest, ChatResult
+from .types import ChatResult, LLMRequest
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS completions (
@@ -49,10 +49,8 @@ class ChatCache:
             row = self._conn.execute("SELECT response FROM completions WHERE key = ?", (key,)).fetchone()
         return None if row is None else ChatResult.from_json(row[0], cached=True)
 
-    def put(self, key: str, backend: str, model: str, request: ChatRequest, result: ChatResult) -> None:
-        req = json.dumps(
-            {"messages": request.message_dicts(), "params": request.params()}, ensure_ascii=False
-        )
+    def put(self, key: str, backend: str, model: str, request: LLMRequest, result: ChatResult) -> None:
+        req = json.dumps({**request.payload(), "params": request.params()}, ensure_ascii=False)
         with self._lock:
             self._conn.execute(
                 "INSERT OR REPLACE INTO completions VALUES (?, ?, ?, ?, ?, ?)",

@@ -1,4 +1,5 @@
-"""``unstereo llm``: one-off chat completions through the project's client (cache, retries, usage log)."""
+"""``unstereo llm``: one-off chat completions and sampled text continuations through the project's client (cache,
+retries, usage log)."""
 
 from __future__ import annotations
 
@@ -6,26 +7,36 @@ import json
 
 import click
 
-from .client import make_client
-from .types import ChatRequest
+from .. import cli_options
+
+_CLIENT_OPTIONS = (
+    click.option(
+        "--cache", type=click.Path(dir_okay=False), default=None, help="SQLite cache file (default: none)"
+    ),
+    click.option("--timeout", type=float, default=60.0, show_default=True, help="seconds per HTTP request"),
+    click.option("--max-retries", type=int, default=6, show_default=True),
+    click.option("--device", default="auto", show_default=True, help="local models: auto, cpu, cuda, mps"),
+    click.option("--dtype", default="auto", show_default=True, help="local models: auto, float32, bfloat16"),
+    click.option(
+        "--usage", "usage_path", type=click.Path(dir_okay=False), default=None, help="write usage JSON here"
+    ),
+)
+
+
+def _client_options(f):
+    for option in reversed(_CLIENT_OPTIONS):
+        f = option(f)
+    return cli_options.model_options(f)
 
 
 @click.group("llm")
 def group() -> None:
-    """Chat-completion client (OpenAI-compatible HTTP endpoints or a local transformers model)."""
+    """LLM client: chat completions and text continuations (OpenAI-compatible endpoints or local transformers)."""
 
 
-@group.command("chat")
+@group.command("chat", epilog=cli_options.MODEL_FORMS)
+@click.argument("model")
 @click.argument("message")
-@click.option("--backend", type=click.Choice(["openai", "local"]), default="local", show_default=True)
-@click.option("--model", required=True, help="model name (HTTP) or hub id / folder / .gguf file (local)")
-@click.option("--base-url", default=None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
-@click.option(
-    "--api-key-env",
-    default="OPENAI_API_KEY",
-    show_default=True,
-    help="NAME of the variable holding the API key",
-)
 @click.option("--system", default=None, help="optional system message")
 @click.option("--temperature", type=float, default=0.0, show_default=True)
 @click.option("--top-p", type=float, default=1.0, show_default=True)
@@ -33,43 +44,17 @@ def group() -> None:
 @click.option(
     "--seed", type=int, default=0, show_default=True, help="sample index / seed (part of the cache key)"
 )
-@click.option(
-    "--cache", type=click.Path(dir_okay=False), default=None, help="SQLite cache file (default: none)"
-)
-@click.option("--timeout", type=float, default=60.0, show_default=True, help="seconds per HTTP request")
-@click.option("--max-retries", type=int, default=6, show_default=True)
-@click.option(
-    "--usage", "usage_path", type=click.Path(dir_okay=False), default=None, help="write usage JSON here"
-)
 @click.option("--json", "as_json", is_flag=True, help="print the result as JSON (text, tokens, cached)")
-def chat(
-    message,
-    backend,
-    model,
-    base_url,
-    api_key_env,
-    system,
-    temperature,
-    top_p,
-    max_tokens,
-    seed,
-    cache,
-    timeout,
-    max_retries,
-    usage_path,
-    as_json,
-) -> None:
-    """Send MESSAGE (a user turn) and print the answer."""
-    client = make_client(
-        backend,
-        model,
-        base_url=base_url,
-        api_key_env=api_key_env,
-        cache=cache,
-        timeout=timeout,
-        max_retries=max_retries,
-        batch_size=1,
-    )
+@_client_options
+def chat(model, message, system, temperature, top_p, max_tokens, seed, as_json, cache, timeout, max_retries,
+         device, dtype, usage_path, api_key_env, external_dir) -> None:  # fmt: skip
+    """Send MESSAGE (a user turn) to MODEL (an instruct model) and print the answer."""
+    from .client import make_client
+    from .types import ChatRequest
+
+    spec = cli_options.resolve_cli_model(model, api_key_env, external_dir)
+    client = make_client(spec, cache=cache, timeout=timeout, max_retries=max_retries, batch_size=1,
+                         device=device, dtype=dtype)  # fmt: skip
     try:
         messages = ((("system", system),) if system else ()) + (("user", message),)
         req = ChatRequest(messages, temperature=temperature, max_tokens=max_tokens, top_p=top_p, seed=seed)
@@ -91,3 +76,63 @@ def chat(
         )
     else:
         click.echo(res.text)
+
+
+@group.command("continue", epilog=cli_options.MODEL_FORMS)
+@click.argument("model")
+@click.argument("prompts", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="CONTINUATIONS table to write (.parquet or .csv)",
+)
+@click.option(
+    "-n", "--n", "n", type=click.IntRange(1), default=1, show_default=True, help="samples per prompt"
+)
+@click.option("--temperature", type=click.FloatRange(0), default=1.0, show_default=True, help="0 = greedy")
+@click.option("--top-p", type=click.FloatRange(0, 1, min_open=True), default=1.0, show_default=True)
+@click.option("--max-new-tokens", type=click.IntRange(1), default=64, show_default=True)
+@click.option("--stop", multiple=True, help="stop string (repeatable); the text is cut before it")
+@click.option(
+    "--seed", type=int, default=0, show_default=True, help="sample j of every prompt uses seed SEED + j"
+)
+@click.option(
+    "--batch-size", type=click.IntRange(1), default=8, show_default=True, help="local: prompts per batch"
+)
+@click.option(
+    "--concurrency", type=click.IntRange(1), default=4, show_default=True, help="endpoint: parallel calls"
+)
+@click.option(
+    "--chunk-size", type=click.IntRange(1), default=64, show_default=True, help="prompts per resumable chunk"
+)
+@_client_options
+def continue_(model, prompts, output, n, temperature, top_p, max_new_tokens, stop, seed, batch_size, concurrency,
+              chunk_size, cache, timeout, max_retries, device, dtype, usage_path, api_key_env, external_dir) -> None:  # fmt: skip
+    """Sample N text continuations of every prompt of PROMPTS with MODEL (base or instruct; no chat template).
+
+    \b
+    PROMPTS: a .csv/.parquet/.jsonl table with columns prompt_id, prompt.
+    Output columns: prompt_id, sample, seed, continuation, finish_reason, tokens.
+    An endpoint model is called at URL/completions. Resumable: finished chunks are kept beside the output
+    (and every call is cached with --cache).
+    """
+    from .client import make_client
+    from .sample import SampleSettings, read_prompts, sample_continuations
+
+    spec = cli_options.resolve_cli_model(model, api_key_env, external_dir)
+    table = read_prompts(prompts)
+    try:
+        settings = SampleSettings(n, temperature, top_p, max_new_tokens, tuple(stop), seed)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from exc
+    client = make_client(spec, cache=cache, timeout=timeout, max_retries=max_retries, batch_size=batch_size,
+                         concurrency=concurrency, device=device, dtype=dtype)  # fmt: skip
+    try:
+        df = sample_continuations(client, table, output, settings, chunk_size=chunk_size, source=prompts)
+        if usage_path:
+            client.write_usage(usage_path)
+    finally:
+        client.close()
+    click.echo(f"{output}: {len(df)} continuations of {len(table)} prompts with {client.model_id}", err=True)

@@ -1,28 +1,32 @@
 """The client every LLM call goes through: cache first, then the backend under a concurrency limit.
 
-Each finished call is written to the cache immediately (not at the end of a batch of work), so killing a run loses
-at most the calls in flight. Identical requests in one :meth:`LLMClient.chat_many` are sent once.
+Two kinds of call: chat completions (:meth:`LLMClient.chat_many`) and plain text continuations
+(:meth:`LLMClient.continue_many`, base models included). Each finished call is written to the cache immediately (not
+at the end of a batch of work), so killing a run loses at most the calls in flight. Identical requests in one call
+of either method are sent once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from ..io import write_json
 from ..log import get_logger, progress
+from ..model_spec import ModelSpec, resolve_model
 from .cache import ChatCache
-from .types import ChatRequest, ChatResult, Usage
+from .types import ChatRequest, ChatResult, ContinuationRequest, LLMRequest, Usage
 
 log = get_logger("llm")
 
 
 class LLMClient:
-    """Chat completions with caching, a concurrency limit and a usage log.
+    """Chat completions and text continuations with caching, a concurrency limit and a usage log.
 
-    ``backend`` is an object with ``name``, ``model``, ``batch_size`` and ``complete(requests) -> results``.
+    ``backend`` is an object with ``name``, ``model``, ``batch_size``, ``complete(chat_requests, on_retry)`` and
+    ``continue_batch(continuation_requests, on_retry)``, each returning one :class:`ChatResult` per request.
     """
 
     def __init__(
@@ -37,13 +41,16 @@ class LLMClient:
     def model_id(self) -> str:
         return f"{self.backend.name}:{self.backend.model}"
 
-    def _key(self, req: ChatRequest) -> str:
+    def _key(self, req: LLMRequest) -> str:
         return req.cache_key(self.backend.name, self.backend.model)
 
-    def _call(self, reqs: list[ChatRequest]) -> list[ChatResult]:
+    def _call(self, reqs: list[LLMRequest]) -> list[ChatResult]:
         tag = reqs[0].tag
+        call = (
+            self.backend.continue_batch if isinstance(reqs[0], ContinuationRequest) else self.backend.complete
+        )
         try:
-            results = self.backend.complete(reqs, on_retry=lambda: self.usage.add(tag, retries=1))
+            results = call(reqs, on_retry=lambda: self.usage.add(tag, retries=1))
         except Exception:
             self.usage.add(tag, errors=len(reqs))
             raise
@@ -64,9 +71,26 @@ class LLMClient:
         """Answer every request, in order. Cache hits cost nothing; misses run in parallel (HTTP) or in batches
         (local backend). An exception from a call propagates after the calls already running have finished and
         been cached."""
+        return self._answer(reqs, desc, show_progress)
+
+    def continue_one(self, req: ContinuationRequest) -> ChatResult:
+        """One text continuation (cached)."""
+        return self.continue_many([req], show_progress=False)[0]
+
+    def continue_many(
+        self, reqs: Sequence[ContinuationRequest], desc: str = "continue", show_progress: bool = True
+    ) -> list[ChatResult]:
+        """Continue every prompt, in order, with the same cache, batching, retries and usage log as
+        :meth:`chat_many`. n samples of a prompt are n requests that differ in ``seed``."""
+        return self._answer(reqs, desc, show_progress)
+
+    def _answer(self, reqs: Sequence[LLMRequest], desc: str, show_progress: bool) -> list[ChatResult]:
+        kinds = {type(r) for r in reqs}
+        if len(kinds) > 1:
+            raise TypeError("chat and continuation requests cannot be mixed in one call")
         keys = [self._key(r) for r in reqs]
         answers: dict[str, ChatResult] = {}
-        todo: dict[str, ChatRequest] = {}
+        todo: dict[str, LLMRequest] = {}
         for key, req in zip(keys, reqs, strict=True):
             if key in answers or key in todo:
                 continue
@@ -120,11 +144,9 @@ class LLMClient:
 
 
 def make_client(
-    backend: str,
-    model: str,
+    model: ModelSpec | str | Mapping[str, Any],
     *,
-    base_url: str | None = None,
-    api_key_env: str | None = "OPENAI_API_KEY",
+    external_dir: str | Path | None = None,
     cache: str | Path | None = None,
     concurrency: int = 4,
     timeout: float = 60.0,
@@ -138,30 +160,26 @@ def make_client(
     price_prompt_per_1m: float | None = None,
     price_completion_per_1m: float | None = None,
 ) -> LLMClient:
-    """Build a client for ``backend`` = ``openai`` (HTTP) or ``local`` (transformers)."""
-    from ..errors import ConfigError
-
-    if backend == "openai":
+    """A client for ``model`` (any model spec, see :mod:`unstereo.model_spec`): an endpoint spec gets the
+    OpenAI-compatible HTTP backend, anything else the local transformers backend."""
+    spec = resolve_model(model, external_dir)
+    if spec.is_remote:
         from .http import OpenAICompatBackend
 
         be: Any = OpenAICompatBackend(
-            base_url or "",
-            model,
-            api_key_env=api_key_env,
+            str(spec.endpoint),
+            str(spec.name),
+            api_key_env=spec.api_key_env,
             timeout=timeout,
             max_retries=max_retries,
             backoff_base=backoff_base,
             backoff_max=backoff_max,
             send_seed=send_seed,
         )
-    elif backend == "local":
-        from .local import LocalChatBackend
-
-        be = LocalChatBackend(model, device=device, dtype=dtype, batch_size=batch_size)
     else:
-        raise ConfigError(
-            f"unknown LLM backend {backend!r} (use 'openai' or 'local')", key="generate.backend"
-        )
+        from .local import LocalBackend
+
+        be = LocalBackend(spec, device=device, dtype=dtype, batch_size=batch_size)
     return LLMClient(
         be,
         cache=ChatCache(cache),

@@ -1,4 +1,5 @@
-"""Backend for any OpenAI-compatible chat-completions endpoint (OpenAI, vLLM, llama.cpp server, Ollama, ...).
+"""Backend for any OpenAI-compatible endpoint (OpenAI, vLLM, llama.cpp server, Ollama, ...): chat completions
+and legacy text completions.
 
 The API key is read from the environment variable whose *name* is configured (``api_key_env``); it is sent only in
 the ``Authorization`` header and is scrubbed from every error message. 429, 5xx, timeouts and connection errors are
@@ -16,7 +17,7 @@ import httpx
 
 from ..errors import ConfigError, UnstereoError
 from ..log import get_logger
-from .types import ChatRequest, ChatResult
+from .types import ChatRequest, ChatResult, ContinuationRequest
 
 log = get_logger("llm.http")
 
@@ -28,7 +29,8 @@ class LLMCallError(UnstereoError):
 
 
 class OpenAICompatBackend:
-    """POST ``{base_url}/chat/completions``; one request per call (the client runs calls in parallel threads)."""
+    """POST ``{base_url}/chat/completions`` (chat) or ``{base_url}/completions`` (text continuation); one request
+    per call (the client runs calls in parallel threads)."""
 
     name = "openai"
     batch_size = 1
@@ -85,6 +87,21 @@ class OpenAICompatBackend:
             body["seed"] = req.seed
         return body
 
+    def _continuation_body(self, req: ContinuationRequest) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "prompt": req.prompt,
+            "temperature": req.temperature,
+            "max_tokens": req.max_tokens,
+            "top_p": req.top_p,
+            "n": 1,
+        }
+        if req.stop:
+            body["stop"] = list(req.stop)
+        if self.send_seed:
+            body["seed"] = req.seed
+        return body
+
     def _sleep_for(self, attempt: int, retry_after: str | None) -> float:
         delay = min(self.backoff_max, self.backoff_base * 2**attempt) * self._rng.random()  # full jitter
         if retry_after:
@@ -95,23 +112,27 @@ class OpenAICompatBackend:
         return delay
 
     def complete(self, requests: list[ChatRequest], on_retry=None) -> list[ChatResult]:
-        return [self._complete_one(r, on_retry) for r in requests]
+        """Chat completions: POST ``{base_url}/chat/completions``, one request each."""
+        return [self._post("/chat/completions", self._body(r), _chat_text, on_retry) for r in requests]
 
-    def _complete_one(self, req: ChatRequest, on_retry=None) -> ChatResult:
-        body = self._body(req)
+    def continue_batch(self, requests: list[ContinuationRequest], on_retry=None) -> list[ChatResult]:
+        """Text continuations: POST ``{base_url}/completions`` (the legacy completions format), one request each."""
+        return [self._post("/completions", self._continuation_body(r), _completion_text, on_retry) for r in requests]  # fmt: skip
+
+    def _post(self, path: str, body: dict[str, Any], text_of, on_retry=None) -> ChatResult:
         last = ""
         for attempt in range(self.max_retries + 1):
             retry_after = None
             try:
-                resp = self._client.post("/chat/completions", json=body)
+                resp = self._client.post(path, json=body)
             except (httpx.TimeoutException, httpx.TransportError) as exc:
                 last = f"{type(exc).__name__}: {self._scrub(str(exc))}"
             else:
                 if resp.status_code == 200:
-                    return self._parse(resp)
+                    return self._parse(resp, path, text_of)
                 last = f"HTTP {resp.status_code}: {self._scrub(resp.text[:300])}"
                 if resp.status_code not in RETRY_STATUS:
-                    raise LLMCallError(f"{self.base_url}/chat/completions failed: {last}")
+                    raise LLMCallError(f"{self.base_url}{path} failed: {last}")
                 retry_after = resp.headers.get("retry-after")
             if attempt == self.max_retries:
                 break
@@ -120,18 +141,16 @@ class OpenAICompatBackend:
             if on_retry is not None:
                 on_retry()
             time.sleep(delay)
-        raise LLMCallError(
-            f"{self.base_url}/chat/completions failed after {self.max_retries} retries: {last}"
-        )
+        raise LLMCallError(f"{self.base_url}{path} failed after {self.max_retries} retries: {last}")
 
-    def _parse(self, resp: httpx.Response) -> ChatResult:
+    def _parse(self, resp: httpx.Response, path: str, text_of) -> ChatResult:
         try:
             data = resp.json()
             choice = data["choices"][0]
-            text = choice["message"]["content"] or ""
+            text = text_of(choice) or ""
         except (ValueError, KeyError, IndexError, TypeError) as exc:
             raise LLMCallError(
-                f"{self.base_url}: malformed chat-completions response: {self._scrub(resp.text[:300])}"
+                f"{self.base_url}{path}: malformed response: {self._scrub(resp.text[:300])}"
             ) from exc
         usage = data.get("usage") or {}
         return ChatResult(
@@ -143,3 +162,11 @@ class OpenAICompatBackend:
 
     def close(self) -> None:
         self._client.close()
+
+
+def _chat_text(choice: dict[str, Any]) -> str:
+    return choice["message"]["content"]
+
+
+def _completion_text(choice: dict[str, Any]) -> str:
+    return choice["text"]

@@ -1,59 +1,151 @@
-"""Offline chat backend: a local causal LM through transformers and its tokenizer's chat template.
+"""Local transformers backend: chat completions (instruct models) and plain text continuations (any causal LM).
 
-Works with any instruct model :func:`unstereo.models.load_causal_lm` can load (hub id, folder, GGUF file such as
-Qwen2.5-Coder-0.5B-Instruct or SmolLM2-135M-Instruct). Several prompts are generated in one left-padded batch. Each
-row samples with its own ``torch.Generator`` seeded from the request's ``seed``, so a row's answer does not depend on
-which other prompts share its batch (up to float rounding); T = 0 is greedy.
+Works with every model :func:`unstereo.models.load_causal_lm` can load (hub id, folder, GGUF file such as
+Qwen2.5-Coder-0.5B-Instruct or SmolLM2-135M-Instruct; base models such as GPT-2 or Pythia for continuations). Several
+prompts are generated in one left-padded batch. Each row samples with its own ``torch.Generator`` seeded from the
+request's ``seed`` and draws exactly one uniform number per generated token, so a row's answer does not depend on
+which other prompts share its batch (up to float rounding of the forward pass); T = 0 is greedy.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..log import get_logger
-from .types import ChatRequest, ChatResult
+from ..model_spec import ModelSpec, resolve_model
+from .types import ChatRequest, ChatResult, ContinuationRequest
 
 log = get_logger("llm.local")
 
 
-def _row_sampler(temperatures: list[float], top_ps: list[float], generators: list[Any]):
-    """A logits processor that samples each row itself and returns a one-hot score row.
+def sample_rows(logits, temperatures, top_ps, uniforms):
+    """One token per row of ``logits`` (B, V): greedy where the temperature is 0, else top-p inverse-CDF sampling.
 
-    transformers then runs greedy decoding (argmax of the one-hot row = the sampled token), which keeps its KV
-    cache, padding and end-of-sequence handling while the randomness comes from per-row generators.
+    ``temperatures``, ``top_ps`` and ``uniforms`` are (B,) tensors; ``uniforms`` in [0, 1) are the rows' random
+    draws. A row with top_p < 1 sorts its probabilities (descending), keeps the smallest prefix whose mass reaches
+    top_p (the top token always), and returns the first token whose cumulative kept mass exceeds u * (kept mass); a
+    row with top_p = 1 does the same over the vocabulary in id order (no sort needed). All rows of a kind are done
+    in one batched operation; which rows share the batch does not change a row's token.
     """
     import torch
 
-    def process(input_ids, scores):
+    logits = logits.float()
+    out = torch.argmax(logits, dim=-1)
+    sampled = temperatures > 0
+    if not bool(sampled.any()):
+        return out
+    nucleus = sampled & (top_ps < 1.0)
+    full = sampled & ~nucleus
+    for rows, sort in ((nucleus, True), (full, False)):
+        idx = torch.nonzero(rows).flatten()
+        if idx.numel() == 0:
+            continue
+        probs = torch.softmax(logits[idx] / temperatures[idx, None], dim=-1)
+        order = None
+        if sort:
+            probs, order = torch.sort(probs, dim=-1, descending=True)
+            before = torch.cumsum(probs, dim=-1) - probs  # mass of the tokens ranked above each token
+            probs = probs.masked_fill(before >= top_ps[idx, None], 0.0)  # outside the nucleus
+        cdf = torch.cumsum(probs, dim=-1)
+        target = uniforms[idx, None].to(cdf.dtype) * cdf[:, -1:]
+        pick = torch.searchsorted(cdf, target, right=True).clamp_(max=probs.shape[-1] - 1)
+        # float edge: never land on a zero-probability token past the end of the kept mass
+        pick = torch.minimum(pick, (probs > 0).sum(-1, keepdim=True) - 1) if sort else pick
+        tok = pick if order is None else order.gather(-1, pick)
+        out[idx] = tok.squeeze(-1)
+    return out
+
+
+class _RowSampler:
+    """A logits processor that samples each row itself (:func:`sample_rows`) and returns a one-hot score row.
+
+    transformers then runs greedy decoding (argmax of the one-hot row = the sampled token), which keeps its KV
+    cache, padding and stopping logic while the randomness comes from per-row generators.
+    """
+
+    def __init__(self, temperatures: list[float], top_ps: list[float], seeds: list[int]):
+        import torch
+
+        self.temperatures = torch.tensor(temperatures, dtype=torch.float32)
+        self.top_ps = torch.tensor(top_ps, dtype=torch.float32)
+        self.generators = [torch.Generator().manual_seed(int(s) % (2**63)) for s in seeds]
+        self.any_sampled = any(t > 0 for t in temperatures)
+
+    def __call__(self, input_ids, scores):
+        import torch
+
+        if self.any_sampled:  # one uniform per row and step, from the row's own generator
+            u = torch.cat([torch.rand(1, generator=g, dtype=torch.float64) for g in self.generators])
+        else:
+            u = torch.zeros(len(self.generators), dtype=torch.float64)
+        if self.temperatures.device != scores.device:  # moved once, on the first step
+            self.temperatures, self.top_ps = (
+                self.temperatures.to(scores.device),
+                self.top_ps.to(scores.device),
+            )
+        tok = sample_rows(scores, self.temperatures, self.top_ps, u.to(scores.device))
         out = torch.full_like(scores, float("-inf"))
-        logits = scores.float()
-        for i in range(scores.shape[0]):
-            t, p = temperatures[i], top_ps[i]
-            if t <= 0:
-                tok = int(torch.argmax(logits[i]))
-            else:
-                probs = torch.softmax(logits[i] / t, dim=-1)
-                if p < 1.0:
-                    sorted_p, idx = torch.sort(probs, descending=True)
-                    keep = torch.cumsum(sorted_p, 0) - sorted_p < p  # always keeps the top token
-                    mask = torch.zeros_like(probs, dtype=torch.bool)
-                    mask[idx[keep]] = True
-                    probs = torch.where(mask, probs, torch.zeros_like(probs))
-                    probs = probs / probs.sum()
-                tok = int(torch.multinomial(probs, 1, generator=generators[i]))
-            out[i, tok] = 0.0
+        out.scatter_(1, tok[:, None], 0.0)
         return out
 
-    return process
+
+class _RowStops:
+    """Per-row stopping: end of sequence, the row's own token limit, or one of the row's stop strings.
+
+    Records for every row the number of generated tokens it ends with and why (``stop`` or ``length``).
+    """
+
+    def __init__(self, tok, prompt_len: int, max_tokens: list[int], stops: list[tuple[str, ...]], eos_ids):
+        import torch
+
+        self.tok = tok
+        self.prompt_len = prompt_len
+        self.max_tokens = torch.tensor(max_tokens)
+        self.stops = stops
+        self.eos = torch.tensor(sorted(eos_ids), dtype=torch.long)
+        self.end = [None] * len(max_tokens)
+        self.reason = ["length"] * len(max_tokens)
+
+    def __call__(self, input_ids, scores, **kwargs):
+        import torch
+
+        n = input_ids.shape[1] - self.prompt_len
+        last = input_ids[:, -1].cpu()
+        hit_eos = torch.isin(last, self.eos) if self.eos.numel() else torch.zeros_like(last, dtype=torch.bool)
+        done = torch.zeros(len(self.end), dtype=torch.bool)
+        for i in range(len(self.end)):
+            if self.end[i] is not None:
+                done[i] = True
+                continue
+            reason = None
+            if hit_eos[i]:
+                reason = "stop"
+            elif self.stops[i] and any(
+                s in self.tok.decode(input_ids[i, self.prompt_len :], skip_special_tokens=True)
+                for s in self.stops[i]
+            ):
+                reason = "stop"
+            elif n >= int(self.max_tokens[i]):
+                reason = "length"
+            if reason:
+                self.end[i], self.reason[i], done[i] = n, reason, True
+        return done.to(input_ids.device)
 
 
-class LocalChatBackend:
-    """transformers chat backend; the model is loaded on first use."""
+def cut_at_stop(text: str, stops: tuple[str, ...]) -> tuple[str, bool]:
+    """``text`` up to the first occurrence of any stop string, and whether one occurred."""
+    cut = min((i for i in (text.find(s) for s in stops if s) if i >= 0), default=-1)
+    return (text[:cut], True) if cut >= 0 else (text, False)
+
+
+class LocalBackend:
+    """transformers backend for chat (needs a chat template) and continuation (any causal LM); loaded on first use."""
 
     name = "local"
 
-    def __init__(self, model: str, device: str = "auto", dtype: str = "auto", batch_size: int = 8):
-        self.model = model
+    def __init__(
+        self, model: ModelSpec | str, device: str = "auto", dtype: str = "auto", batch_size: int = 8
+    ):
+        self.spec = resolve_model(model)
+        self.model = self.spec.label
         self.device = device
         self.dtype = dtype
         self.batch_size = max(1, int(batch_size))
@@ -61,66 +153,108 @@ class LocalChatBackend:
         self._tok = None
 
     def __repr__(self) -> str:
-        return f"LocalChatBackend(model={self.model!r})"
+        return f"LocalBackend(model={self.model!r})"
+
+    @classmethod
+    def from_loaded(cls, lm, tok, label: str, batch_size: int = 8) -> LocalBackend:
+        """A backend around an already loaded (model, tokenizer) (tests, benchmarks)."""
+        be = cls(ModelSpec(path=label), batch_size=batch_size)
+        be._lm, be._tok = lm, tok
+        be._prepare()
+        return be
+
+    def _prepare(self) -> None:
+        self._tok.padding_side = "left"
+        if self._tok.pad_token is None:
+            self._tok.pad_token = self._tok.eos_token
 
     def _load(self) -> None:
         if self._lm is None:
             from ..models import load_causal_lm
 
-            log.info("loading local chat model %s", self.model)
-            self._lm, self._tok = load_causal_lm(self.model, dtype=self.dtype, device=self.device)
-            self._tok.padding_side = "left"
-            if self._tok.pad_token is None:
-                self._tok.pad_token = self._tok.eos_token
-            if getattr(self._tok, "chat_template", None) is None:
-                from ..errors import UnstereoError
-
-                raise UnstereoError(f"model {self.model!r} has no chat template (use an instruct model)")
+            log.info("loading local model %s", self.model)
+            self._lm, self._tok = load_causal_lm(self.spec, dtype=self.dtype, device=self.device)
+            self._prepare()
 
     def complete(self, requests: list[ChatRequest], on_retry=None) -> list[ChatResult]:
-        """Generate answers for ``requests`` in one batch (the client chunks by ``batch_size``)."""
-        import torch
-        from transformers import GenerationConfig, LogitsProcessorList
-
+        """Chat answers for ``requests`` in one batch (the client chunks by ``batch_size``)."""
         self._load()
-        tok, lm = self._tok, self._lm
+        if getattr(self._tok, "chat_template", None) is None:
+            from ..errors import UnstereoError
+
+            raise UnstereoError(
+                f"model {self.model!r} has no chat template (use an instruct model, or text continuation)"
+            )
         texts = [
-            tok.apply_chat_template(r.message_dicts(), tokenize=False, add_generation_prompt=True)
+            self._tok.apply_chat_template(r.message_dicts(), tokenize=False, add_generation_prompt=True)
             for r in requests
         ]
-        enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(lm.device)
-        generators = [torch.Generator().manual_seed(int(r.seed) % (2**63)) for r in requests]
-        processor = _row_sampler([r.temperature for r in requests], [r.top_p for r in requests], generators)
+        ids = [self._tok(t, add_special_tokens=False)["input_ids"] for t in texts]
+        out = self._generate(ids, requests, [()] * len(requests))
+        return [ChatResult(text.strip(), p, c, f) for text, p, c, f in out]
+
+    def continue_batch(self, requests: list[ContinuationRequest], on_retry=None) -> list[ChatResult]:
+        """Plain continuations of the prompts in one batch; the text is cut before the first stop string."""
+        self._load()
+        tok = self._tok
+        ids = []
+        for r in requests:
+            row = tok(r.prompt, add_special_tokens=True)["input_ids"]
+            if not row:  # an empty prompt: start from BOS (else EOS), as a base model does at document start
+                start = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
+                row = [start]
+            ids.append(row)
+        out = self._generate(ids, requests, [r.stop for r in requests])
+        results = []
+        for (text, p, c, finish), r in zip(out, requests, strict=True):
+            text, stopped = cut_at_stop(text, r.stop)
+            results.append(ChatResult(text, p, c, "stop" if stopped else finish))
+        return results
+
+    def _generate(self, ids: list[list[int]], requests, stops) -> list[tuple[str, int, int, str]]:
+        """(text, prompt tokens, completion tokens, finish reason) per row; left-padded batch of token ids."""
+        import torch
+        from transformers import GenerationConfig, LogitsProcessorList, StoppingCriteriaList
+
+        tok, lm = self._tok, self._lm
+        width = max(len(r) for r in ids)
+        pad = tok.pad_token_id
+        input_ids = torch.tensor([[pad] * (width - len(r)) + r for r in ids], dtype=torch.long)
+        mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in ids], dtype=torch.long)
         eos = lm.generation_config.eos_token_id if lm.generation_config is not None else None
         eos = eos if eos is not None else tok.eos_token_id
-        max_new = max(r.max_tokens for r in requests)
+        eos_ids = set(eos if isinstance(eos, list) else [eos]) - {None}
+        sampler = _RowSampler(
+            [r.temperature for r in requests], [r.top_p for r in requests], [r.seed for r in requests]
+        )
+        stopper = _RowStops(tok, width, [r.max_tokens for r in requests], stops, eos_ids)
         gen_config = GenerationConfig(
-            do_sample=False, max_new_tokens=max_new, pad_token_id=tok.pad_token_id, eos_token_id=eos
+            do_sample=False,
+            max_new_tokens=max(r.max_tokens for r in requests),
+            pad_token_id=pad,
+            eos_token_id=sorted(eos_ids) or None,
         )
         with torch.no_grad():
             out = lm.generate(
-                **enc, generation_config=gen_config, logits_processor=LogitsProcessorList([processor])
+                input_ids=input_ids.to(lm.device),
+                attention_mask=mask.to(lm.device),
+                generation_config=gen_config,
+                logits_processor=LogitsProcessorList([sampler]),
+                stopping_criteria=StoppingCriteriaList([stopper]),
             )
-        eos_ids = set(eos if isinstance(eos, list) else [eos])
-        prompt_len = enc["input_ids"].shape[1]
         results = []
         for i, req in enumerate(requests):
-            new = out[i, prompt_len:].tolist()[: req.max_tokens]
-            finish = "length"
-            for j, t in enumerate(new):
-                if t in eos_ids:
-                    new, finish = new[: j + 1], "stop"
-                    break
-            text = tok.decode(new, skip_special_tokens=True)
+            new = out[i, width:].tolist()
+            end = stopper.end[i] if stopper.end[i] is not None else min(len(new), req.max_tokens)
+            new = new[:end]
             results.append(
-                ChatResult(
-                    text=text.strip(),
-                    prompt_tokens=int(enc["attention_mask"][i].sum()),
-                    completion_tokens=len(new),
-                    finish_reason=finish,
-                )
+                (tok.decode(new, skip_special_tokens=True), len(ids[i]), len(new), stopper.reason[i])
             )
         return results
 
     def close(self) -> None:
         self._lm = None
+
+
+#: The name this backend had when it served chat only.
+LocalChatBackend = LocalBackend

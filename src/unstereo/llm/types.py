@@ -41,21 +41,62 @@ class ChatRequest:
             "seed": int(self.seed),
         }
 
+    def payload(self) -> dict[str, Any]:
+        """What is sent besides the parameters (also stored in the cache row)."""
+        return {"messages": self.message_dicts()}
+
     def cache_key(self, backend: str, model: str) -> str:
         """sha256 of (backend, model, messages, sampling parameters incl. seed), canonical JSON."""
-        payload = {
-            "backend": backend,
-            "model": model,
-            "messages": self.message_dicts(),
-            "params": self.params(),
+        return _sha256({"backend": backend, "model": model, **self.payload(), "params": self.params()})
+
+
+@dataclass(frozen=True)
+class ContinuationRequest:
+    """One plain text continuation of ``prompt`` (no chat template; base models included).
+
+    ``seed`` identifies the sample exactly as for :class:`ChatRequest`: the n samples of a prompt are n requests with
+    n seeds, n calls and n cache entries. ``stop``: the text is cut before the first occurrence of any of these
+    strings (and generation stops there). ``tag`` is only for the usage log.
+    """
+
+    prompt: str
+    temperature: float = 1.0
+    max_tokens: int = 64
+    top_p: float = 1.0
+    stop: tuple[str, ...] = ()
+    seed: int = 0
+    tag: str = field(default="continuation", compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "stop", tuple(self.stop))  # a list given by the caller stays hashable
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "temperature": float(self.temperature),
+            "max_tokens": int(self.max_tokens),
+            "top_p": float(self.top_p),
+            "stop": list(self.stop),
+            "seed": int(self.seed),
         }
-        text = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def payload(self) -> dict[str, Any]:
+        """What is sent besides the parameters; ``kind`` keeps continuation keys apart from chat keys."""
+        return {"kind": "continuation", "prompt": self.prompt}
+
+    def cache_key(self, backend: str, model: str) -> str:
+        """sha256 of (kind, backend, model, prompt, sampling parameters incl. stop strings and seed)."""
+        return _sha256({"backend": backend, "model": model, **self.payload(), "params": self.params()})
+
+
+def _sha256(payload: dict[str, Any]) -> str:
+    text = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)
 class ChatResult:
-    """The answer to a :class:`ChatRequest`; ``cached`` says it came from the cache (no call made)."""
+    """The answer to a :class:`ChatRequest` or a :class:`ContinuationRequest`; ``cached`` says it came from the
+    cache (no call made). ``finish_reason``: ``stop`` (end of sequence or a stop string) or ``length``."""
 
     text: str
     prompt_tokens: int = 0
@@ -84,6 +125,10 @@ class ChatResult:
             d.get("finish_reason"),
             cached,
         )
+
+
+#: Either kind of request the client accepts.
+LLMRequest = ChatRequest | ContinuationRequest
 
 
 class Usage:

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+from ..model_spec import SPEC_KEYS, ModelSpec, resolve_model
 
 
 def model_pattern(score: dict[str, Any]) -> str:
@@ -30,13 +33,17 @@ def inputs(score: dict[str, Any], name: str, pairs: str, manifest: Callable[[str
     return out
 
 
+def model_spec(score: dict[str, Any], name: str, external_dir: str | Path | None = None) -> ModelSpec:
+    """The model spec of entry ``name`` (its per-model options left out); errors name ``score.models.<name>``."""
+    entry = {k: v for k, v in model_entry(score, name).items() if k in SPEC_KEYS}
+    return resolve_model(entry, external_dir, key=f"score.models.{name}")
+
+
 def model_arg(score: dict[str, Any], name: str, manifest: str | None) -> str:
-    """MODEL argument of ``unstereo score``: the GGUF file (or folder) inside the resource, else the path/hub id."""
-    entry = model_entry(score, name)
-    if entry.get("resource"):
-        folder = Path(manifest).parent
-        return str(folder / entry["gguf_file"]) if entry.get("gguf_file") else str(folder)
-    return entry["path"]
+    """MODEL argument of ``unstereo score``: the model's command-line form (a resource as the file or folder beside
+    its ``manifest``), without the revision, which :func:`options` passes as ``--revision``."""
+    external_dir = Path(manifest).parent.parent if manifest else None
+    return replace(model_spec(score, name, external_dir), revision=None).to_arg()
 
 
 def options(score: dict[str, Any], name: str) -> str:
@@ -53,8 +60,6 @@ def options(score: dict[str, Any], name: str) -> str:
         opts["--max-batch-size"] = score["max_batch_size"]
     if entry.get("revision"):
         opts["--revision"] = entry["revision"]
-    if entry.get("gguf_file") and not entry.get("resource"):
-        opts["--gguf-file"] = entry["gguf_file"]
     flags = ["--reference-quirks" if score["reference_quirks"] else "--no-reference-quirks"]
     if entry.get("masked"):
         flags.append("--masked")

@@ -1,0 +1,173 @@
+"""The one model spec: parsing of each form, resolution, schema validation and errors naming the key."""
+
+from __future__ import annotations
+
+import pytest
+
+from unstereo.config import validate_config
+from unstereo.errors import ConfigError
+from unstereo.generate.settings import load_section
+from unstereo.model_spec import ModelSpec, resolve_model
+from unstereo.scoring import rules as score_rules
+
+
+@pytest.mark.parametrize(
+    "text, spec",
+    [
+        ("EleutherAI/pythia-70m", ModelSpec(path="EleutherAI/pythia-70m")),
+        ("EleutherAI/pythia-70m@step1000", ModelSpec(path="EleutherAI/pythia-70m", revision="step1000")),
+        ("models/x/x.Q4.gguf", ModelSpec(path="models/x", gguf_file="x.Q4.gguf")),
+        ("resource:smollm2/S.gguf", ModelSpec(path="ext/smollm2", gguf_file="S.gguf", resource="smollm2")),
+        ("resource:gemma3", ModelSpec(path="ext/gemma3", resource="gemma3")),
+        (
+            "endpoint:http://127.0.0.1:8000/v1/#gpt-4o-mini",
+            ModelSpec(endpoint="http://127.0.0.1:8000/v1", name="gpt-4o-mini", api_key_env="OPENAI_API_KEY"),
+        ),
+    ],
+)
+def test_string_forms(text, spec):
+    assert resolve_model(text, "ext") == spec
+
+
+@pytest.mark.parametrize(
+    "entry, spec",
+    [
+        (
+            {"path": "EleutherAI/pythia-70m", "revision": "main"},
+            ModelSpec(path="EleutherAI/pythia-70m", revision="main"),
+        ),  # fmt: skip
+        ({"path": "models/x", "gguf_file": "f.gguf"}, ModelSpec(path="models/x", gguf_file="f.gguf")),
+        (
+            {"resource": "qwen-coder", "gguf_file": "q.gguf"},
+            ModelSpec(path="ext/qwen-coder", gguf_file="q.gguf", resource="qwen-coder"),
+        ),  # fmt: skip
+        (
+            {"endpoint": "http://h/v1", "name": "m"},
+            ModelSpec(endpoint="http://h/v1", name="m", api_key_env="OPENAI_API_KEY"),
+        ),  # fmt: skip
+        (
+            {"endpoint": "http://h/v1", "name": "m", "api_key_env": "MY_KEY"},
+            ModelSpec(endpoint="http://h/v1", name="m", api_key_env="MY_KEY"),
+        ),  # fmt: skip
+        (
+            {"endpoint": "http://h/v1", "name": "m", "api_key_env": None},
+            ModelSpec(endpoint="http://h/v1", name="m"),
+        ),  # fmt: skip
+    ],
+)
+def test_mapping_forms(entry, spec):
+    assert resolve_model(entry, "ext") == spec
+
+
+def test_to_arg_round_trips_and_labels():
+    for text in [
+        "EleutherAI/pythia-70m",
+        "EleutherAI/pythia-70m@step1",
+        "m/x.gguf",
+        "endpoint:http://h/v1#m",
+    ]:
+        assert resolve_model(text).to_arg() == text
+    res = resolve_model("resource:smollm2/S.gguf", "ext")
+    assert res.to_arg() == "ext/smollm2/S.gguf" and resolve_model(res.to_arg()).gguf_file == "S.gguf"
+    assert resolve_model("endpoint:http://h/v1#m").label == "m"
+    assert resolve_model("m/x.gguf").converted_dir.as_posix() == "m/x.gguf.hf"
+    assert resolve_model("endpoint:http://h/v1#m").is_remote and not resolve_model("a/b").is_remote
+
+
+def test_external_dir_default_from_environment(monkeypatch):
+    monkeypatch.setenv("UNSTEREO_EXTERNAL_DIR", "/data/ext")
+    assert resolve_model("resource:smollm2").path == "/data/ext/smollm2"
+
+
+def test_command_line_extras_merge_or_clash():
+    assert resolve_model("a/b", gguf_file="f.gguf") == ModelSpec(path="a/b", gguf_file="f.gguf")
+    assert resolve_model("a/b/f.gguf", gguf_file="f.gguf") == ModelSpec(path="a/b", gguf_file="f.gguf")
+    assert resolve_model("endpoint:http://h/v1#m", api_key_env="K").api_key_env == "K"
+    assert resolve_model("endpoint:http://h/v1#m", api_key_env="").api_key_env is None  # '' = no key
+    assert resolve_model("a/b", api_key_env="K") == ModelSpec(path="a/b")  # ignored for a local model
+    with pytest.raises(ConfigError, match="config key 'MODEL.gguf_file'.*given twice"):
+        resolve_model("a/b/f.gguf", gguf_file="g.gguf", key="MODEL")
+
+
+@pytest.mark.parametrize(
+    "entry, key, message",
+    [
+        (
+            {"path": "a", "resource": "smollm2"},
+            "m",
+            "exactly one of path, resource, endpoint .got path and resource",
+        ),
+        ({"gguf_file": "x.gguf"}, "m", "got none"),
+        ({"path": "a", "colour": "red"}, "m.colour", "unknown model key"),
+        ({"endpoint": "http://h/v1"}, "m.name", "needs `name`"),
+        ({"endpoint": "http://h/v1", "name": "n", "gguf_file": "f"}, "m.gguf_file", "does not apply"),
+        ({"path": "a", "name": "n"}, "m.name", "only to an endpoint"),
+        ({"path": "a", "api_key_env": "K"}, "m.api_key_env", "only to an endpoint"),
+        ({"resource": "smollm2", "revision": "r"}, "m.revision", "only to a hub id"),
+        ({"path": 3}, "m.path", "must be a string"),
+        ("", "m", "empty model spec"),
+        ("endpoint:http://h/v1", "m", "endpoint:URL#MODEL_NAME"),
+        ("resource:", "m", "resource:NAME"),
+        (3, "m", "a string or a mapping"),
+    ],
+)
+def test_bad_specs_name_the_key(entry, key, message):
+    with pytest.raises(ConfigError, match=rf"config key '{key}': .*{message}"):
+        resolve_model(entry, key="m")
+
+
+@pytest.mark.parametrize(
+    "entry, key",
+    [
+        ({"path": "x", "resource": "smollm2"}, "score.models.m"),
+        ({"endpoint": "http://h/v1", "name": "n"}, "score.models.m.endpoint"),  # cannot be scored
+        ({"path": "x", "name": "n"}, "score.models.m.name"),
+        ({"path": "x", "colour": 1}, "score.models.m.colour"),
+        ({"resource": "nope"}, "score.models.m.resource"),
+    ],
+)
+def test_score_schema_uses_the_fragment(entry, key):
+    with pytest.raises(ConfigError, match=f"config key '{key}'"):
+        validate_config({"score": {"models": {"m": entry}}})
+
+
+def test_score_entry_keeps_its_own_keys_and_defaults():
+    cfg = validate_config({"score": {"models": {"m": {"path": "x", "batch_size": 4, "revision": "r"}}}})
+    assert cfg["score"]["models"]["m"] == {"path": "x", "batch_size": 4, "revision": "r", "masked": False}
+    assert score_rules.model_spec(cfg["score"], "m") == ModelSpec(path="x", revision="r")
+
+
+def test_generate_model_default_string_and_errors():
+    assert load_section({})["model"] == {
+        "resource": "qwen-coder",
+        "gguf_file": "qwen2.5-coder-0.5b-instruct.gguf",
+    }
+    assert load_section({"model": "endpoint:http://h/v1#m"})["model"] == "endpoint:http://h/v1#m"
+    ok = {"endpoint": "http://h/v1", "name": "m", "api_key_env": "K"}
+    assert load_section({"model": ok})["model"] == ok
+    with pytest.raises(ConfigError, match="config key 'generate.model'"):
+        load_section({"model": {"endpoint": "http://h/v1", "name": "m", "gguf_file": "f"}})
+    with pytest.raises(ConfigError, match="config key 'generate.backend'.*unknown key"):
+        load_section({"backend": "openai"})  # the pre-spec keys are gone (migrated into `model`)
+
+
+def test_shipped_configs_resolve(tmp_path):
+    from pathlib import Path
+
+    from unstereo.config import load_config
+
+    root = Path(__file__).resolve().parents[1]
+    for path in ["config/config.yaml", ".test/config.yaml", "config/paper.yaml"]:
+        cfg = load_config(root / path)
+        spec = resolve_model(cfg["generate"]["model"], "ext", key="generate.model")
+        assert spec.resource == "qwen-coder" and spec.gguf_file == "qwen2.5-coder-0.5b-instruct.gguf"
+        for name in cfg["score"]["models"]:
+            assert not score_rules.model_spec(cfg["score"], name, "ext").is_remote
+
+
+def test_remote_spec_cannot_be_loaded_locally():
+    from unstereo.errors import UnstereoError
+    from unstereo.models import load_causal_lm
+
+    with pytest.raises(UnstereoError, match="served by an endpoint"):
+        load_causal_lm("endpoint:http://h/v1#m")
