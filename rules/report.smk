@@ -14,8 +14,8 @@ from unstereo.report.workflow import (
     grid_option,
     metrics_benchmarks,
     metrics_models,
-    repo_path,
 )
+from unstereo.package_data import repo_path
 
 MCFG = config["metrics"]
 RCFG = config["report"]

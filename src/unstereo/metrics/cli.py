@@ -95,7 +95,7 @@ def metrics(scores, pairs_files, output, etas, eps, eps_grid, reference_quirks, 
         joined, eta_values, eps=eps, eps_grid=grid, reference_quirks=reference_quirks
     )
     if registry is not None:
-        from ..report.registry import attach, load_registry
+        from ..model_registry import attach, load_registry
 
         result = attach(result, load_registry(registry)).drop(columns=["order", "deduplicated"])
         front = ["model", "display_name"]

@@ -9,8 +9,8 @@ import click
 
 from ..io import write_text
 from ..log import get_logger
+from ..model_registry import DEFAULT_REGISTRY, load_registry
 from ..tables import read_table, write_table
-from .registry import DEFAULT_REGISTRY, load_registry
 
 log = get_logger("report.cli")
 
@@ -47,7 +47,7 @@ def ingest(results_dir: Path, benchmark: str, output: Path, registry: Path) -> N
     (for USE-k also the pairs the naturalness filter removed; the pair table decides what is scored).
     """
     from ..metrics.released import ingest_released
-    from .registry import name_map
+    from ..model_registry import name_map
 
     table = ingest_released(results_dir, benchmark, name_map(load_registry(registry)))
     write_table(table, output, "scores")

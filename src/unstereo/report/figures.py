@@ -13,8 +13,8 @@ import pandas as pd
 
 from ..errors import InputError
 from ..io import atomic_path
+from ..model_registry import attach
 from ..tables import write_table
-from .registry import attach
 from .tables import BENCHMARKS
 
 GROUPS = [

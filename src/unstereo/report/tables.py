@@ -16,7 +16,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..metrics.compute import fairness_gap
-from .registry import attach
+from ..model_registry import attach
 
 BENCHMARKS = ["USE-5", "USE-10", "USE-20", "Winobias", "Winogender"]
 SHORT = {"Winobias": "WB", "Winogender": "WG"}

@@ -48,14 +48,3 @@ def generic_table_keys(config: dict) -> list[str]:
     if "inf" in etas and len(etas) > 1:
         keys.append("gaps")
     return keys
-
-
-def repo_path(path: str, basedir: str) -> str:
-    """A config path relative to the working directory if it exists there, else relative to the workflow's
-    directory (so `snakemake --directory elsewhere` still finds data/models.csv and data/paper/*)."""
-    from pathlib import Path
-
-    p = Path(path)
-    if p.is_absolute() or p.exists():
-        return str(p)
-    return str(Path(basedir) / p)
