@@ -121,19 +121,19 @@ def reference_quirks(help: str):
     )
 
 
-registry = click.option(
-    "--registry",
-    type=EXISTING_FILE,
-    default=_default_registry,
-    show_default="the packaged models.csv",
-    help="model registry CSV (ids, display names, families, paper order)",
-)
+def _registry(default, show_default, help: str):
+    return click.option(
+        "--registry", type=EXISTING_FILE, default=default, show_default=show_default, help=help
+    )
 
-registry_optional = click.option(
-    "--registry",
-    type=EXISTING_FILE,
-    default=None,
-    help="model registry CSV: adds each model's display_name (as printed in the paper)",
+
+registry = _registry(
+    _default_registry,
+    "the packaged models.csv",
+    "model registry CSV (ids, display names, families, paper order)",
+)
+registry_optional = _registry(
+    None, False, "model registry CSV: adds each model's display_name (as printed in the paper)"
 )
 
 

@@ -6,68 +6,38 @@ import math
 from pathlib import Path
 
 import click
-import numpy as np
 import pandas as pd
 
+from .. import cli_options
+from ..cli_options import EXISTING_FILE
 from ..errors import InputError
 from ..log import get_logger
 from ..tables import METRICS, read_table, write_table
 from .compute import curves_from_joined, join_scores, metrics_from_joined, parse_eta
-from .core import DEFAULT_EPS
 
 log = get_logger("metrics.cli")
 
 DEFAULT_ETAS = ("inf", "1.0", "0.8", "0.65", "0.5", "0.3")
 
 
-def parse_grid(text: str) -> np.ndarray:
-    """``START:STOP:NUM`` -> numpy.linspace(START, STOP, NUM)."""
-    try:
-        start, stop, num = text.split(":")
-        return np.linspace(float(start), float(stop), int(num))
-    except ValueError as exc:
-        raise click.BadParameter(f"expected START:STOP:NUM, got {text!r}") from exc
-
-
 @click.command("metrics")
-@click.argument(
-    "scores", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path)
-)
+@click.argument("scores", nargs=-1, required=True, type=EXISTING_FILE)
 @click.option(
     "--pairs",
     "pairs_files",
     multiple=True,
     required=True,
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=EXISTING_FILE,
     help="pair table(s) (PAIRS) with benchmark and max_pmi; repeat the option for several benchmarks",
 )
-@click.option(
-    "-o", "--output", required=True, type=click.Path(dir_okay=False, path_type=Path), help="METRICS parquet"
+@cli_options.output("METRICS parquet")
+@cli_options.etas(default=DEFAULT_ETAS)
+@cli_options.eps
+@cli_options.eps_grid
+@cli_options.reference_quirks(
+    "reproduce the published numbers: unconstrained AuFC over |FM| in log10 (SPEC 1.4 quirk 2)"
 )
-@click.option(
-    "--eta",
-    "etas",
-    multiple=True,
-    default=DEFAULT_ETAS,
-    show_default=True,
-    help="MaxPMI bound(s); 'inf' = unconstrained; repeat the option",
-)
-@click.option(
-    "--eps", type=float, default=DEFAULT_EPS, show_default=True, help="fairness threshold on |FM| (nats)"
-)
-@click.option("--eps-grid", default="0:6:101", show_default=True, help="AuFC grid START:STOP:NUM (linspace)")
-@click.option(
-    "--reference-quirks/--no-reference-quirks",
-    default=False,
-    show_default=True,
-    help="reproduce the published numbers: unconstrained AuFC over |FM| in log10 (SPEC 1.4 quirk 2)",
-)
-@click.option(
-    "--registry",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    default=None,
-    help="model registry CSV: adds each model's display_name (as printed in the paper)",
-)
+@cli_options.registry_optional
 @click.option(
     "--curves",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -84,7 +54,7 @@ def metrics(scores, pairs_files, output, etas, eps, eps_grid, reference_quirks, 
         eta_values = [parse_eta(e) for e in etas]
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--eta") from exc
-    grid = parse_grid(eps_grid)
+    grid = eps_grid
     score_df = pd.concat([read_table(p, "scores") for p in scores], ignore_index=True)
     pair_df = pd.concat([read_table(p, "pairs") for p in pairs_files], ignore_index=True)
     if pair_df["pair_id"].duplicated().any():

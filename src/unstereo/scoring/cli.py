@@ -4,38 +4,20 @@ from __future__ import annotations
 
 import click
 
-
-def _batch_size(ctx, param, value: str) -> int | str:
-    if value == "auto":
-        return value
-    try:
-        size = int(value)
-    except ValueError:
-        raise click.BadParameter("an integer >= 1 or 'auto'") from None
-    if size < 1:
-        raise click.BadParameter("an integer >= 1 or 'auto'")
-    return size
+from .. import cli_options
 
 
 @click.command("score")
 @click.argument("model")
 @click.argument("pairs", type=click.Path(exists=True, dir_okay=False))
-@click.option(
-    "-o", "--output", required=True, type=click.Path(dir_okay=False), help="SCORES parquet to write."
-)
+@cli_options.output("SCORES parquet to write.")
 @click.option("--name", default=None, help="Model name for the `model` column (default: MODEL as given).")
 @click.option(
     "--gguf-file", default=None, help="GGUF file inside MODEL (a folder); or pass MODEL as a .gguf path."
 )
 @click.option("--revision", default=None, help="Hub revision (branch, tag or commit) of MODEL.")
 @click.option("--masked", is_flag=True, help="MODEL is a masked LM: score by pseudo-log-likelihood.")
-@click.option(
-    "--batch-size",
-    default="auto",
-    show_default=True,
-    callback=_batch_size,
-    help="Sentences per forward pass (halved on out-of-memory), or 'auto': device-dependent start, logits memory bounded.",
-)
+@cli_options.batch_size
 @click.option(
     "--max-batch-size",
     default=None,
@@ -62,19 +44,14 @@ def _batch_size(ctx, param, value: str) -> int | str:
     type=click.Choice(["auto", "bos", "eos", "none"]),
     help="Token before each sentence: auto = BOS, else EOS, else none (first token not scored).",
 )
-@click.option(
-    "--reference-quirks/--no-reference-quirks",
-    default=False,
-    show_default=True,
-    help="Re-fill sentences from the template with the reference code's capitalize() (SPEC 1.4 quirk 1).",
+@cli_options.reference_quirks(
+    "Re-fill sentences from the template with the reference code's capitalize() (SPEC 1.4 quirk 1)."
 )
-@click.option(
-    "--threads", default=None, type=click.IntRange(1), help="CPU threads for torch (default: torch's)."
-)
+@cli_options.threads
 def score(
     model: str,
     pairs: str,
-    output: str,
+    output,
     name,
     gguf_file,
     revision,
