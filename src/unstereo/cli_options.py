@@ -50,12 +50,6 @@ def _grid_callback(ctx, param, value: str):
     return parse_grid(value)
 
 
-def _default_eps() -> float:
-    from .metrics.core import DEFAULT_EPS
-
-    return DEFAULT_EPS
-
-
 def _default_registry() -> Path:
     from .model_registry import DEFAULT_REGISTRY
 
@@ -72,13 +66,13 @@ batch_size = click.option(
     "logits memory bounded.",
 )
 
-eps = click.option(
-    "--eps",
-    type=float,
-    default=_default_eps,
-    show_default="ln 1.65",
-    help="fairness threshold on |FM| (nats)",
-)
+
+def eps(default: float):
+    """``--eps``, the fairness threshold (its default comes from the metric definitions)."""
+    return click.option(
+        "--eps", type=float, default=default, show_default=True, help="fairness threshold on |FM| (nats)"
+    )
+
 
 eps_grid = click.option(
     "--eps-grid",

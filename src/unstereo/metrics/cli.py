@@ -14,6 +14,7 @@ from ..errors import InputError
 from ..log import get_logger
 from ..tables import METRICS, read_table, write_table
 from .compute import curves_from_joined, join_scores, metrics_from_joined, parse_eta
+from .core import DEFAULT_EPS
 
 log = get_logger("metrics.cli")
 
@@ -32,7 +33,7 @@ DEFAULT_ETAS = ("inf", "1.0", "0.8", "0.65", "0.5", "0.3")
 )
 @cli_options.output("METRICS parquet")
 @cli_options.etas(default=DEFAULT_ETAS)
-@cli_options.eps
+@cli_options.eps(DEFAULT_EPS)
 @cli_options.eps_grid
 @cli_options.reference_quirks(
     "reproduce the published numbers: unconstrained AuFC over |FM| in log10 (SPEC 1.4 quirk 2)"
