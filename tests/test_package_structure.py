@@ -190,7 +190,12 @@ def test_non_editable_install_runs_outside_the_repo(tmp_path):
     """`pip install .` (no -e) into a venv: `unstereo --help`, `config validate` and `snakemake -n` on a copy of the
     repository without src/ (so only the installed package can be imported)."""
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    # The test's own site-packages (dependencies, pip, setuptools) as a plain path entry: its .pth files, e.g. an
+    # editable install of unstereo, are not processed, so only the package installed below can be imported.
+    here = [p for p in sys.path if p.endswith("site-packages")]
+    new_site = next((venv / "lib").glob("python*/site-packages"))
+    (new_site / "deps.pth").write_text("\n".join(here) + "\n")
     build = tmp_path / "build"
     shutil.copytree(
         REPO,
@@ -199,7 +204,8 @@ def test_non_editable_install_runs_outside_the_repo(tmp_path):
         ignore=shutil.ignore_patterns(".venv", "results", ".snakemake", ".git", "data/external"),
     )
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation"]
-    subprocess.run([*pip, str(build)], check=True, capture_output=True, timeout=600)
+    res = subprocess.run([*pip, str(build)], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
     shutil.rmtree(build / "src")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PATH"] = f"{venv / 'bin'}:{env['PATH']}"
@@ -212,5 +218,16 @@ def test_non_editable_install_runs_outside_the_repo(tmp_path):
     assert run("unstereo", "--help").returncode == 0
     res = run("unstereo", "config", "validate", str(build / "config" / "config.yaml"))
     assert res.returncode == 0 and "valid" in res.stdout, res.stderr
-    dry = run("snakemake", "-n", "--cores", "1", "--configfile", ".test/config.yaml", cwd=build)
+    # Snakemake's own interpreter imports unstereo (rules/*.smk): run it with the venv's python
+    dry = run(
+        str(venv / "bin" / "python"),
+        "-m",
+        "snakemake",
+        "-n",
+        "--cores",
+        "1",
+        "--configfile",
+        ".test/config.yaml",
+        cwd=build,
+    )
     assert dry.returncode == 0, dry.stdout[-2000:] + dry.stderr[-2000:]
