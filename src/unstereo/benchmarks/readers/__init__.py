@@ -48,20 +48,8 @@ READERS: dict[str, Callable[..., pd.DataFrame]] = {
 }
 KINDS = tuple(READERS)
 
-__all__ = [
-    "FEMALE_PRONOUNS",
-    "KINDS",
-    "MALE_PRONOUNS",
-    "READERS",
-    "SPLITS",
-    "build_pairs",
-    "read_pairs",
-    "read_templates",
-    "read_use_raw",
-    "read_use_released",
-    "read_winobias",
-    "read_winogender",
-]
+__all__ = ["FEMALE_PRONOUNS", "KINDS", "MALE_PRONOUNS", "READERS", "SPLITS", "build_pairs"]
+__all__ += [reader.__name__ for reader in READERS.values()]
 
 
 def build_pairs(
