@@ -20,8 +20,8 @@ if not workflow.overwrite_configfiles:
     configfile: "config/config.yaml"
 
 
-# Validates against workflow/schemas/config.schema.yaml, fills in defaults, names the bad key on error.
-validate_config(config, schema_dir=Path(workflow.basedir) / "workflow" / "schemas")
+# Validates against the packaged schemas (workflow/schemas links to them), fills in defaults, names the bad key.
+validate_config(config)
 
 # With the paper reproduction on, the HTML report (`snakemake --report`) opens with its summary, written by rule
 # paper_reproduction (cells compared, within rounding, explained, unexplained).

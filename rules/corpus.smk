@@ -4,8 +4,10 @@
 import re
 
 from unstereo.corpus.shards import shard_inputs, shard_size_mb, shards as corpus_shards
+from unstereo.package_data import repo_path
 
 CORPUS = config["corpus"]
+CORPUS_PAIRS = repo_path(CORPUS["pairs"], workflow.basedir)
 CORPUS_SHARDS = corpus_shards(CORPUS["inputs"], EXTERNAL)
 CORPUS_FILES = ["unigrams.parquet", "cooccurrence.parquet", "stats.json"]
 CORPUS_APPENDIX = [
@@ -89,7 +91,7 @@ rule corpus_delta:
     """PMI and delta per word (she/he and every gendered pair; Eq. 4)."""
     input:
         counts=[results("corpus", "merged", f) for f in CORPUS_FILES],
-        pairs=CORPUS["pairs"],
+        pairs=CORPUS_PAIRS,
     output:
         results("delta", "corpus.parquet"),
     log:
@@ -137,7 +139,7 @@ rule corpus_appendix:
     """Appendix A: Table 4, Figure 4 (PMI she/he, delta histogram), Figure 5 (Kendall tau between pairs)."""
     input:
         delta=results("delta", "corpus.parquet"),
-        pairs=CORPUS["pairs"],
+        pairs=CORPUS_PAIRS,
     output:
         [
             (

@@ -18,9 +18,9 @@ from unstereo.report.workflow import (
     grid_option,
     metrics_benchmarks,
     metrics_models,
-    repo_path,
     table_descriptions,
 )
+from unstereo.package_data import repo_path
 
 MCFG = config["metrics"]
 RCFG = config["report"]

@@ -12,7 +12,7 @@ from test_metrics import _tiny
 
 from unstereo.metrics import compute_metrics
 from unstereo.metrics.registry import Metric, all_metrics, get, register, registered, unregister
-from unstereo.report.registry import DEFAULT_REGISTRY, load_registry
+from unstereo.model_registry import DEFAULT_REGISTRY, load_registry
 from unstereo.report.tables import generic_tables
 from unstereo.report.workflow import generic_table_keys, table_descriptions
 from unstereo.tables import METRICS, Column, validate

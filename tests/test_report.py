@@ -4,12 +4,14 @@ check, Figure 6, the CLI, and (with the reference data) the full reproduction of
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+from unstereo.model_registry import DEFAULT_REGISTRY, attach, load_registry
 from unstereo.report.compare import (
     compare,
     load_known,
@@ -19,7 +21,6 @@ from unstereo.report.compare import (
     summarize,
 )
 from unstereo.report.figures import figure_data, plot_fairness_curves
-from unstereo.report.registry import DEFAULT_REGISTRY, REPO_DATA, attach, load_registry
 from unstereo.report.render import to_latex, to_markdown, write_table_files
 from unstereo.report.tables import (
     SIZE_ROW,
@@ -31,6 +32,7 @@ from unstereo.report.tables import (
 )
 from unstereo.tables import write_table
 
+REPO_DATA = Path(__file__).resolve().parents[1] / "data"
 BENCHES = ["USE-5", "USE-10", "USE-20", "Winobias", "Winogender"]
 ETA_OFF = {math.inf: 0.0, 0.8: 0.25, 0.65: 0.5, 0.5: 0.75}
 ETA_N = {math.inf: 0, 0.8: 10, 0.65: 20, 0.5: 30}
@@ -350,7 +352,7 @@ def _released_pairs(reference_dir):
 def test_full_reproduction_of_the_published_tables(reference_dir):
     from unstereo.metrics import compute_metrics
     from unstereo.metrics.released import ingest_released
-    from unstereo.report.registry import name_map
+    from unstereo.model_registry import name_map
 
     reg = load_registry()
     results = reference_dir / "unstereo-eval" / "results"

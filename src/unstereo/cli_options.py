@@ -1,14 +1,153 @@
 """Click options shared by the stage CLIs: one definition each, so the stages cannot drift apart.
 
+Each name is a decorator (``@cli_options.threads``) or a function returning one where a stage must say something of
+its own (``@cli_options.output("SCORES parquet")``). Parsing callbacks live here too (batch size, eps grid).
 Model options: every command that takes a model takes it as one string (:data:`MODEL_FORMS`), plus
 ``--api-key-env`` (endpoint models) and ``--external-dir`` (``resource:`` models), and resolves it with
-:func:`unstereo.model_spec.resolve_model`. This module imports only click and the standard library at import time.
+:func:`unstereo.model_spec.resolve_model`.
+This module imports only click, the standard library and :mod:`unstereo.defaults` at import time: every stage CLI
+imports it.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
+from .defaults import eps_grid_text
+
+EXISTING_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
+
+_OUTPUT_TYPES = {
+    "file": click.Path(dir_okay=False, path_type=Path),
+    "dir": click.Path(file_okay=False, path_type=Path),
+    "path": click.Path(path_type=Path),
+    "text": str,
+}
+
+
+# ------------------------------------------------------------------------------------------------ parsing
+def parse_batch_size(ctx: click.Context | None, param: click.Parameter | None, value: str | int) -> int | str:
+    """``auto`` or an integer >= 1 (a click callback)."""
+    if value == "auto":
+        return value
+    try:
+        size = int(value)
+    except (TypeError, ValueError):
+        raise click.BadParameter("an integer >= 1 or 'auto'") from None
+    if size < 1:
+        raise click.BadParameter("an integer >= 1 or 'auto'")
+    return size
+
+
+def parse_grid(text: str):
+    """``START:STOP:NUM`` -> ``numpy.linspace(START, STOP, NUM)``."""
+    import numpy as np
+
+    try:
+        start, stop, num = text.split(":")
+        return np.linspace(float(start), float(stop), int(num))
+    except ValueError as exc:
+        raise click.BadParameter(f"expected START:STOP:NUM, got {text!r}") from exc
+
+
+def _grid_callback(ctx, param, value: str):
+    return parse_grid(value)
+
+
+def _default_registry() -> Path:
+    from .model_registry import DEFAULT_REGISTRY
+
+    return Path(DEFAULT_REGISTRY)
+
+
+# ------------------------------------------------------------------------------------------------ options
+batch_size = click.option(
+    "--batch-size",
+    default="auto",
+    show_default=True,
+    callback=parse_batch_size,
+    help="Sentences per forward pass (halved on out-of-memory), or 'auto': device-dependent start, "
+    "logits memory bounded.",
+)
+
+
+def eps(default: float):
+    """``--eps``, the fairness threshold (its default comes from the metric definitions)."""
+    return click.option(
+        "--eps", type=float, default=default, show_default=True, help="fairness threshold on |FM| (nats)"
+    )
+
+
+eps_grid = click.option(
+    "--eps-grid",
+    default=eps_grid_text(),
+    show_default=True,
+    callback=_grid_callback,
+    help="AuFC grid START:STOP:NUM (linspace)",
+)
+
+
+def etas(default: tuple[str, ...] | None = None, required: bool = False, help: str | None = None):
+    """``--eta`` (repeatable) into the parameter ``etas``, as given (each stage parses it with its eta rules)."""
+    return click.option(
+        "--eta",
+        "etas",
+        multiple=True,
+        required=required,
+        default=default,
+        show_default=default is not None,
+        help=help or "MaxPMI bound(s): a number or 'inf' (unconstrained); repeat the option",
+    )
+
+
+def output(
+    help: str | None = None,
+    *,
+    kind: str = "file",
+    dest: str = "output",
+    required: bool = True,
+    flag: str = "--output",
+):
+    """``-o/--output``: ``kind`` file, dir, path (either) or text (a pattern); ``dest`` names the parameter."""
+    return click.option("-o", flag, dest, required=required, type=_OUTPUT_TYPES[kind], help=help)
+
+
+def reference_quirks(help: str):
+    """``--reference-quirks/--no-reference-quirks`` (off by default); ``help`` says what the switch changes here."""
+    return click.option(
+        "--reference-quirks/--no-reference-quirks", default=False, show_default=True, help=help
+    )
+
+
+def _registry(default, show_default, help: str):
+    return click.option(
+        "--registry", type=EXISTING_FILE, default=default, show_default=show_default, help=help
+    )
+
+
+registry = _registry(
+    _default_registry,
+    "the packaged models.csv",
+    "model registry CSV (ids, display names, families, paper order)",
+)
+registry_optional = _registry(
+    None, False, "model registry CSV: adds each model's display_name (as printed in the paper)"
+)
+
+
+def seed(default: int | None = 0, help: str = "random seed"):
+    """``--seed`` (an integer); ``default=None`` for an override of a config value."""
+    return click.option("--seed", type=int, default=default, show_default=default is not None, help=help)
+
+
+threads = click.option(
+    "--threads", default=None, type=click.IntRange(1), help="CPU threads for torch (default: torch's)."
+)
+
+
+# ------------------------------------------------------------------------------------------------ models
 #: How a model is named on the command line (the same forms as a config entry, see unstereo.model_spec).
 MODEL_FORMS = (
     "MODEL is a hub id (EleutherAI/pythia-70m, optionally @REVISION), a local folder, a .gguf file, "
@@ -36,12 +175,15 @@ def model_options(f):
     return api_key_env(external_dir(f))
 
 
-def resolve_cli_model(model: str, api_key_env: str | None, external_dir: str | None, param: str = "MODEL"):
-    """The ModelSpec of a command's MODEL string; a bad spec is a usage error naming the parameter."""
+def resolve_cli_model(
+    model: str, api_key_env: str | None, external_dir: str | None, param: str = "MODEL", **extra: str | None
+):
+    """The ModelSpec of a command's MODEL string (``extra``: ``gguf_file``/``revision`` options on top); a bad spec
+    is a usage error naming the parameter."""
     from .errors import ConfigError
     from .model_spec import resolve_model
 
     try:
-        return resolve_model(model, external_dir, key=param, api_key_env=api_key_env)
+        return resolve_model(model, external_dir, key=param, api_key_env=api_key_env, **extra)
     except ConfigError as exc:
         raise click.BadParameter(str(exc), param_hint=param) from exc

@@ -18,8 +18,8 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
 from .errors import ConfigError
+from .package_data import SCHEMA_DIR
 
-SCHEMA_DIR = Path(__file__).resolve().parents[2] / "workflow" / "schemas"
 SCHEMA_FILE = "config.schema.yaml"
 
 

@@ -7,11 +7,13 @@ from pathlib import Path
 
 import click
 
+from .. import cli_options
 from ..errors import InputError
 from ..log import get_logger
 from ..tables import PAIRS, read_delta, read_table, write_table
 
 log = get_logger("benchmarks")
+ETAS_HELP = "eta values [default: inf 1.0 0.8 0.65 0.5 0.3]"
 
 
 def _etas(values: tuple[str, ...]) -> list[float]:
@@ -58,11 +60,9 @@ def group() -> None:
 @click.option(
     "--raw", type=click.Path(exists=True, dir_okay=False), help="use-released: the raw USE file (pair ids)"
 )
-@click.option(
-    "--reference-quirks",
-    is_flag=True,
-    help="fill with the reference code's .strip().capitalize() and quote deletion, and keep its Winobias "
-    "bracket / Winogender apostrophe artifacts",
+@cli_options.reference_quirks(
+    "fill with the reference code's .strip().capitalize() and quote deletion, and keep its Winobias "
+    "bracket / Winogender apostrophe artifacts"
 )
 @click.option(
     "--on-bad-row",
@@ -74,9 +74,7 @@ def group() -> None:
 @click.option(
     "--delta", type=click.Path(exists=True, dir_okay=False), help="also fill max_pmi from this table"
 )
-@click.option(
-    "-o", "--output", required=True, type=click.Path(dir_okay=False), help="pair table (.parquet/.csv)"
-)
+@cli_options.output("pair table (.parquet/.csv)")
 def build_cmd(
     sources: tuple[str, ...],
     kind: str,
@@ -87,7 +85,7 @@ def build_cmd(
     reference_quirks: bool,
     on_bad_row: str,
     delta: str | None,
-    output: str,
+    output: Path,
 ) -> None:
     """Read SOURCES (one benchmark) into the pair table OUTPUT."""
     from .maxpmi import add_max_pmi
@@ -118,8 +116,8 @@ def build_cmd(
     help="delta table: corpus-stage parquet or the released pmi_file_w_counts.csv",
 )
 @click.option("--eta", help="also keep only pairs with -ETA <= max_pmi <= ETA")
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False))
-def maxpmi_cmd(pairs_path: str, delta: str, eta: str | None, output: str) -> None:
+@cli_options.output("pair table (.parquet/.csv)")
+def maxpmi_cmd(pairs_path: str, delta: str, eta: str | None, output: Path) -> None:
     """Fill max_pmi and max_pmi_word of the pair table PAIRS (SPEC 1.2)."""
     from .eta import filter_eta
     from .maxpmi import _tokenizer, add_max_pmi
@@ -141,12 +139,10 @@ def maxpmi_cmd(pairs_path: str, delta: str, eta: str | None, output: str) -> Non
 
 @group.command("filter")
 @click.argument("pairs_path", metavar="PAIRS", type=click.Path(exists=True, dir_okay=False))
-@click.option("--eta", "etas", multiple=True, required=True, help="eta value(s): a number or inf")
-@click.option(
-    "-o",
-    "--output",
-    required=True,
-    help="output file; with several --eta it must contain {eta} (written as str(float(eta)): inf, 1.0, 0.65)",
+@cli_options.etas(required=True)
+@cli_options.output(
+    "output file; with several --eta it must contain {eta} (written as str(float(eta)): inf, 1.0, 0.65)",
+    kind="text",
 )
 def filter_cmd(pairs_path: str, etas: tuple[str, ...], output: str) -> None:
     """Keep the pairs of PAIRS with -eta <= max_pmi <= eta (undefined max_pmi kept only for eta = inf)."""
@@ -185,9 +181,9 @@ def _sizes(pairs_paths: tuple[str, ...], etas: tuple[str, ...]):
 
 @group.command("sizes")
 @click.argument("pairs_paths", metavar="PAIRS...", nargs=-1, required=True, type=click.Path(exists=True))
-@click.option("--eta", "etas", multiple=True, help="eta values [default: inf 1.0 0.8 0.65 0.5 0.3]")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="CSV/parquet table (default: print)")
-def sizes_cmd(pairs_paths: tuple[str, ...], etas: tuple[str, ...], output: str | None) -> None:
+@cli_options.etas(help=ETAS_HELP)
+@cli_options.output("CSV/parquet table (default: print)", required=False)
+def sizes_cmd(pairs_paths: tuple[str, ...], etas: tuple[str, ...], output: Path | None) -> None:
     """Benchmark size after each eta (columns benchmark, eta, n, fraction)."""
     sizes = _sizes(pairs_paths, etas)
     if output:
@@ -200,13 +196,8 @@ def sizes_cmd(pairs_paths: tuple[str, ...], etas: tuple[str, ...], output: str |
 
 @group.command("figure")
 @click.argument("pairs_paths", metavar="PAIRS...", nargs=-1, required=True, type=click.Path(exists=True))
-@click.option("--eta", "etas", multiple=True, help="eta values [default: inf 1.0 0.8 0.65 0.5 0.3]")
-@click.option(
-    "-o",
-    "--output",
-    required=True,
-    help="output prefix: writes PREFIX.png, PREFIX.pdf and PREFIX.csv (its data)",
-)
+@cli_options.etas(help=ETAS_HELP)
+@cli_options.output("output prefix: writes PREFIX.png, PREFIX.pdf and PREFIX.csv (its data)", kind="text")
 def figure_cmd(pairs_paths: tuple[str, ...], etas: tuple[str, ...], output: str) -> None:
     """Figure 2: benchmark size vs eta, one line per benchmark (PNG, PDF and the CSV data)."""
     from .figure import plot_sizes

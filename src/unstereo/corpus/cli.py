@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from .. import cli_options
 from ..errors import InputError
 
 
@@ -16,9 +17,7 @@ def group() -> None:
 
 @group.command("count")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option(
-    "-o", "--output", "out", required=True, type=click.Path(path_type=Path), help="output directory"
-)
+@cli_options.output("output directory", kind="path", dest="out")
 @click.option("--window", default=10, show_default=True, help="tokens i, j co-occur when |i - j| < window")
 @click.option(
     "--targets",
@@ -64,7 +63,7 @@ def count_cmd(
 
 @group.command("merge")
 @click.argument("dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("-o", "--output", "out", required=True, type=click.Path(path_type=Path))
+@cli_options.output(kind="path", dest="out")
 @click.option("--rows-per-partition", default=5_000_000, show_default=True, help="memory bound of the merge")
 def merge_cmd(dirs, out, rows_per_partition):
     """Sum the count directories DIRS into OUTPUT/."""
@@ -94,7 +93,7 @@ def _weights(pairs, weight_opts):
 
 @group.command("delta")
 @click.argument("counts", type=click.Path(path_type=Path))
-@click.option("-o", "--output", "out", required=True, type=click.Path(path_type=Path), help="delta parquet")
+@cli_options.output("delta parquet", kind="path", dest="out")
 @click.option("--pair", default="she:he", show_default=True, help="main pair for the `delta` column")
 @click.option(
     "--pairs",
@@ -137,7 +136,7 @@ def delta_cmd(counts, out, pair, pairs_file, eq4_pair, weight_opts, eq4_missing,
 
 @group.command("import-delta")
 @click.argument("csv", type=click.Path(path_type=Path))
-@click.option("-o", "--output", "out", required=True, type=click.Path(path_type=Path))
+@cli_options.output(kind="path", dest="out")
 def import_delta_cmd(csv, out):
     """Convert the released PILE table pmi_file_w_counts.csv (word, pmi_diff, counts, freq) to the DELTA parquet."""
     from ..tables import DELTA, read_delta, write_table
@@ -150,9 +149,7 @@ def import_delta_cmd(csv, out):
 
 @group.command("appendix")
 @click.argument("delta", type=click.Path(path_type=Path))
-@click.option(
-    "-o", "--output", "out", required=True, type=click.Path(path_type=Path), help="output directory"
-)
+@cli_options.output("output directory", kind="path", dest="out")
 @click.option("--pair", default="she:he", show_default=True)
 @click.option("--pairs", "pairs_file", type=click.Path(path_type=Path))
 @click.option("--bins", default=60, show_default=True)

@@ -8,8 +8,9 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import InputError
+from ..package_data import DATA_DIR, packaged
 
-PAIRS_FILE = Path(__file__).resolve().parents[3] / "data" / "gendered_pairs.csv"
+PAIRS_FILE = DATA_DIR / "gendered_pairs.csv"
 DEFAULT_PAIR = ("she", "he")
 
 
@@ -49,7 +50,7 @@ def load_stopwords(spec: str | Path | None = "spacy") -> frozenset[str]:
 
 def load_pairs(path: str | Path | None = None) -> list[Pair]:
     """Gendered pairs from a CSV with columns ``female, male`` and optional ``weight`` (default 1)."""
-    path = Path(path) if path else PAIRS_FILE
+    path = packaged(path) if path else PAIRS_FILE
     try:
         df = pd.read_csv(path, keep_default_na=False, dtype=str, comment="#")
     except FileNotFoundError as exc:
@@ -88,7 +89,7 @@ def parse_pair(text: str) -> tuple[str, str]:
 def load_targets(path: str | Path | None = None) -> list[str]:
     """Target words: the union of a pairs CSV's words (default data/gendered_pairs.csv), or a file with one word
     per line. Sorted, so target indices are stable."""
-    path = Path(path) if path else PAIRS_FILE
+    path = packaged(path) if path else PAIRS_FILE
     if path.suffix == ".csv":
         words = {w for p in load_pairs(path) for w in (p.female, p.male)}
     else:

@@ -52,12 +52,11 @@ def group() -> None:
     default=None,
     help="maximum words per sentence (default: from --benchmark USE-k)",
 )
-@click.option(
-    "-o",
-    "--out-dir",
-    required=True,
-    type=click.Path(file_okay=False),
-    help="writes full.parquet, pairs.parquet, summary.json, usage.json here",
+@cli_options.output(
+    "writes full.parquet, pairs.parquet, summary.json, usage.json here",
+    kind="dir",
+    dest="out_dir",
+    flag="--out-dir",
 )
 @click.option(
     "--settings",
@@ -77,7 +76,7 @@ def group() -> None:
     help="SQLite cache (default: settings, else <out-dir>/../../llm-cache.sqlite)",
 )
 @click.option("--max-seed-words", type=int, default=None, help="overrides settings")
-@click.option("--seed", type=int, default=None, help="base seed of the sampled calls; overrides settings")
+@cli_options.seed(None, "base seed of the sampled calls; overrides settings")
 @click.option("--prompts-dir", default=None, type=click.Path(file_okay=False), help="overrides settings")
 def run(seed_words_path, benchmark, k, out_dir, settings, model, api_key_env, external_dir, cache, max_seed_words,
         seed, prompts_dir) -> None:  # fmt: skip

@@ -17,8 +17,9 @@ from pathlib import Path
 import yaml
 
 from ..errors import InputError
+from ..package_data import DATA_DIR, packaged
 
-DEFAULT_DIR = Path(__file__).resolve().parents[3] / "data" / "prompts"
+DEFAULT_DIR = DATA_DIR / "prompts"
 REQUIRED = ("generation", "revision", "editing", "semantic_filter")
 _FIELD = re.compile(r"\{(\w+)\}")
 
@@ -86,7 +87,7 @@ def _load_file(path: Path) -> list[Prompt]:
 
 def load_prompts(directory: str | Path | None = None) -> PromptSet:
     """Load ``generation.yaml``, ``revision.yaml``, ``editing.yaml``, ``semantic_filter.yaml`` from ``directory``."""
-    directory = Path(directory) if directory else DEFAULT_DIR
+    directory = packaged(directory) if directory else DEFAULT_DIR
     files = {}
     for name in REQUIRED:
         path = directory / f"{name}.yaml"

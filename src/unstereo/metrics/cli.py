@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-import numpy as np
 import pandas as pd
 
-from ..defaults import DEFAULT_EPS, eps_grid_text
+from .. import cli_options
+from ..cli_options import EXISTING_FILE
+from ..defaults import DEFAULT_EPS
 from ..errors import InputError
 from ..eta import PAPER_ETAS, eta_label, parse_etas
 from ..log import get_logger
@@ -20,56 +21,24 @@ log = get_logger("metrics.cli")
 DEFAULT_ETAS = tuple(eta_label(e) for e in PAPER_ETAS)
 
 
-def parse_grid(text: str) -> np.ndarray:
-    """``START:STOP:NUM`` -> numpy.linspace(START, STOP, NUM)."""
-    try:
-        start, stop, num = text.split(":")
-        return np.linspace(float(start), float(stop), int(num))
-    except ValueError as exc:
-        raise click.BadParameter(f"expected START:STOP:NUM, got {text!r}") from exc
-
-
 @click.command("metrics")
-@click.argument(
-    "scores", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path)
-)
+@click.argument("scores", nargs=-1, required=True, type=EXISTING_FILE)
 @click.option(
     "--pairs",
     "pairs_files",
     multiple=True,
     required=True,
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=EXISTING_FILE,
     help="pair table(s) (PAIRS) with benchmark and max_pmi; repeat the option for several benchmarks",
 )
-@click.option(
-    "-o", "--output", required=True, type=click.Path(dir_okay=False, path_type=Path), help="METRICS parquet"
+@cli_options.output("METRICS parquet")
+@cli_options.etas(default=DEFAULT_ETAS)
+@cli_options.eps(DEFAULT_EPS)
+@cli_options.eps_grid
+@cli_options.reference_quirks(
+    "reproduce the published numbers: unconstrained AuFC over |FM| in log10 (SPEC 1.4 quirk 2)"
 )
-@click.option(
-    "--eta",
-    "etas",
-    multiple=True,
-    default=DEFAULT_ETAS,
-    show_default=True,
-    help="MaxPMI bound(s); 'inf' = unconstrained; repeat the option",
-)
-@click.option(
-    "--eps", type=float, default=DEFAULT_EPS, show_default=True, help="fairness threshold on |FM| (nats)"
-)
-@click.option(
-    "--eps-grid", default=eps_grid_text(), show_default=True, help="AuFC grid START:STOP:NUM (linspace)"
-)
-@click.option(
-    "--reference-quirks/--no-reference-quirks",
-    default=False,
-    show_default=True,
-    help="reproduce the published numbers: unconstrained AuFC over |FM| in log10 (SPEC 1.4 quirk 2)",
-)
-@click.option(
-    "--registry",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    default=None,
-    help="model registry CSV: adds each model's display_name (as printed in the paper)",
-)
+@cli_options.registry_optional
 @click.option(
     "--curves",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -86,7 +55,7 @@ def metrics(scores, pairs_files, output, etas, eps, eps_grid, reference_quirks, 
         eta_values = parse_etas(etas)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--eta") from exc
-    grid = parse_grid(eps_grid)
+    grid = eps_grid
     score_df = pd.concat([read_table(p, "scores") for p in scores], ignore_index=True)
     pair_df = pd.concat([read_table(p, "pairs") for p in pairs_files], ignore_index=True)
     if pair_df["pair_id"].duplicated().any():
@@ -97,7 +66,7 @@ def metrics(scores, pairs_files, output, etas, eps, eps_grid, reference_quirks, 
         joined, eta_values, eps=eps, eps_grid=grid, reference_quirks=reference_quirks
     )
     if registry is not None:
-        from ..report.registry import attach, load_registry
+        from ..model_registry import attach, load_registry
 
         result = attach(result, load_registry(registry)).drop(columns=["order", "deduplicated"])
         front = ["model", "display_name"]

@@ -1,7 +1,7 @@
 """Paper reproduction: model registry, table builders (CSV, Markdown, LaTeX, HTML), Figure 6, reproduction check."""
 
+from ..model_registry import attach, load_registry, name_map
 from .compare import compare, load_published, reproduction_markdown, summarize
-from .registry import attach, load_registry, name_map
 from .tables import Table, dedup_table, gap_table, generic_tables, metric_table, paper_tables
 
 __all__ = [

@@ -7,21 +7,15 @@ from pathlib import Path
 
 import click
 
+from .. import cli_options
+from ..cli_options import EXISTING_FILE
 from ..defaults import PAPER_BENCHMARKS
 from ..io import write_text
 from ..log import get_logger
+from ..model_registry import load_registry
 from ..tables import read_table, write_table
-from .registry import DEFAULT_REGISTRY, load_registry
 
 log = get_logger("report.cli")
-
-_registry_opt = click.option(
-    "--registry",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    default=DEFAULT_REGISTRY,
-    show_default=True,
-    help="model registry CSV (ids, display names, families, paper order)",
-)
 
 
 @click.group("report")
@@ -37,10 +31,8 @@ def group() -> None:
     type=click.Choice(PAPER_BENCHMARKS),
     help="which released benchmark to read",
 )
-@click.option(
-    "-o", "--output", required=True, type=click.Path(dir_okay=False, path_type=Path), help="SCORES parquet"
-)
-@_registry_opt
+@cli_options.output("SCORES parquet")
+@cli_options.registry
 def ingest(results_dir: Path, benchmark: str, output: Path, registry: Path) -> None:
     """Read the released per-model score files under RESULTS_DIR (``unstereo-eval/results``) into one SCORES table.
 
@@ -48,7 +40,7 @@ def ingest(results_dir: Path, benchmark: str, output: Path, registry: Path) -> N
     (for USE-k also the pairs the naturalness filter removed; the pair table decides what is scored).
     """
     from ..metrics.released import ingest_released
-    from .registry import name_map
+    from ..model_registry import name_map
 
     table = ingest_released(results_dir, benchmark, name_map(load_registry(registry)))
     write_table(table, output, "scores")
@@ -56,8 +48,8 @@ def ingest(results_dir: Path, benchmark: str, output: Path, registry: Path) -> N
 
 
 @group.command("tables")
-@click.argument("metrics_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("-o", "--out-dir", required=True, type=click.Path(file_okay=False, path_type=Path))
+@click.argument("metrics_file", type=EXISTING_FILE)
+@cli_options.output(kind="dir", dest="out_dir", flag="--out-dir")
 @click.option(
     "--paper/--generic",
     default=False,
@@ -65,7 +57,7 @@ def ingest(results_dir: Path, benchmark: str, output: Path, registry: Path) -> N
     help="the paper's Tables 1-3 and 8-22, or a table per registered metric (US, PD, AuFC, ...) and eta and a "
     "gap table for any models",
 )
-@_registry_opt
+@cli_options.registry
 def tables(metrics_file: Path, out_dir: Path, paper: bool, registry: Path) -> None:
     """Write each table of METRICS_FILE as CSV (full precision), Markdown, LaTeX and HTML into OUT_DIR."""
     from .render import write_table_files
@@ -80,17 +72,11 @@ def tables(metrics_file: Path, out_dir: Path, paper: bool, registry: Path) -> No
 
 
 @group.command("figures")
-@click.argument("curves_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option(
-    "-o",
-    "--output",
-    required=True,
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="stem: writes .png .pdf .csv",
-)
+@click.argument("curves_file", type=EXISTING_FILE)
+@cli_options.output("stem: writes .png .pdf .csv")
 @click.option("--eta", default="inf", show_default=True, help="which eta's curves to draw")
 @click.option("--title", default=None, help="figure title")
-@_registry_opt
+@cli_options.registry
 def figures(curves_file: Path, output: Path, eta: str, title: str | None, registry: Path) -> None:
     """Fairness curves (US vs eps) per model and benchmark, deduplicated models dashed (the paper's Figure 6)."""
     from ..eta import parse_eta
@@ -104,28 +90,26 @@ def figures(curves_file: Path, output: Path, eta: str, title: str | None, regist
 
 
 @group.command("compare")
-@click.argument("metrics_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("metrics_file", type=EXISTING_FILE)
 @click.option(
     "--published",
     required=True,
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=EXISTING_FILE,
     help="the paper's numbers (data/paper/published.csv)",
 )
 @click.option(
     "--known",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=EXISTING_FILE,
     default=None,
     help="diagnoses of known differences (data/paper/known_differences.csv)",
 )
 @click.option(
     "--clean",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=EXISTING_FILE,
     default=None,
     help="metrics computed with the reference switches off, summarised for contrast",
 )
-@click.option(
-    "-o", "--output", required=True, type=click.Path(dir_okay=False, path_type=Path), help="reproduction.md"
-)
+@cli_options.output("reproduction.md")
 @click.option(
     "--csv",
     "csv_out",
@@ -145,7 +129,7 @@ def figures(curves_file: Path, output: Path, eta: str, title: str | None, regist
     is_flag=True,
     help="exit with status 1 when a cell is off and unexplained, or a known difference explains no cell",
 )
-@_registry_opt
+@cli_options.registry
 def compare_cmd(
     metrics_file, published, known, clean, output, csv_out, summary_out, strict, registry
 ) -> None:

@@ -14,8 +14,8 @@ import pandas as pd
 from ..defaults import PAPER_BENCHMARKS
 from ..errors import InputError
 from ..io import atomic_path
+from ..model_registry import attach
 from ..tables import write_table
-from .registry import attach
 
 GROUPS = [
     ("Pythia and GPT-J", {"Pythia", "GPT-J"}),

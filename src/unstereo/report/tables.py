@@ -19,8 +19,8 @@ from ..errors import InputError
 from ..eta import eta_label, eta_stem, sort_etas
 from ..metrics import registry as metric_registry
 from ..metrics.compute import fairness_gap
+from ..model_registry import attach
 from ..tables import METRIC_KEY_COLUMNS
-from .registry import attach
 
 BENCHMARKS = list(PAPER_BENCHMARKS)
 SHORT = {"Winobias": "WB", "Winogender": "WG"}

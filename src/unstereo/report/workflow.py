@@ -21,7 +21,6 @@ __all__ = [
     "grid_option",
     "metrics_benchmarks",
     "metrics_models",
-    "repo_path",
     "table_descriptions",
 ]
 
@@ -90,14 +89,3 @@ def generic_table_keys(config: dict) -> list[str]:
 def table_descriptions() -> str:
     """The registered metrics' report tables in one sentence (the report's caption of the metric tables)."""
     return "; ".join(m.title or m.caption.format(eta="eta") for m in metric_registry.report_metrics())
-
-
-def repo_path(path: str, basedir: str) -> str:
-    """A config path relative to the working directory if it exists there, else relative to the workflow's
-    directory (so `snakemake --directory elsewhere` still finds data/models.csv and data/paper/*)."""
-    from pathlib import Path
-
-    p = Path(path)
-    if p.is_absolute() or p.exists():
-        return str(p)
-    return str(Path(basedir) / p)

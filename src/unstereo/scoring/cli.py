@@ -5,25 +5,13 @@ from __future__ import annotations
 
 import click
 
-
-def _batch_size(ctx, param, value: str) -> int | str:
-    if value == "auto":
-        return value
-    try:
-        size = int(value)
-    except ValueError:
-        raise click.BadParameter("an integer >= 1 or 'auto'") from None
-    if size < 1:
-        raise click.BadParameter("an integer >= 1 or 'auto'")
-    return size
+from .. import cli_options
 
 
 @click.command("score")
 @click.argument("model")
 @click.argument("pairs", type=click.Path(exists=True, dir_okay=False))
-@click.option(
-    "-o", "--output", required=True, type=click.Path(dir_okay=False), help="SCORES parquet to write."
-)
+@cli_options.output("SCORES parquet to write.")
 @click.option(
     "--texts",
     is_flag=True,
@@ -35,13 +23,7 @@ def _batch_size(ctx, param, value: str) -> int | str:
 )
 @click.option("--revision", default=None, help="Hub revision (branch, tag or commit) of MODEL.")
 @click.option("--masked", is_flag=True, help="MODEL is a masked LM: score by pseudo-log-likelihood.")
-@click.option(
-    "--batch-size",
-    default="auto",
-    show_default=True,
-    callback=_batch_size,
-    help="Sentences per forward pass (halved on out-of-memory), or 'auto': device-dependent start, logits memory bounded.",
-)
+@cli_options.batch_size
 @click.option(
     "--max-batch-size",
     default=None,
@@ -68,19 +50,15 @@ def _batch_size(ctx, param, value: str) -> int | str:
     type=click.Choice(["auto", "bos", "eos", "none"]),
     help="Token before each sentence: auto = BOS, else EOS, else none (first token not scored).",
 )
-@click.option(
-    "--reference-quirks/--no-reference-quirks",
-    default=False,
-    show_default=True,
-    help="Re-fill sentences from the template with the reference code's capitalize() (SPEC 1.4 quirk 1).",
+@cli_options.reference_quirks(
+    "Re-fill sentences from the template with the reference code's capitalize() (SPEC 1.4 quirk 1)."
 )
-@click.option(
-    "--threads", default=None, type=click.IntRange(1), help="CPU threads for torch (default: torch's)."
-)
+@cli_options.threads
+@cli_options.external_dir
 def score(
     model: str,
     pairs: str,
-    output: str,
+    output,
     texts: bool,
     name,
     gguf_file,
@@ -94,10 +72,12 @@ def score(
     bos_policy,
     reference_quirks,
     threads,
+    external_dir,
 ) -> None:
     """Score every pair of PAIRS (a pair table) under MODEL and write a SCORES table.
 
-    MODEL is a hub id, a local Hugging Face folder, or a GGUF file (converted once to a folder beside it).
+    MODEL is a model spec: a hub id (optionally @REVISION), a local Hugging Face folder, a GGUF file (converted
+    once to a folder beside it) or resource:NAME/FILE.gguf (an offline resource under --external-dir).
     Output columns: pair_id, model, benchmark, logp_female, logp_male, ntok_female, ntok_male (ln p in nats, BOS
     prepended and not scored) and run metadata (model_id, model_revision, dtype, batch_size, device, bos_policy,
     package versions). Scores are written in chunks beside the output; an interrupted run resumes where it stopped.
@@ -113,14 +93,13 @@ def score(
         torch.set_num_threads(threads)
     from .run import score_file
 
+    spec = cli_options.resolve_cli_model(model, None, external_dir, gguf_file=gguf_file, revision=revision)
     df = score_file(
-        model,
+        spec,
         pairs,
         output,
         texts=texts,
-        name=name,
-        gguf_file=gguf_file,
-        revision=revision,
+        name=name or model,
         masked=masked,
         batch_size=batch_size,
         max_batch_size=max_batch_size,

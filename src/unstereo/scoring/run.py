@@ -9,7 +9,9 @@ from typing import Any
 
 import pandas as pd
 
+from ..errors import UnstereoError
 from ..log import get_logger
+from ..model_spec import resolve_model
 from ..models import ModelSpec, load_causal_lm, resolve_device, resolve_dtype
 from ..tables import PAIRS, TEXTS, read_table
 from .causal import CausalScorer
@@ -31,7 +33,7 @@ def load_scoring_model(spec: ModelSpec | str, dtype: str = "auto", device: str =
 
 
 def scorer_factory(
-    model: str,
+    model: str | ModelSpec,
     *,
     gguf_file: str | None = None,
     revision: str | None = None,
@@ -44,7 +46,11 @@ def scorer_factory(
 ) -> tuple[dict[str, Any], Callable[[], Scorer]]:
     """(run description, scorer factory) for ``model``: the description enters the fingerprint and the output
     columns; the factory loads the model and is called only when some chunk is left to score."""
-    spec = ModelSpec.parse(model, gguf_file=gguf_file, revision=revision)
+    spec = resolve_model(model, gguf_file=gguf_file, revision=revision, key="MODEL")
+    if spec.is_remote:
+        raise UnstereoError(
+            f"cannot score with {spec.to_arg()!r}: log-likelihoods need the model's weights (a hub id, folder or GGUF file)"
+        )
     device = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, device)
     run: dict[str, Any] = {
@@ -70,7 +76,7 @@ def scorer_factory(
 
 
 def score_file(
-    model: str,
+    model: str | ModelSpec,
     table: str | Path | pd.DataFrame,
     out: str | Path,
     *,
@@ -84,9 +90,9 @@ def score_file(
 
     ``table`` is a PAIRS table (or its path): SCORES, one row per pair (:func:`unstereo.scoring.chunks.score_pairs`);
     with ``texts``, a TEXTS table (``id, text``): TEXT_SCORES, one row per text (``id, model, logp, ntok``,
-    :func:`unstereo.scoring.texts.score_texts`). ``chunk_size`` counts pairs, or texts. ``model`` is a hub id, a local
-    folder or a ``.gguf`` file (or a folder plus ``gguf_file``); ``name`` goes into the ``model`` column (default:
-    ``model`` as given); ``model_options`` are those of :func:`scorer_factory` (gguf_file, revision, masked,
+    :func:`unstereo.scoring.texts.score_texts`). ``chunk_size`` counts pairs, or texts. ``model`` is a model spec
+    (:func:`unstereo.model_spec.resolve_model`: hub id, folder, ``.gguf`` file, ``resource:NAME/FILE``, or a
+    :class:`ModelSpec`); ``name`` goes into the ``model`` column (default: ``model`` as given); ``model_options`` are those of :func:`scorer_factory` (gguf_file, revision, masked,
     batch_size, max_batch_size, dtype, device, bos_policy).
     """
     if texts and reference_quirks:
@@ -95,15 +101,16 @@ def score_file(
     if source is not None:
         table = read_table(source, TEXTS if texts else PAIRS)
     run, make_scorer = scorer_factory(model, **model_options)
+    name = name or (model.label if isinstance(model, ModelSpec) else model)
     if texts:
         return score_texts(
-            table, make_scorer, out, run=run, chunk_size=chunk_size, model_name=name or model, source=source
+            table, make_scorer, out, run=run, chunk_size=chunk_size, model_name=name, source=source
         )
     return score_pairs(
         table,
         make_scorer,
         out,
-        model_name=name or model,
+        model_name=name,
         run=run,
         chunk_size=chunk_size,
         reference_quirks=reference_quirks,

