@@ -8,10 +8,11 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from unstereo.cli_options import parse_grid
 from unstereo.defaults import DEFAULT_EPS, EPS_GRID, PAPER_BENCHMARKS, RESOURCE_MANIFEST, eps_grid_text
 from unstereo.eta import PAPER_ETAS, parse_etas
 from unstereo.metrics import default_eps_grid
-from unstereo.metrics.cli import DEFAULT_ETAS, parse_grid
+from unstereo.metrics.cli import DEFAULT_ETAS
 from unstereo.metrics.released import BENCHMARK_DIRS
 from unstereo.report.workflow import PAPER_BENCHMARKS as RULES_PAPER_BENCHMARKS
 from unstereo.resources import RESOURCES

@@ -190,7 +190,7 @@ def test_non_editable_install_runs_outside_the_repo(tmp_path):
     """`pip install .` (no -e) into a venv: `unstereo --help`, `config validate` and `snakemake -n` on a copy of the
     repository without src/ (so only the installed package can be imported)."""
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     # The test's own site-packages (dependencies, pip, setuptools) as a plain path entry: its .pth files, e.g. an
     # editable install of unstereo, are not processed, so only the package installed below can be imported.
     here = [p for p in sys.path if p.endswith("site-packages")]

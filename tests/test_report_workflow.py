@@ -86,7 +86,7 @@ def test_metrics_rule_on_a_tiny_score_table(tmp_path):
         external_dir="ext",
         resources=[],
         metrics={"enabled": True, "models": ["m"], "benchmarks": ["B"], "etas": ["inf", 0.5]},
-        report={"enabled": True},
+        report={"enabled": True, "paper": False},
     )
     run = snakemake(tmp_path, config)
     assert run.returncode == 0, run.stderr[-3000:]

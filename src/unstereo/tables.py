@@ -159,10 +159,19 @@ METRIC_KEY_COLUMNS = (
 )
 
 
-def _registered_metric_columns() -> tuple[Column, ...]:
-    from .metrics.registry import metric_columns  # the registry imports this module: resolve at call time
+# Providers of the METRICS columns beyond the keys. unstereo.metrics.registry adds itself on import (this module
+# never imports the metrics package: the dependency runs one way, metrics -> tables).
+_METRIC_COLUMN_PROVIDERS: list[Callable[[], tuple[Column, ...]]] = []
 
-    return metric_columns()
+
+def add_metric_columns(provider: Callable[[], tuple[Column, ...]]) -> None:
+    """Make METRICS list ``provider()``'s columns after its key columns (called by the metric registry)."""
+    if provider not in _METRIC_COLUMN_PROVIDERS:
+        _METRIC_COLUMN_PROVIDERS.append(provider)
+
+
+def _registered_metric_columns() -> tuple[Column, ...]:
+    return tuple(c for provider in _METRIC_COLUMN_PROVIDERS for c in provider())
 
 
 METRICS = TableSchema(

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import tables
 from ..tables import METRIC_KEY_COLUMNS, Column
 from .core import aufc, aufc_in_log10, preference_disparity, skew_counts, to_log10, unstereo_score
 
@@ -145,6 +146,9 @@ def report_metrics() -> list[Metric]:
 def metric_columns() -> tuple[Column, ...]:
     """The METRICS columns of every registered metric, in registration order."""
     return tuple(c for m in _REGISTRY.values() for c in m.columns)
+
+
+tables.add_metric_columns(metric_columns)
 
 
 # ------------------------------------------------------------------------------------ the UnStereoEval metrics
