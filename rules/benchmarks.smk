@@ -130,8 +130,9 @@ rule benchmarks_card:
         pairs=results("benchmarks", "{benchmark}", "pairs.parquet"),
         delta=lambda wc: delta_path(delta_choice(BMCFG, BM_SOURCES[wc.benchmark])),
     output:
-        card=report(
-            results("benchmarks", "{benchmark}", "card.md"),
+        card=results("benchmarks", "{benchmark}", "card.md"),
+        html=report(
+            results("benchmarks", "{benchmark}", "card.html"),
             caption="../workflow/report/card.rst",
             category="Benchmarks",
             subcategory="Cards",
@@ -148,7 +149,7 @@ rule benchmarks_card:
         runtime=5,
     shell:
         "unstereo benchmarks card {input.pairs} --delta {input.delta} --name {wildcards.benchmark} "
-        "-o {output.card} --json {output.json} > {log} 2>&1"
+        "-o {output.card} --json {output.json} --html {output.html} > {log} 2>&1"
 
 
 rule benchmarks_table7:
@@ -183,7 +184,7 @@ if BMCFG.get("enabled") and BM_SOURCES:
         expand(
             results("benchmarks", "{benchmark}", "{file}"),
             benchmark=BM_SOURCES,
-            file=["pairs.parquet", "card.md", "properties.json"]
+            file=["pairs.parquet", "card.md", "card.html", "properties.json"]
             + [f"eta-{eta}.parquet" for eta in BM_ETAS],
         )
         + [results("benchmarks", f"figure2.{ext}") for ext in ("png", "pdf", "csv")]

@@ -89,9 +89,14 @@ def test_cli_card_and_table7(tmp_path):
     res = runner.invoke(
         cli,
         ["benchmarks", "card", str(pairs), "--delta", str(delta), "-o", str(tmp_path / "card.md"),
-         "--json", str(tmp_path / "p.json")],
+         "--json", str(tmp_path / "p.json"), "--html", str(tmp_path / "card.html")],
     )  # fmt: skip
     assert res.exit_code == 0, res.output
+    page = (tmp_path / "card.html").read_text()
+    assert (
+        "<h2>Benchmark card: Mine</h2>" in page
+        and "<td>sentence length</td><td>4</td><td>5</td><td>9</td>" in page
+    )
     props = json.loads((tmp_path / "p.json").read_text())
     assert props["benchmark"] == "Mine" and props["sentence length"]["max"] == 9
     res = runner.invoke(cli, ["benchmarks", "table7", str(tmp_path / "p.json"), "-o", str(tmp_path / "t")])

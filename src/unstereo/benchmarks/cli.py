@@ -225,11 +225,19 @@ def figure_cmd(pairs_paths: tuple[str, ...], etas: tuple[str, ...], output: str)
 @click.option("--name", default=None, help="benchmark name [default: the table's benchmark column]")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="card (Markdown)")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), help="also the properties as JSON")
-def card_cmd(pairs_path: str, delta: str | None, name: str | None, output: str, json_out: str | None) -> None:
+@click.option("--html", "html_out", type=click.Path(dir_okay=False), help="also the card as an HTML page")
+def card_cmd(
+    pairs_path: str,
+    delta: str | None,
+    name: str | None,
+    output: str,
+    json_out: str | None,
+    html_out: str | None,
+) -> None:
     """A benchmark card: the Table 7 properties of PAIRS (sentences, seed words, gendered words, pronouns,
     pronoun positions, length, seed-word delta) as Markdown, and as JSON for `benchmarks table7`."""
     from ..io import write_json, write_text
-    from .properties import benchmark_properties, card_markdown
+    from .properties import benchmark_properties, card_html, card_markdown
 
     pairs = read_table(pairs_path, PAIRS)
     if name is None:
@@ -239,6 +247,8 @@ def card_cmd(pairs_path: str, delta: str | None, name: str | None, output: str, 
     write_text(output, card_markdown(name, props, source=str(pairs_path)))
     if json_out:
         write_json(json_out, {"benchmark": name, **props})
+    if html_out:
+        write_text(html_out, card_html(name, props, source=str(pairs_path)))
     click.echo(f"{output}: {name}, {props['# sentences']} sentences")
 
 

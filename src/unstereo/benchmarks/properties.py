@@ -141,6 +141,42 @@ def card_markdown(name: str, p: dict[str, Any], source: str | None = None) -> st
     return "\n".join(lines)
 
 
+def card_html(name: str, p: dict[str, Any], source: str | None = None) -> str:
+    """The benchmark card as a standalone HTML page (what the Snakemake report shows)."""
+    import html
+
+    esc = html.escape
+
+    def table(md_lines: list[str]) -> str:
+        rows = [
+            [c.strip() for c in line.strip("|").split("|")]
+            for line in md_lines
+            if not line.startswith("|---")
+        ]
+        head = "".join(f"<th>{esc(c)}</th>" for c in rows[0])
+        body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>" for r in rows[1:])
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+    md = card_markdown(name, p, source).split("\n")
+    blocks, current = [], []
+    for line in md[1:]:
+        if line.startswith("|"):
+            current.append(line)
+            continue
+        if current:
+            blocks.append(table(current))
+            current = []
+        if line.strip():
+            blocks.append(f"<p>{esc(line.replace('`', ''))}</p>")
+    if current:
+        blocks.append(table(current))
+    style = "body{font-family:sans-serif;font-size:14px} td,th{padding:2px 8px;border-bottom:1px solid #ddd}"
+    return (
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{esc(name)}</title><style>{style}</style></head>"
+        f"<body><h2>Benchmark card: {esc(name)}</h2>{''.join(blocks)}</body></html>\n"
+    )
+
+
 def read_properties(paths) -> dict[str, dict[str, Any]]:
     """benchmark -> properties from the JSON files of ``unstereo benchmarks card --json``."""
     import json
