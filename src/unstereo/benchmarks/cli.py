@@ -264,3 +264,30 @@ def table7_cmd(props_paths: tuple[str, ...], out_dir: str) -> None:
 
     for path in write_table_files(properties_table(read_properties(props_paths)), out_dir):
         click.echo(str(path))
+
+
+@group.command("export")
+@click.argument("pairs_path", metavar="PAIRS", type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--out-dir", required=True, type=click.Path(file_okay=False), help="the dataset folder")
+@click.option("--name", default=None, help="dataset name [default: the table's benchmark]")
+@click.option(
+    "--generated",
+    "generate_dir",
+    type=click.Path(exists=True, file_okay=False),
+    help="the benchmark's generate folder (results/generate/USE-k): generator, prompts, seed words, filters, counts",
+)
+@click.option(
+    "--prompts-dir",
+    type=click.Path(exists=True, file_okay=False),
+    help="prompts [default: the run's settings]",
+)
+def export_cmd(
+    pairs_path: str, out_dir: str, name: str | None, generate_dir: str | None, prompts_dir: str | None
+):
+    """Write PAIRS as a folder that `datasets.load_dataset(OUT_DIR)` reads: parquet data (split `test`), a dataset
+    card (README.md) with the provenance, and provenance.json."""
+    from .export import export_benchmark
+
+    pairs = read_table(pairs_path, PAIRS)
+    for path in export_benchmark(pairs, out_dir, name, generate_dir, prompts_dir):
+        click.echo(str(path))
