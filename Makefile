@@ -18,7 +18,7 @@ venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[all,test,slurm]'
+	$(PY) -m pip install -q -e '.[all,test,slurm,export]'
 	touch $@
 
 system-deps:

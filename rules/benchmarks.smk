@@ -3,7 +3,12 @@
 
 import re
 
-from unstereo.benchmarks.workflow import build_args, eta_names, source_inputs
+from unstereo.benchmarks.workflow import (
+    build_args,
+    delta_choice,
+    eta_names,
+    source_inputs,
+)
 
 BMCFG = config["benchmarks"]
 # Source paths may name the results folder as {results_dir} (e.g. the generate stage's pair table).
@@ -49,9 +54,7 @@ rule benchmarks_maxpmi:
     """MaxPMI of every template from the configured delta table (SPEC 1.2)."""
     input:
         pairs=results("benchmarks", "{benchmark}", "templates.parquet"),
-        delta=lambda wc: delta_path(
-            BM_SOURCES[wc.benchmark].get("delta") or BMCFG.get("delta", "released")
-        ),
+        delta=lambda wc: delta_path(delta_choice(BMCFG, BM_SOURCES[wc.benchmark])),
     output:
         results("benchmarks", "{benchmark}", "pairs.parquet"),
     log:
@@ -121,12 +124,72 @@ rule benchmarks_figure2:
         "unstereo benchmarks figure {input} {params.etas} -o {params.prefix} > {log} 2>&1"
 
 
+rule benchmarks_card:
+    """A benchmark card beside the pair table: the Table 7 properties (Markdown, and JSON for Table 7)."""
+    input:
+        pairs=results("benchmarks", "{benchmark}", "pairs.parquet"),
+        delta=lambda wc: delta_path(delta_choice(BMCFG, BM_SOURCES[wc.benchmark])),
+    output:
+        card=results("benchmarks", "{benchmark}", "card.md"),
+        html=report(
+            results("benchmarks", "{benchmark}", "card.html"),
+            caption="../workflow/report/card.rst",
+            category="Benchmarks",
+            subcategory="Cards",
+        ),
+        json=results("benchmarks", "{benchmark}", "properties.json"),
+    log:
+        f"{LOGS}/benchmarks/{{benchmark}}/card.log",
+    wildcard_constraints:
+        benchmark="|".join(map(re.escape, BM_SOURCES)) or "NONE",
+    conda:
+        "../envs/benchmarks.yaml"
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    shell:
+        "unstereo benchmarks card {input.pairs} --delta {input.delta} --name {wildcards.benchmark} "
+        "-o {output.card} --json {output.json} --html {output.html} > {log} 2>&1"
+
+
+rule benchmarks_table7:
+    """Table 7 of the paper (benchmark properties) for every configured benchmark (CSV, Markdown, LaTeX, HTML)."""
+    input:
+        expand(
+            results("benchmarks", "{benchmark}", "properties.json"),
+            benchmark=BM_SOURCES,
+        ),
+    output:
+        report(
+            results("benchmarks", "table07.html"),
+            caption="../workflow/report/table7.rst",
+            category="Benchmarks",
+        ),
+        [results("benchmarks", f"table07.{ext}") for ext in ("csv", "md", "tex")],
+    log:
+        f"{LOGS}/benchmarks/table07.log",
+    conda:
+        "../envs/benchmarks.yaml"
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    params:
+        out_dir=lambda wc, output: Path(output[0]).parent,
+    shell:
+        "unstereo benchmarks table7 {input} -o {params.out_dir} > {log} 2>&1"
+
+
 if BMCFG.get("enabled") and BM_SOURCES:
     ALL_TARGETS.extend(
         expand(
             results("benchmarks", "{benchmark}", "{file}"),
             benchmark=BM_SOURCES,
-            file=["pairs.parquet"] + [f"eta-{eta}.parquet" for eta in BM_ETAS],
+            file=["pairs.parquet", "card.md", "card.html", "properties.json"]
+            + [f"eta-{eta}.parquet" for eta in BM_ETAS],
         )
         + [results("benchmarks", f"figure2.{ext}") for ext in ("png", "pdf", "csv")]
+        + [
+            results("benchmarks", f"table07.{ext}")
+            for ext in ("html", "csv", "md", "tex")
+        ]
     )

@@ -322,13 +322,17 @@ rule paper_figure2:
 
 
 rule paper_reproduction:
-    """Every published number of Tables 1-3 and 8-22 against the reproduced cell: results/paper/reproduction.md."""
+    """Every published number of Tables 1-3, 7 and 8-22 against the reproduced cell: results/paper/reproduction.md."""
     input:
         metrics=results("paper", "metrics.parquet"),
         clean=results("paper", "metrics_clean.parquet"),
         published=PUBLISHED,
         known=KNOWN,
         registry=REGISTRY,
+        properties=expand(
+            results("benchmarks", "{benchmark}", "properties.json"),
+            benchmark=PAPER_BENCHMARKS,
+        ),
     output:
         md=report(
             results("paper", "reproduction.md"),
@@ -351,10 +355,14 @@ rule paper_reproduction:
         runtime=10,
     params:
         strict="--strict" if RCFG["strict"] else "",
+        properties=lambda wc, input: " ".join(
+            f"--properties {p}" for p in input.properties
+        ),
     shell:
         "unstereo report compare {input.metrics} --clean {input.clean} --published {input.published} "
         "--known {input.known} --registry {input.registry} -o {output.md} --csv {output.csv} "
         "--summary {output.summary} {params.strict} "
+        "{params.properties} "
         "> {log} 2>&1"
 
 

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # System packages the offline resources need: Debian's WordNet files (for the `wordnet` resource) and npm (for the
-# demo corpus). Installs them with apt-get when missing and running as root; otherwise says what to install.
+# demo corpus); and Chromium, in which the tests open the HTML report (unstereo.report.browser_check). Installs them with apt-get when missing and running as root; otherwise says what to install.
 set -euo pipefail
 need=()
 [ -f /usr/share/wordnet/data.noun ] || need+=(wordnet-base wordnet-sense-index)
 command -v npm >/dev/null 2>&1 || need+=(npm)
+command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || need+=(chromium)
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "installing system packages: ${need[*]}" >&2

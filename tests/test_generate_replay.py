@@ -102,8 +102,9 @@ def test_replay_reproduces_released_use5(reference_dir, tmp_path, monkeypatch):
     replay = Replay(raw)
     prompts = load_prompts()
     replay.match = prompt_matcher(prompts)
+    # dedup=False: the release kept repeated templates (the paper has no deduplication step)
     settings = GenerateSettings(
-        revision_max_tries=1, generation_max_tries=1, pairing="llm", strip_quotes=False, seed=0
+        revision_max_tries=1, generation_max_tries=1, pairing="llm", strip_quotes=False, dedup=False, seed=0
     )
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with ScriptedServer(replay) as srv:

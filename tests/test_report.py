@@ -231,7 +231,13 @@ def test_shipped_registry_and_published_facts():
     assert counts[1] == 198 and counts[2] == 35 and counts[3] == 40 and counts[8] == 5
     assert counts[12] == 72 and counts[13] == 132 and counts[14] == 48
     assert all(counts[t] == 140 for t in range(15, 23))
-    assert set(pub["row"]) - {SIZE_ROW} <= set(reg["display_name"])
+    models = pub[pub["table"] != 7]
+    assert set(models["row"]) - {SIZE_ROW} <= set(reg["display_name"])
+    # Table 7 (benchmark properties): 14 rows x 5 benchmarks, every row one the properties table builds
+    from unstereo.benchmarks.properties import TABLE7_ROWS
+
+    t7 = pub[pub["table"] == 7]
+    assert counts[7] == 70 and set(t7["row"]) == set(TABLE7_ROWS) and t7["column"].nunique() == 5
 
 
 def _tiny_files(tmp_path):

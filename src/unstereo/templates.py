@@ -46,6 +46,22 @@ _PLACEHOLDER_RE = re.compile(r"\{pronoun[12]?\}")
 _SENTENCE_START = re.compile(r"(|.*[.!?][\"')\]]*)\s*[\"'(\[]*", re.DOTALL)
 
 
+# Characters stripped from both ends of a whitespace token by :func:`words` (braces are kept: placeholders are words).
+_PUNCT = "".join(c for c in "!\"#$%&'()*+,-./:;<=>?@[\\]^_`|~“”‘’–—…" if c not in "{}")
+
+
+def words(text: str) -> list[str]:
+    """Whitespace tokens of ``text`` with punctuation removed from their ends; tokens that were only punctuation are
+    dropped. "He said: 'no' -- twice." -> He, said, no, twice. A placeholder (``{pronoun2}self``) is one word.
+    This is the paper's word count (Table 7: "whitespace tokenization and removing punctuation")."""
+    return [w for w in (t.strip(_PUNCT) for t in text.split()) if w]
+
+
+def is_placeholder_word(word: str) -> bool:
+    """True when a word of :func:`words` is (or contains) a pronoun placeholder."""
+    return bool(_PLACEHOLDER_RE.search(word))
+
+
 def unknown_placeholders(template: str) -> list[str]:
     """Brace expressions in ``template`` that are not one of :data:`PLACEHOLDERS`."""
     return [m for m in _ANY_BRACE.findall(template) if m not in PLACEHOLDERS]

@@ -207,3 +207,79 @@ def figure_cmd(pairs_paths: tuple[str, ...], etas: tuple[str, ...], output: str)
         prefix = prefix.with_suffix("")
     for path in plot_sizes(_sizes(pairs_paths, etas), prefix):
         click.echo(str(path))
+
+
+@group.command("card")
+@click.argument("pairs_path", metavar="PAIRS", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--delta", type=click.Path(exists=True, dir_okay=False), help="DELTA table for the seed-word row"
+)
+@click.option("--name", default=None, help="benchmark name [default: the table's benchmark column]")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="card (Markdown)")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False), help="also the properties as JSON")
+@click.option("--html", "html_out", type=click.Path(dir_okay=False), help="also the card as an HTML page")
+def card_cmd(
+    pairs_path: str,
+    delta: str | None,
+    name: str | None,
+    output: str,
+    json_out: str | None,
+    html_out: str | None,
+) -> None:
+    """A benchmark card: the Table 7 properties of PAIRS (sentences, seed words, gendered words, pronouns,
+    pronoun positions, length, seed-word delta) as Markdown, and as JSON for `benchmarks table7`."""
+    from ..io import write_json, write_text
+    from .properties import benchmark_properties, card_html, card_markdown
+
+    pairs = read_table(pairs_path, PAIRS)
+    if name is None:
+        names = list(dict.fromkeys(pairs["benchmark"].astype(str)))
+        name = names[0] if len(names) == 1 else Path(pairs_path).parent.name
+    props = benchmark_properties(pairs, read_delta(delta) if delta else None)
+    write_text(output, card_markdown(name, props, source=str(pairs_path)))
+    if json_out:
+        write_json(json_out, {"benchmark": name, **props})
+    if html_out:
+        write_text(html_out, card_html(name, props, source=str(pairs_path)))
+    click.echo(f"{output}: {name}, {props['# sentences']} sentences")
+
+
+@group.command("table7")
+@click.argument(
+    "props_paths", metavar="PROPERTIES.json...", nargs=-1, required=True, type=click.Path(exists=True)
+)
+@click.option("-o", "--out-dir", required=True, type=click.Path(file_okay=False), help="writes table07.*")
+def table7_cmd(props_paths: tuple[str, ...], out_dir: str) -> None:
+    """Table 7 of the paper (benchmark properties) from the JSON files of `benchmarks card`."""
+    from ..report.render import write_table_files
+    from .properties import properties_table, read_properties
+
+    for path in write_table_files(properties_table(read_properties(props_paths)), out_dir):
+        click.echo(str(path))
+
+
+@group.command("export")
+@click.argument("pairs_path", metavar="PAIRS", type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--out-dir", required=True, type=click.Path(file_okay=False), help="the dataset folder")
+@click.option("--name", default=None, help="dataset name [default: the table's benchmark]")
+@click.option(
+    "--generated",
+    "generate_dir",
+    type=click.Path(exists=True, file_okay=False),
+    help="the benchmark's generate folder (results/generate/USE-k): generator, prompts, seed words, filters, counts",
+)
+@click.option(
+    "--prompts-dir",
+    type=click.Path(exists=True, file_okay=False),
+    help="prompts [default: the run's settings]",
+)
+def export_cmd(
+    pairs_path: str, out_dir: str, name: str | None, generate_dir: str | None, prompts_dir: str | None
+):
+    """Write PAIRS as a folder that `datasets.load_dataset(OUT_DIR)` reads: parquet data (split `test`), a dataset
+    card (README.md) with the provenance, and provenance.json."""
+    from .export import export_benchmark
+
+    pairs = read_table(pairs_path, PAIRS)
+    for path in export_benchmark(pairs, out_dir, name, generate_dir, prompts_dir):
+        click.echo(str(path))

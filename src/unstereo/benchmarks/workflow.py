@@ -52,3 +52,8 @@ def build_args(benchmarks_cfg: dict[str, Any], name: str, manifest: str | None =
         args.append("--reference-quirks")
     args.append(f"--on-bad-row {benchmarks_cfg.get('on_bad_row', 'error')}")
     return " ".join(args)
+
+
+def delta_choice(benchmarks_cfg: dict[str, Any], source: dict[str, Any]) -> str:
+    """The `delta:` of one benchmark source (corpus, released or a path), else the stage's (default released)."""
+    return source.get("delta") or benchmarks_cfg.get("delta", "released")

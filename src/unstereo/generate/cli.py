@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from pathlib import Path
@@ -126,6 +127,8 @@ def run(seed_words_path, benchmark, k, out_dir, settings, model, api_key_env, ex
         write_table(pairs, out / "pairs.parquet", PAIRS)
         summary = summarize(full, len(words)) | {"benchmark": benchmark, "k": k, "model": client.model_id,
                                                  "seconds": round(elapsed, 1)}  # fmt: skip
+        # provenance for `benchmarks export`: the decoding settings and filters of this run, and the prompts folder
+        summary["settings"] = dataclasses.asdict(s) | {"prompts_dir": str(cfg["prompts_dir"] or "")}
         write_json(out / "summary.json", summary)
         client.write_usage(out / "usage.json", {"benchmark": benchmark, "seconds": round(elapsed, 1)})
     finally:

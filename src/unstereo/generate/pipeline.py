@@ -1,5 +1,9 @@
 """The USE-k generation pipeline (SPEC 1.5): generation -> check -> revision -> pairing -> template -> filter.
 
+Beyond the paper: an optional length check after revision (about k words), deduplication of templates before the
+semantic filter (on by default: a repeated template costs two filter calls and adds no pair), and a flag for other
+gendered words (``gendered_words``), see :mod:`.filters`.
+
 Every sentence the LLM produced becomes one row of the full table with its ``status`` (``kept``, ``unnatural`` or
 ``discarded``) and ``reason``; nothing is dropped silently. Each step sends all its requests at once through
 :meth:`LLMClient.chat_many` (parallel HTTP calls or batched local generation), and every finished call is cached.
@@ -15,7 +19,8 @@ import numpy as np
 import pandas as pd
 
 from ..log import get_logger
-from ..templates import fill_template, has_placeholder, templatize_male
+from ..templates import fill_template, has_placeholder, templatize_male, words
+from .filters import first_occurrences, gendered_words, length_ok
 from .pairing import direct_female_to_male, has_female_pronoun, has_male_pronoun, modifications
 from .parse import has_pronoun, has_word, is_refusal, parse_likelihood, parse_numbered_list, parse_single
 from .prompts import PromptSet
@@ -31,7 +36,7 @@ GROUP = {"he": "he/his/him/himself", "she": "she/her/her/herself"}
 FULL_COLUMNS = [
     "benchmark", "k", "word", "target_word", "sample", "item", "raw_sentence", "sentence", "has_word",
     "has_pronoun", "is_revised", "revision_calls", "revision_prompt", "pairing", "sentence_male", "modifications",
-    "template", "has_placeholder", "likely_under", "likely_male", "likely_female", "is_natural", "status", "reason",
+    "template", "has_placeholder", "gendered_words", "likely_under", "likely_male", "likely_female", "is_natural", "status", "reason",
     "pair_id",
 ]  # fmt: skip
 
@@ -55,6 +60,8 @@ class GenerateSettings:
     pairing: str = "auto"
     strip_quotes: bool = True
     pronoun_check: str = "family"
+    dedup: bool = True
+    length_tolerance: int | None = None
     seed: int = 0
 
     @classmethod
@@ -203,6 +210,14 @@ def generate_benchmark(
             r["has_word"] = has_word(r["sentence"], r["word"])
             r["has_pronoun"] = has_pronoun(r["sentence"], r["target_word"], s.pronoun_check)
 
+    # ---- 2b. optional length check: about k words (after revision, before any editing call)
+    if s.length_tolerance is not None:
+        for r in alive():
+            if not length_ok(r["sentence"], k, s.length_tolerance):
+                n_words = len(words(r["sentence"]))
+                r.update(status="discarded",
+                         reason=f"length: {n_words} words, not {k} +- {s.length_tolerance}")  # fmt: skip
+
     # ---- 3. pairing: the male version of every she-sentence
     to_edit = []
     for r in alive():
@@ -240,6 +255,18 @@ def generate_benchmark(
         r["has_placeholder"] = has_placeholder(r["template"])
         if not r["has_placeholder"]:
             r.update(status="discarded", reason="template: no pronoun placeholder")
+
+    # ---- 4b. flag other gendered words; drop repeated templates (the first one stays)
+    for r in alive():
+        r["gendered_words"] = ", ".join(gendered_words(r["template"])) or None
+    if s.dedup:
+        live = alive()
+        index = {id(r): i for i, r in enumerate(rows)}
+        for r, first in zip(live, first_occurrences([r["template"] for r in live]), strict=True):
+            if first is not None:
+                r.update(
+                    status="discarded", reason=f"duplicate: same template as row {index[id(live[first])]}"
+                )
 
     # ---- 5. semantic filter on both fillings
     live = alive()
@@ -325,8 +352,11 @@ def summarize(full: pd.DataFrame, n_seed_words: int) -> dict[str, Any]:
         "paired_editing": int((full["pairing"] == "editing").sum()),
         "editing_failed": int((reasons == "editing").sum()),
         "no_placeholder": int((reasons == "template").sum()),
+        "length_failed": int((reasons == "length").sum()),
+        "duplicates": int((reasons == "duplicate").sum()),
         "semantic_filter_checked": int(full["likely_under"].notna().sum()),
         "unnatural": by_pronoun(full["status"] == "unnatural"),
         "kept": by_pronoun(full["status"] == "kept"),
+        "kept_with_gendered_words": int(((full["status"] == "kept") & full["gendered_words"].notna()).sum()),
         "yield_per_sentence": round(float((full["status"] == "kept").sum()) / max(1, len(sent)), 4),
     }

@@ -125,13 +125,20 @@ def figures(curves_file: Path, output: Path, eta: str, title: str | None, regist
     help="the summary (cells compared, within rounding, explained, unexplained) as reStructuredText",
 )
 @click.option(
+    "--properties",
+    "properties",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="properties.json of `benchmarks card` (repeatable): adds Table 7 to the comparison",
+)
+@click.option(
     "--strict",
     is_flag=True,
     help="exit with status 1 when a cell is off and unexplained, or a known difference explains no cell",
 )
 @cli_options.registry
 def compare_cmd(
-    metrics_file, published, known, clean, output, csv_out, summary_out, strict, registry
+    metrics_file, published, known, clean, output, csv_out, summary_out, properties, strict, registry
 ) -> None:
     """Compare every published number with the reproduced cell; write reproduction.md (and the cells as CSV)."""
     from .compare import compare, load_known, load_published, reproduction_markdown, stale_known, summary_rst
@@ -140,10 +147,17 @@ def compare_cmd(
     reg = load_registry(registry)
     pub, kn = load_published(published), load_known(known)
     metrics = read_table(metrics_file, "metrics")
-    result = compare(paper_tables(metrics, reg), pub, kn)
+    extra = {}
+    if properties:
+        from ..benchmarks.properties import properties_table, read_properties
+
+        extra[7] = properties_table(read_properties(properties))
+    else:  # no properties given: Table 7's published cells are not part of this comparison
+        pub = pub[pub["table"] != 7]
+    result = compare({**paper_tables(metrics, reg), **extra}, pub, kn)
     clean_result = None
     if clean is not None:
-        clean_result = compare(paper_tables(read_table(clean, "metrics"), reg), pub, kn)
+        clean_result = compare({**paper_tables(read_table(clean, "metrics"), reg), **extra}, pub, kn)
     head = metrics[
         (metrics["model"] == "EleutherAI/gpt-j-6b")
         & (metrics["benchmark"] == "USE-5")

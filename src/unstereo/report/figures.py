@@ -22,7 +22,12 @@ GROUPS = [
     ("OPT", {"OPT"}),
     ("Llama-2, MPT, OLMo, Mistral", None),  # None: every other family of the registry
 ]
-OTHER = "other models"  # models outside the registry (e.g. the offline default's GGUF models)
+OTHER = "models not in the registry"  # e.g. the offline default's GGUF models
+
+
+def y_label(group: str, groups: list[str]) -> str:
+    """The y-axis label of a panel row: "US", with the row's model group when the figure has more than one."""
+    return "US" if len(groups) <= 1 else f"US\n{group}"
 
 
 def figure_data(curves: pd.DataFrame, registry: pd.DataFrame, eta: float = math.inf) -> pd.DataFrame:
@@ -87,7 +92,7 @@ def plot_fairness_curves(data: pd.DataFrame, out_stem: str | Path, title: str | 
                 base = set(gd["log_base"]) if "log_base" in gd else {"e"}
                 ax.set_xlabel("threshold ε" + (" (log10)" if base == {"10"} else ""))
             if j == 0:
-                ax.set_ylabel(f"US\n{g}", fontsize=8)
+                ax.set_ylabel(y_label(g, groups), fontsize=8)
         axes[i][-1].legend(fontsize=6, loc="lower right", ncol=2)
     if title:
         fig.suptitle(title)

@@ -25,7 +25,7 @@ def _grid(table: Table, style: str) -> tuple[list[str], list[list[str]]]:
     """Header labels and formatted rows, with std columns folded into their value column."""
     cells = {(r.row, r.column): (r.value, int(r.decimals)) for r in table.cells.itertuples(index=False)}
     shown = [c for c in table.columns if not c.endswith("|std")]
-    header = ["Model"] + [table.headers.get(c, c) for c in shown]
+    header = [table.row_label] + [table.headers.get(c, c) for c in shown]
     body = []
     for row in table.rows:
         line = [row]

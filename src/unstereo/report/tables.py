@@ -61,6 +61,7 @@ class Table:
     rows: list[str]
     columns: list[str]
     headers: dict[str, str] = field(default_factory=dict)
+    row_label: str = "Model"  # header of the row-name column
 
     def value(self, row: str, column: str) -> float:
         """The cell's full-precision value; KeyError when the table has no such cell."""

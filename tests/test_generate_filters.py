@@ -1,0 +1,102 @@
+"""Quality filters of the generate stage: dedup, the "about k words" check, other gendered words (hand-made)."""
+
+from __future__ import annotations
+
+from unstereo.generate import GenerateSettings, generate_benchmark, load_prompts, summarize
+from unstereo.generate.filters import dedup_key, first_occurrences, gendered_words, length_ok
+from unstereo.llm.types import ChatResult
+from unstereo.templates import words
+
+
+def test_words_strip_punctuation_keep_placeholders():
+    assert words("He said: 'no' -- twice.") == ["He", "said", "no", "twice"]
+    assert words("{pronoun} bought it {pronoun2}self, well-known!") == [
+        "{pronoun}", "bought", "it", "{pronoun2}self", "well-known"
+    ]  # fmt: skip
+    assert words(" … ") == []
+
+
+def test_dedup_key_and_first_occurrences():
+    assert dedup_key("{pronoun} bolted  the Woman.") == dedup_key("{pronoun} bolted the woman!")
+    assert dedup_key("{pronoun} ran.") != dedup_key("{pronoun1} ran.")
+    bolted = "{pronoun} bolted bolted the woman to the bolted bolted."
+    templates = [
+        bolted,
+        "{pronoun} ran.",
+        bolted,
+        bolted.upper().replace("{PRONOUN}", "{pronoun}"),
+        "{pronoun} ran",
+    ]
+    assert first_occurrences(templates) == [None, None, 0, 0, 1]
+
+
+def test_length_ok():
+    assert length_ok("He ate an apple today.", 5, 0)  # 5 words
+    assert not length_ok("He ate an apple.", 5, 0)  # 4 words
+    assert length_ok("He ate an apple.", 5, 1)
+    assert not length_ok("He ate the apple quickly today at noon.", 5, 2)  # 8 words
+    assert length_ok("He ate the apple quickly today at noon.", 5, None)  # no check
+
+
+def test_gendered_words_exclude_pronouns():
+    assert gendered_words("{pronoun} and {pronoun1} Mother met the king, and the mother left.") == [
+        "mother",
+        "king",
+    ]
+    assert gendered_words("She told her brother about himself.") == ["brother"]  # pronouns are not flagged
+    assert gendered_words("{pronoun} ate an apple.") == []
+
+
+class FakeClient:
+    """Answers by step (``tag``): a fixed numbered list per generation prompt, 'likely' for every filter call."""
+
+    def __init__(self, lists: dict[str, str]):
+        self.lists = lists
+        self.tags: list[str] = []
+
+    def chat_many(self, reqs, desc=""):
+        out = []
+        for r in reqs:
+            self.tags.append(r.tag)
+            text = r.messages[-1][1]
+            if r.tag == "generation":
+                out.append(ChatResult(self.lists["she" if "pronoun 'she'" in text else "he"]))
+            elif r.tag == "semantic_filter":
+                out.append(ChatResult("likely"))
+            else:
+                raise AssertionError(f"unexpected call {r.tag}")
+        return out
+
+
+LISTS = {
+    "he": "1. He ate an apple.\n2. He ate an apple!\n3. He ate the apple quickly today at noon.",
+    "she": "1. She ate an apple.\n2. She, a mother, loves an apple.",
+}
+
+
+def test_pipeline_dedups_checks_length_and_flags():
+    client = FakeClient(LISTS)
+    s = GenerateSettings(n_sentences=3, revision_max_tries=1, length_tolerance=1)
+    full = generate_benchmark(["apple"], 5, client, load_prompts(), s)
+    assert full["status"].tolist() == ["kept", "discarded", "discarded", "discarded", "kept"]
+    assert full["reason"].tolist()[1:4] == [
+        "duplicate: same template as row 0",
+        "length: 8 words, not 5 +- 1",
+        "duplicate: same template as row 0",
+    ]
+    assert full["gendered_words"].tolist() == [None, None, None, None, "mother"]
+    # the duplicates never reach the semantic filter: 2 kept rows x 2 fillings
+    assert client.tags.count("semantic_filter") == 4
+    summ = summarize(full, 1)
+    assert (summ["duplicates"], summ["length_failed"], summ["kept"]["total"]) == (2, 1, 2)
+    assert summ["kept_with_gendered_words"] == 1
+
+
+def test_pipeline_without_dedup_keeps_repeats():
+    client = FakeClient(LISTS)
+    s = GenerateSettings(n_sentences=3, revision_max_tries=1, dedup=False)
+    full = generate_benchmark(["apple"], 5, client, load_prompts(), s)
+    assert (full["status"] == "kept").sum() == 5
+    summ = summarize(full, 1)
+    assert (summ["duplicates"], summ["length_failed"]) == (0, 0)
+    assert GenerateSettings.from_config({"dedup": False, "length_tolerance": 2}).length_tolerance == 2
