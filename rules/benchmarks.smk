@@ -176,7 +176,7 @@ rule benchmarks_table7:
     params:
         out_dir=lambda wc, output: Path(output[0]).parent,
     shell:
-        "unstereo benchmarks table7 {input} -o {params.out_dir} > {log} 2>&1"
+        "unstereo report table7 {input} -o {params.out_dir} > {log} 2>&1"
 
 
 if BMCFG.get("enabled") and BM_SOURCES:

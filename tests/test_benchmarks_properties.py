@@ -7,9 +7,10 @@ import json
 import pandas as pd
 from click.testing import CliRunner
 
-from unstereo.benchmarks.properties import benchmark_properties, card_markdown, properties_table
+from unstereo.benchmarks.properties import benchmark_properties, card_markdown
 from unstereo.cli import cli
 from unstereo.report.compare import compare, load_published
+from unstereo.report.table7 import properties_table
 from unstereo.tables import PAIRS, write_table
 from unstereo.templates import fill_template
 
@@ -99,7 +100,7 @@ def test_cli_card_and_table7(tmp_path):
     )
     props = json.loads((tmp_path / "p.json").read_text())
     assert props["benchmark"] == "Mine" and props["sentence length"]["max"] == 9
-    res = runner.invoke(cli, ["benchmarks", "table7", str(tmp_path / "p.json"), "-o", str(tmp_path / "t")])
+    res = runner.invoke(cli, ["report", "table7", str(tmp_path / "p.json"), "-o", str(tmp_path / "t")])
     assert res.exit_code == 0, res.output
     wide = pd.read_csv(tmp_path / "t" / "table07.csv").set_index("row")
     assert wide.loc["# pronouns (max)", "Mine"] == 3

@@ -52,8 +52,8 @@ def test_fairness_curve_y_label(tmp_path, monkeypatch):
     import matplotlib.pyplot as plt
     import pandas as pd
 
-    from unstereo.report.figures import OTHER, figure_data, plot_fairness_curves, y_label
     from unstereo.model_registry import DEFAULT_REGISTRY, load_registry
+    from unstereo.report.figures import OTHER, figure_data, plot_fairness_curves, y_label
 
     assert y_label(OTHER, [OTHER]) == "US"
     assert y_label("OPT", ["OPT", OTHER]) == "US\nOPT"

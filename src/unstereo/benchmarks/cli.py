@@ -227,7 +227,7 @@ def card_cmd(
     html_out: str | None,
 ) -> None:
     """A benchmark card: the Table 7 properties of PAIRS (sentences, seed words, gendered words, pronouns,
-    pronoun positions, length, seed-word delta) as Markdown, and as JSON for `benchmarks table7`."""
+    pronoun positions, length, seed-word delta) as Markdown, and as JSON for `report table7`."""
     from ..io import write_json, write_text
     from .properties import benchmark_properties, card_html, card_markdown
 
@@ -242,20 +242,6 @@ def card_cmd(
     if html_out:
         write_text(html_out, card_html(name, props, source=str(pairs_path)))
     click.echo(f"{output}: {name}, {props['# sentences']} sentences")
-
-
-@group.command("table7")
-@click.argument(
-    "props_paths", metavar="PROPERTIES.json...", nargs=-1, required=True, type=click.Path(exists=True)
-)
-@click.option("-o", "--out-dir", required=True, type=click.Path(file_okay=False), help="writes table07.*")
-def table7_cmd(props_paths: tuple[str, ...], out_dir: str) -> None:
-    """Table 7 of the paper (benchmark properties) from the JSON files of `benchmarks card`."""
-    from ..report.render import write_table_files
-    from .properties import properties_table, read_properties
-
-    for path in write_table_files(properties_table(read_properties(props_paths)), out_dir):
-        click.echo(str(path))
 
 
 @group.command("export")

@@ -90,30 +90,6 @@ def benchmark_properties(
     }
 
 
-def properties_table(props: dict[str, dict[str, Any]]):
-    """Table 7: one column per benchmark (paper order first), the count rows and a median and a max row per
-    statistic; ``props`` maps benchmark -> :func:`benchmark_properties`."""
-    from ..report.tables import Table, _ordered_benchmarks
-
-    columns = _ordered_benchmarks(set(props))
-    cells = []
-    for bench in columns:
-        p = props[bench]
-        for row in COUNT_ROWS:
-            cells.append((row, bench, float(p[row]), 0))
-        for row in STAT_ROWS:
-            for stat in TABLE7_STATS:
-                cells.append((f"{row} ({stat})", bench, float(p[row][stat]), DECIMALS.get(row, 0)))
-    return Table(
-        key="table07",
-        caption="Table 7: benchmark properties (median and max per sentence; seed-word delta per distinct seed word)",
-        cells=pd.DataFrame(cells, columns=["row", "column", "value", "decimals"]),
-        rows=list(TABLE7_ROWS),
-        columns=columns,
-        row_label="Property",
-    )
-
-
 def card_markdown(name: str, p: dict[str, Any], source: str | None = None) -> str:
     """A benchmark card: the properties of one benchmark as Markdown (min / median / max per statistic)."""
 

@@ -89,6 +89,21 @@ def figures(curves_file: Path, output: Path, eta: str, title: str | None, regist
     log.info("wrote %s", ", ".join(map(str, paths)))
 
 
+@group.command("table7")
+@click.argument(
+    "props_paths", metavar="PROPERTIES.json...", nargs=-1, required=True, type=click.Path(exists=True)
+)
+@click.option("-o", "--out-dir", required=True, type=click.Path(file_okay=False), help="writes table07.*")
+def table7_cmd(props_paths: tuple[str, ...], out_dir: str) -> None:
+    """Table 7 of the paper (benchmark properties) from the JSON files of `benchmarks card`."""
+    from ..benchmarks.properties import read_properties
+    from .render import write_table_files
+    from .table7 import properties_table
+
+    for path in write_table_files(properties_table(read_properties(props_paths)), out_dir):
+        click.echo(str(path))
+
+
 @group.command("compare")
 @click.argument("metrics_file", type=EXISTING_FILE)
 @click.option(
@@ -149,7 +164,8 @@ def compare_cmd(
     metrics = read_table(metrics_file, "metrics")
     extra = {}
     if properties:
-        from ..benchmarks.properties import properties_table, read_properties
+        from ..benchmarks.properties import read_properties
+        from .table7 import properties_table
 
         extra[7] = properties_table(read_properties(properties))
     else:  # no properties given: Table 7's published cells are not part of this comparison
