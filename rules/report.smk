@@ -167,6 +167,28 @@ rule paper_benchmark:
         "unstereo benchmarks maxpmi {output.templates} --delta {input.delta} -o {output.pairs}) > {log} 2>&1"
 
 
+rule paper_card:
+    """Table 7 properties of one of the paper's benchmarks (the card, and its JSON for the reproduction check)."""
+    input:
+        pairs=results("paper", "benchmarks", "{benchmark}", "pairs.parquet"),
+        delta=delta_path("released"),
+    output:
+        card=results("paper", "benchmarks", "{benchmark}", "card.md"),
+        json=results("paper", "benchmarks", "{benchmark}", "properties.json"),
+    log:
+        f"{LOGS}/paper/card_{{benchmark}}.log",
+    wildcard_constraints:
+        benchmark="|".join(PAPER_BENCHMARKS),
+    conda:
+        "../envs/benchmarks.yaml"
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    shell:
+        "unstereo benchmarks card {input.pairs} --delta {input.delta} --name {wildcards.benchmark} "
+        "-o {output.card} --json {output.json} > {log} 2>&1"
+
+
 rule paper_ingest:
     """The released per-model scores of one benchmark (28 models) as one SCORES table."""
     input:
@@ -330,7 +352,7 @@ rule paper_reproduction:
         known=KNOWN,
         registry=REGISTRY,
         properties=expand(
-            results("benchmarks", "{benchmark}", "properties.json"),
+            results("paper", "benchmarks", "{benchmark}", "properties.json"),
             benchmark=PAPER_BENCHMARKS,
         ),
     output:
