@@ -367,8 +367,11 @@ def test_full_reproduction_of_the_published_tables(reference_dir):
     etas = ["inf", 0.8, 0.65, 0.5]
     metrics = compute_metrics(scores, pairs, etas, reference_quirks=True)
     assert set(metrics["model"]) == set(reg["id"])
+    # the metric tables only: Table 7 (benchmark properties) is checked on the released benchmarks by
+    # test_report_workflow.py::test_paper_reproduction_rules
     pub = load_published(REPO_DATA / "paper" / "published.csv")
     known = load_known(REPO_DATA / "paper" / "known_differences.csv")
+    pub, known = pub[pub["table"].astype(str) != "7"], known[known["table"].astype(str) != "7"]
     res = compare(paper_tables(metrics, reg), pub, known)
     off = res[~res["within_rounding"]]
     # every published metric value is reproduced; the 18 off cells are size-row typos of the paper, all diagnosed

@@ -160,7 +160,7 @@ def summary_rst(result: pd.DataFrame) -> str:
         "==================",
         "",
         "Every number the paper publishes in Tables 1-3 and 8-22, recomputed from the released scores of its 28 "
-        "models (category *Paper reproduction*: the tables, Figures 2 and 6, and reproduction.md with every cell "
+        "models, and the properties of its benchmarks in Table 7, computed from the released benchmarks (category *Paper reproduction*: the tables, Figures 2 and 6, and reproduction.md with every cell "
         "that is off and its diagnosis).",
         "",
         rule,
