@@ -100,3 +100,26 @@ def test_pipeline_without_dedup_keeps_repeats():
     summ = summarize(full, 1)
     assert (summ["duplicates"], summ["length_failed"]) == (0, 0)
     assert GenerateSettings.from_config({"dedup": False, "length_tolerance": 2}).length_tolerance == 2
+
+
+class ReviseNeverClient(FakeClient):
+    """Generation lists without the seed word; every revision answer still lacks it."""
+
+    def chat_many(self, reqs, desc=""):
+        if reqs[0].tag != "revision":
+            return super().chat_many(reqs, desc)
+        self.tags += [r.tag for r in reqs]
+        return [ChatResult("He ate a pear.") for _ in reqs]
+
+
+def test_revision_budget_caps_calls_per_sentence():
+    lists = {"he": "1. He ate a pear.", "she": "1. She ate a pear."}
+    # 2 sentences (one per pronoun) x 4 prompts x 2 tries = 16 calls without a budget; 3 per sentence with it
+    for budget, calls in ((None, 16), (3, 6), (0, 0)):
+        client = ReviseNeverClient(lists)
+        s = GenerateSettings(n_sentences=1, revision_max_tries=2, revision_max_calls=budget)
+        full = generate_benchmark(["apple"], 5, client, load_prompts(), s)
+        assert client.tags.count("revision") == calls
+        tries = 8 if budget is None else budget
+        assert full["reason"].str.endswith(f"no valid revision in {tries} tries").all()
+        assert (full["revision_calls"] == tries).all()

@@ -72,6 +72,7 @@ def generated_provenance(generate_dir: str | Path, prompts_dir: str | Path | Non
         "length_tolerance": settings.get("length_tolerance"),
         "pronoun_check": settings.get("pronoun_check"),
         "revision_max_tries": settings.get("revision_max_tries"),
+        "revision_max_calls": settings.get("revision_max_calls"),
     }
     return prov
 

@@ -56,6 +56,7 @@ class GenerateSettings:
     max_tokens_editing: int = 100
     max_tokens_semantic_filter: int = 5
     revision_max_tries: int = 10
+    revision_max_calls: int | None = None  # budget per sentence (None: 4 prompts x revision_max_tries)
     generation_max_tries: int = 3
     pairing: str = "auto"
     strip_quotes: bool = True
@@ -174,7 +175,10 @@ def generate_benchmark(
     for r in need:
         r["reason"] = f"missing {_missing(r['sentence'], r['word'], r['target_word'], s)}"
     n_prompts = len(prompts.revision)
-    for t in range(n_prompts * max(0, s.revision_max_tries)):
+    tries = n_prompts * max(0, s.revision_max_tries)
+    if s.revision_max_calls is not None:  # a budget knob for quick runs: the first prompts of the round robin only
+        tries = min(tries, s.revision_max_calls)
+    for t in range(tries):
         if not need:
             break
         prompt = prompts.revision[t % n_prompts]
@@ -200,7 +204,6 @@ def generate_benchmark(
             else:
                 still.append(r)
         need = still
-    tries = n_prompts * max(0, s.revision_max_tries)
     for r in need:
         r["revision_calls"] = tries
         r.update(status="discarded", reason=f"revision: {r['reason']}; no valid revision in {tries} tries")
