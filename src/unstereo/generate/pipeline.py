@@ -176,7 +176,9 @@ def generate_benchmark(
         r["reason"] = f"missing {_missing(r['sentence'], r['word'], r['target_word'], s)}"
     n_prompts = len(prompts.revision)
     tries = n_prompts * max(0, s.revision_max_tries)
-    if s.revision_max_calls is not None:  # a budget knob for quick runs: the first prompts of the round robin only
+    if (
+        s.revision_max_calls is not None
+    ):  # a budget knob for quick runs: the first prompts of the round robin only
         tries = min(tries, s.revision_max_calls)
     for t in range(tries):
         if not need:
