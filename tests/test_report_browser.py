@@ -123,6 +123,21 @@ def _tiny_report(tmp_path: Path, png: bytes) -> Path:
     return tmp_path / "report.html"
 
 
+def test_checker_command_in_a_fresh_process(tmp_path):
+    """`python -m unstereo.report.browser_check` in a new interpreter, where the debugging pipe's own descriptors
+    are 3 and 4 (the same numbers the browser reads): it must still hand the pipe over (it once started the
+    browser without it and died of a broken pipe)."""
+    need_browser()
+    page = tmp_path / "page.html"
+    page.write_text("<html><body><p>fine</p></body></html>")
+    run = subprocess.run(
+        [sys.executable, "-m", "unstereo.report.browser_check", str(page), "--screenshot", str(tmp_path / "p.png")],
+        capture_output=True, text=True, timeout=300, close_fds=True,
+    )  # fmt: skip
+    assert run.returncode == 0 and "OK" in run.stdout, run.stdout + run.stderr[-2000:]
+    assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
+
+
 @pytest.mark.slow
 def test_checker_walks_a_snakemake_report(tmp_path):
     browser = need_browser()

@@ -115,3 +115,19 @@ def test_written_tables_get_normal_permissions(tmp_path):
     finally:
         os.umask(umask)
     assert stat.S_IMODE(path.stat().st_mode) == 0o644  # not mkstemp's 0600
+
+
+def test_empty_tables_get_the_schema_kinds(tmp_path):
+    """An empty SCORES/PAIRS table (a generated benchmark that kept no pair) reads back with typed columns, so the
+    metrics join of two empty tables works instead of failing on float64 vs object keys."""
+    from unstereo.metrics.compute import join_scores
+
+    scores = pd.DataFrame({c: [] for c in SCORES.names})  # every column float64 or object
+    pairs = pd.DataFrame({c: [] for c in PAIRS.names})
+    write_table(scores, tmp_path / "s.parquet", SCORES)
+    write_table(pairs, tmp_path / "p.parquet", PAIRS)
+    s, p = read_table(tmp_path / "s.parquet", "scores"), read_table(tmp_path / "p.parquet", "pairs")
+    assert (
+        s["pair_id"].dtype == object and s["ntok_female"].dtype == "int64" and s["logp_female"].dtype == float
+    )
+    assert len(join_scores(s, p)) == 0

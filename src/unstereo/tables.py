@@ -204,8 +204,21 @@ def _kind_ok(series: pd.Series, col: Column) -> bool:
     raise ValueError(f"unknown column kind {col.kind!r}")
 
 
+_EMPTY_DTYPES = {"str": "object", "int": "int64", "float": "float64", "bool": "bool"}
+
+
+def typed_empty(df: pd.DataFrame, schema: TableSchema) -> pd.DataFrame:
+    """An empty ``df`` with the schema's columns cast to their kinds (an empty table read back from parquet or built
+    from no rows has float64/object columns, which later merges and concatenations reject); other frames as they
+    are."""
+    if len(df):
+        return df
+    return df.astype({c.name: _EMPTY_DTYPES[c.kind] for c in schema.columns if c.name in df.columns})
+
+
 def validate(df: pd.DataFrame, schema: TableSchema, source: str | Path | None = None) -> pd.DataFrame:
-    """Check ``df`` against ``schema``; raise InputError naming ``source`` and the offending column."""
+    """Check ``df`` against ``schema``; raise InputError naming ``source`` and the offending column. Returns ``df``
+    (an empty one with its columns cast to the schema's kinds)."""
     missing = [c for c in schema.names if c not in df.columns]
     if missing:
         raise InputError(
@@ -226,7 +239,7 @@ def validate(df: pd.DataFrame, schema: TableSchema, source: str | Path | None = 
                 f"{schema.name} table has {int(dup.sum())} rows with duplicated {list(schema.unique)}, e.g. {first}",
                 path=source,
             )
-    return df
+    return typed_empty(df, schema)
 
 
 def write_table(df: pd.DataFrame, path: str | Path, schema: TableSchema | str | None = None) -> Path:
@@ -234,7 +247,7 @@ def write_table(df: pd.DataFrame, path: str | Path, schema: TableSchema | str | 
     if isinstance(schema, str):
         schema = SCHEMAS[schema]
     if schema is not None:
-        validate(df, schema, source=path)
+        df = validate(df, schema, source=path)
     path = Path(path)
     with atomic_path(path) as tmp:
         if path.suffix == ".csv":
@@ -268,7 +281,7 @@ def read_table(path: str | Path, schema: TableSchema | str | None = None) -> pd.
     except Exception as exc:  # pandas/pyarrow errors do not always name the file
         raise InputError(f"cannot read table: {exc}", path=path) from exc
     if schema is not None:
-        validate(df, schema, source=path)
+        df = validate(df, schema, source=path)
     return df
 
 

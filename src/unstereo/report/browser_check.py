@@ -140,8 +140,13 @@ class _Pipe:
         self._r, from_child_w = os.pipe()
 
         def wire() -> None:  # in the child: its fd 3 reads our commands, its fd 4 writes answers
-            os.dup2(to_child_r, 3)
-            os.dup2(from_child_w, 4)
+            import fcntl
+
+            # Copy both ends above 4 first: a pipe end may itself be fd 3 or 4 (a fresh process), and dup2 onto the
+            # same number is a no-op that leaves close-on-exec set, so the browser would start without its pipe.
+            r, w = (fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in (to_child_r, from_child_w))
+            os.dup2(r, 3)
+            os.dup2(w, 4)
 
         args = [browser, "--headless=new", "--remote-debugging-pipe", "--no-sandbox", "--disable-gpu",
                 "--no-first-run", "--no-default-browser-check", "--disable-extensions", "--mute-audio",
