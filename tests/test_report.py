@@ -19,6 +19,7 @@ from unstereo.report.compare import (
     reproduction_markdown,
     stale_known,
     summarize,
+    without_table,
 )
 from unstereo.report.figures import figure_data, plot_fairness_curves
 from unstereo.report.render import to_latex, to_markdown, write_table_files
@@ -371,7 +372,7 @@ def test_full_reproduction_of_the_published_tables(reference_dir):
     # test_report_workflow.py::test_paper_reproduction_rules
     pub = load_published(REPO_DATA / "paper" / "published.csv")
     known = load_known(REPO_DATA / "paper" / "known_differences.csv")
-    pub, known = pub[pub["table"].astype(str) != "7"], known[known["table"].astype(str) != "7"]
+    pub, known = without_table(pub, known, 7)
     res = compare(paper_tables(metrics, reg), pub, known)
     off = res[~res["within_rounding"]]
     # every published metric value is reproduced; the 18 off cells are size-row typos of the paper, all diagnosed
@@ -400,3 +401,20 @@ def test_registry_errors_name_the_line(tmp_path):
     path.write_text("id,display_name\na,A\n")
     with pytest.raises(InputError, match="lacks column"):
         load_registry(path)
+
+
+def test_a_table_left_out_takes_its_known_differences_along():
+    """`report compare` without --properties leaves Table 7 out: its known differences must not count as stale
+    (with --strict they failed the comparison before)."""
+    pub = pd.DataFrame(
+        {"table": [1, 7], "row": ["r", "s"], "column": ["c", "d"], "value": [1.0, 2.0], "decimals": 0}
+    )
+    known = pd.DataFrame(
+        {"table": ["7"], "row": ["s"], "column": ["d"], "reproduced": ["3"], "diagnosis": ["why"]}
+    )
+    result = pd.DataFrame({"table": [1], "row": ["r"], "column": ["c"], "within_rounding": [True],
+                           "diagnosis": [""]})  # fmt: skip
+    assert len(stale_known(result, known)) == 1  # kept, Table 7's entry explains nothing here
+    pub7, known7 = without_table(pub, known, 7)
+    assert pub7["table"].tolist() == [1] and known7.empty
+    assert stale_known(result, known7).empty

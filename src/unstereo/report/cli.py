@@ -156,7 +156,15 @@ def compare_cmd(
     metrics_file, published, known, clean, output, csv_out, summary_out, properties, strict, registry
 ) -> None:
     """Compare every published number with the reproduced cell; write reproduction.md (and the cells as CSV)."""
-    from .compare import compare, load_known, load_published, reproduction_markdown, stale_known, summary_rst
+    from .compare import (
+        compare,
+        load_known,
+        load_published,
+        reproduction_markdown,
+        stale_known,
+        summary_rst,
+        without_table,
+    )
     from .tables import paper_tables
 
     reg = load_registry(registry)
@@ -168,8 +176,8 @@ def compare_cmd(
         from .table7 import properties_table
 
         extra[7] = properties_table(read_properties(properties))
-    else:  # no properties given: Table 7's published cells are not part of this comparison
-        pub = pub[pub["table"] != 7]
+    else:  # no properties given: Table 7 (its published cells and known differences) is not part of this comparison
+        pub, kn = without_table(pub, kn, 7)
     result = compare({**paper_tables(metrics, reg), **extra}, pub, kn)
     clean_result = None
     if clean is not None:

@@ -83,6 +83,14 @@ def _diagnose(known: pd.DataFrame, table: int, row: str, column: str, ours: floa
     return k.diagnosis
 
 
+def without_table(
+    published: pd.DataFrame, known: pd.DataFrame, table: int
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The published cells and known differences of every table but ``table`` (one left out of a comparison: its
+    known differences must not count as stale). ``known`` holds its table numbers as text (read with dtype=str)."""
+    return published[published["table"] != table], known[known["table"].astype(str) != str(table)]
+
+
 def stale_known(result: pd.DataFrame, known: pd.DataFrame) -> pd.DataFrame:
     """Known differences that explain no cell (the cell is now within rounding, gone, or gives another value)."""
     used = {
