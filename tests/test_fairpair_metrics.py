@@ -138,7 +138,16 @@ def _samples(rows):
     """SAMPLES rows from (prompt_id, side, sample, continuation, mapped)."""
     return pd.DataFrame(
         [
-            dict(prompt_id=p, side=s, sample=j, prompt="x", continuation=c, continuation_mapped=m, seed=j, tokens=1)
+            dict(
+                prompt_id=p,
+                side=s,
+                sample=j,
+                prompt="x",
+                continuation=c,
+                continuation_mapped=m,
+                seed=j,
+                tokens=1,
+            )
             for p, s, j, c, m in rows
         ]
     )
@@ -182,7 +191,9 @@ def test_over_represented_ngrams():
     pg = ng[ng["side"] == "pg"]
     assert list(pg["ngram"]) == ["a b", "a c", "b"] and list(pg["freq_pg"]) == [0.5, 0.5, 0.5]
     gp = ng[ng["side"] == "gp"]
-    assert list(gp["ngram"]) == ["a d", "d"] and list(gp["freq_gp"]) == [1.0, 1.0] and list(gp["rank"]) == [1, 2]
+    assert (
+        list(gp["ngram"]) == ["a d", "d"] and list(gp["freq_gp"]) == [1.0, 1.0] and list(gp["rank"]) == [1, 2]
+    )
 
 
 def test_fold_grid():

@@ -17,7 +17,10 @@ P = RulePerturbation({"John": "Jane"}, {**PRONOUNS_MALE_TO_FEMALE, "man": "woman
     [
         ("John is a man, working as a doctor.", "Jane is a woman, working as a doctor."),
         # possessives (straight and curly apostrophe), never inside other words
-        ("John's dog met Johnson and Jones; John’s cat too.", "Jane's dog met Johnson and Jones; Jane’s cat too."),
+        (
+            "John's dog met Johnson and Jones; John’s cat too.",
+            "Jane's dog met Johnson and Jones; Jane’s cat too.",
+        ),
         ("the manager, a human, a woman and a Man", "the manager, a human, a woman and a Woman"),
         ("Hebrew, this, the, Hiss, shed, hers", "Hebrew, this, the, Hiss, shed, hers"),
         # case kept: lower, capitalised, capitals
@@ -51,7 +54,11 @@ def test_bad_maps_are_rejected():
 
 
 def test_match_case_and_mentions():
-    assert (match_case("HE", "she"), match_case("He", "she"), match_case("he", "she")) == ("SHE", "She", "she")
+    assert (match_case("HE", "she"), match_case("He", "she"), match_case("he", "she")) == (
+        "SHE",
+        "She",
+        "she",
+    )
     assert match_case("I", "we") == "We"  # a one-letter capital is a capitalised word
     assert mentions("Ask JOHN.", ["John"]) and mentions("John's", ["John"])
     assert not mentions("Johnson and john", ["John"])
@@ -78,7 +85,9 @@ def test_common_sents_uses_articles_and_the_perturbation(tmp_path):
 def test_common_sents_checks_the_perturbation_covers_the_prompt():
     with pytest.raises(ConfigError, match="fairpair.perturbation"):
         common_sents(["doctor"], [("Tom", "Mary")], [("man", "woman")], P)
-    no_desc = common_sents(["doctor"], [("John", "Jane")], [], P, template="{name}, working as a {occupation}.")
+    no_desc = common_sents(
+        ["doctor"], [("John", "Jane")], [], P, template="{name}, working as a {occupation}."
+    )
     assert list(no_desc["perturbed_prompt"]) == ["Jane, working as a doctor."]
 
 

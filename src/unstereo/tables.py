@@ -312,9 +312,17 @@ FAIRPAIR_PROMPTS = TableSchema(
     "fairpair_prompts",
     "one row per FairPair prompt x with its perturbation p(x) (results/fairpair/prompts.parquet)",
     (
-        Column("prompt_id", "str", "unique id (`cs:<occupation>:<name>:<descriptor>` for Common Sents, else the file's)"),
+        Column(
+            "prompt_id",
+            "str",
+            "unique id (`cs:<occupation>:<name>:<descriptor>` for Common Sents, else the file's)",
+        ),
         Column("prompt", "str", "x, naming the original entity (e.g. `John is a man, working as a doctor.`)"),
-        Column("perturbed_prompt", "str", "p(x), the same text about the perturbed entity (`Jane is a woman, ...`)"),
+        Column(
+            "perturbed_prompt",
+            "str",
+            "p(x), the same text about the perturbed entity (`Jane is a woman, ...`)",
+        ),
         Column("entity", "str", "the original entity's name(s) p replaces, `|`-separated (e.g. `John`)"),
         Column("entity_perturbed", "str", "what p puts in their place, `|`-separated (e.g. `Jane`)"),
         Column("source", "str", "`common-sents` or the prompt file's name"),
@@ -352,7 +360,11 @@ FAIRPAIR_PERTURBATIONS = TableSchema(
         Column("prompt_id", "str", "the prompt's id"),
         Column("sample", "int", "the original-side sample perturbed"),
         Column("method", "str", "`rules` or `llm`"),
-        Column("input", "str", "the text perturbed (rules: the continuation; llm: x followed by the continuation)"),
+        Column(
+            "input",
+            "str",
+            "the text perturbed (rules: the continuation; llm: x followed by the continuation)",
+        ),
         Column("output", "str", "the perturbation's raw output"),
         Column("accepted", "bool", "whether it passed the filters (rules: always)"),
         Column(
@@ -373,11 +385,18 @@ FAIRPAIR_PER_PROMPT = TableSchema(
         Column("model", "str", "the model's short name"),
         Column("prompt_id", "str", "the prompt's id"),
         Column("phi", "str", "`jaccard` (lowercased \\w+ token sets) or `sentiment` (VADER compound)"),
-        Column("k", "int", "folds per side; k = n (the configured samples per side) is the per-sample definition"),
+        Column(
+            "k", "int", "folds per side; k = n (the configured samples per side) is the per-sample definition"
+        ),
         Column("B", "float", "bias: mean Phi over all (p(g_i(x)), g_j(p(x))) pairs", nullable=True),
         Column("V_gp", "float", "mean Phi over pairs i < j of g_i(p(x)), g_j(p(x))", nullable=True),
         Column("V_pg", "float", "mean Phi over pairs i < j of p(g_i(x)), p(g_j(x))", nullable=True),
-        Column("F", "float", "B^2 / (V_gp V_pg); 1 where B = V_gp V_pg = 0, inf where only V_gp V_pg = 0", nullable=True),
+        Column(
+            "F",
+            "float",
+            "B^2 / (V_gp V_pg); 1 where B = V_gp V_pg = 0, inf where only V_gp V_pg = 0",
+            nullable=True,
+        ),
         Column("t_stat", "float", "Welch t of the B terms against the pooled V terms", nullable=True),
         Column("p_value", "float", "its two-sided p-value", nullable=True),
         Column("n_pg", "int", "original-side samples used (accepted perturbations)"),
@@ -398,9 +417,16 @@ FAIRPAIR_SUMMARY = TableSchema(
         Column("mean_V_gp", "float", "mean V_gp", nullable=True),
         Column("mean_V_pg", "float", "mean V_pg", nullable=True),
         Column("mean_F", "float", "mean F", nullable=True),
-        Column("F_ci_low", "float", "bootstrap percentile interval of mean F (resampling prompts): low", nullable=True),
+        Column(
+            "F_ci_low",
+            "float",
+            "bootstrap percentile interval of mean F (resampling prompts): low",
+            nullable=True,
+        ),
         Column("F_ci_high", "float", "... high", nullable=True),
-        Column("t_stat", "float", "paired t of B(x) against sqrt(V_gp(x) V_pg(x)) over prompts", nullable=True),
+        Column(
+            "t_stat", "float", "paired t of B(x) against sqrt(V_gp(x) V_pg(x)) over prompts", nullable=True
+        ),
         Column("p_value", "float", "its two-sided p-value", nullable=True),
     ),
     unique=("model", "phi", "k"),
@@ -412,7 +438,9 @@ FAIRPAIR_CURVES = TableSchema(
     (
         Column("model", "str", "the model's short name"),
         Column("phi", "str", "`jaccard` or `sentiment`"),
-        Column("axis", "str", "`samples` (the first x samples of each side) or `folds` (x folds of all samples)"),
+        Column(
+            "axis", "str", "`samples` (the first x samples of each side) or `folds` (x folds of all samples)"
+        ),
         Column("x", "int", "number of samples or folds"),
         Column("B", "float", "mean B", nullable=True),
         Column("V_gp", "float", "mean V_gp", nullable=True),

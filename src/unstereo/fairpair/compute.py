@@ -87,7 +87,9 @@ def per_prompt(
                 else:
                     continue
                 t = terms(phi, a, b)
-                rows.append((model, pid, phi, k, t.B, t.V_gp, t.V_pg, t.F, t.t_stat, t.p_value, len(pg), len(gp)))
+                rows.append(
+                    (model, pid, phi, k, t.B, t.V_gp, t.V_pg, t.F, t.t_stat, t.p_value, len(pg), len(gp))
+                )
             curve = sample_curve(phi, pg, gp)
             for i, vals in enumerate(curve):
                 by_m.setdefault(i + 2, []).append(vals)
@@ -143,5 +145,7 @@ def over_represented(samples: pd.DataFrame, model: str, max_n: int = 4, top: int
         # lexsort: last key first -> by -diff, then -length, then the (already sorted) alphabetical position
         order = np.lexsort((np.arange(len(grams)), -lengths, -diff))
         order = [i for i in order if diff[i] > 0][:top]
-        rows += [(model, side, r + 1, grams[i], int(lengths[i]), f_pg[i], f_gp[i]) for r, i in enumerate(order)]
+        rows += [
+            (model, side, r + 1, grams[i], int(lengths[i]), f_pg[i], f_gp[i]) for r, i in enumerate(order)
+        ]
     return validate(pd.DataFrame(rows, columns=FAIRPAIR_NGRAMS.names), FAIRPAIR_NGRAMS)

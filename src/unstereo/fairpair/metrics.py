@@ -143,7 +143,9 @@ def terms(phi: str, pg: np.ndarray, gp: np.ndarray) -> Terms:
     return Terms(b, v_gp, v_pg, f, t, p)
 
 
-def terms_loop(phi: str, pg_texts: Sequence[str], gp_texts: Sequence[str]) -> tuple[float, float, float, float]:
+def terms_loop(
+    phi: str, pg_texts: Sequence[str], gp_texts: Sequence[str]
+) -> tuple[float, float, float, float]:
     """(B, V_gp, V_pg, F) by the definitions' plain double loops over text pairs (the baseline the benchmark and
     the tests compare :func:`terms` with; k = n only)."""
     if phi == "jaccard":
@@ -165,7 +167,9 @@ def terms_loop(phi: str, pg_texts: Sequence[str], gp_texts: Sequence[str]) -> tu
     return b, v_gp, v_pg, fairpair_f(b, v_gp, v_pg)
 
 
-def side_features(phi: str, pg_texts: Sequence[str], gp_texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+def side_features(
+    phi: str, pg_texts: Sequence[str], gp_texts: Sequence[str]
+) -> tuple[np.ndarray, np.ndarray]:
     """The feature rows of both sides of one prompt (one shared vocabulary for jaccard)."""
     if phi == "jaccard":
         sets = [tokens(t) for t in (*pg_texts, *gp_texts)]

@@ -92,7 +92,6 @@ class RulePerturbation:
             return text
         return self._pattern.sub(self._replace, text)
 
-
     @classmethod
     def from_pairs(
         cls, names: list[tuple[str, str]] | Mapping[str, str], words: Mapping[str, str] | None = None

@@ -38,7 +38,7 @@ def read_occupations(path: str | Path) -> list[str]:
 
 
 def _articles(text: str, values: list[str]) -> str:
-    """"a X" -> "an X" where X (one of the filled-in ``values``) starts with a vowel letter."""
+    """``text`` with "a X" made "an X" where X (one of the filled-in ``values``) starts with a vowel letter."""
     for v in values:
         if v and v[0].lower() in "aeiou":
             text = re.sub(rf"\b([Aa]) (?={re.escape(v)}\b)", lambda m: m.group(1) + "n ", text)
@@ -60,18 +60,24 @@ def common_sents(
     """The Common Sents prompt table (FAIRPAIR_PROMPTS): occupation-major order, then name pair, then descriptor
     pair; ``max_prompts`` keeps the first N. The template's ``{descriptor}`` may be absent (then no descriptors)."""
     if "{name}" not in template or "{occupation}" not in template:
-        raise ConfigError("the Common Sents template needs {name} and {occupation}", key="fairpair.prompts.template")
+        raise ConfigError(
+            "the Common Sents template needs {name} and {occupation}", key="fairpair.prompts.template"
+        )
     descs = descriptors if "{descriptor}" in template else [("", "")]
     if not names:
         raise ConfigError("no name pairs", key="fairpair.prompts.names")
     if not descs:
-        raise ConfigError("no descriptor pairs (or drop {descriptor} from the template)", key="fairpair.prompts.descriptors")
+        raise ConfigError(
+            "no descriptor pairs (or drop {descriptor} from the template)", key="fairpair.prompts.descriptors"
+        )
     rows = []
     for occ in occupations:
         for name, name_p in names:
             for desc, desc_p in descs:
                 x = _articles(template.format(name=name, descriptor=desc, occupation=occ), [desc, occ])
-                expected = _articles(template.format(name=name_p, descriptor=desc_p, occupation=occ), [desc_p, occ])
+                expected = _articles(
+                    template.format(name=name_p, descriptor=desc_p, occupation=occ), [desc_p, occ]
+                )
                 px = perturbation(x)
                 if px != expected:
                     raise ConfigError(
@@ -85,7 +91,9 @@ def common_sents(
     return validate(pd.DataFrame(rows, columns=FAIRPAIR_PROMPTS.names), FAIRPAIR_PROMPTS)
 
 
-def read_prompt_file(path: str | Path, perturbation: RulePerturbation, max_prompts: int | None = None) -> pd.DataFrame:
+def read_prompt_file(
+    path: str | Path, perturbation: RulePerturbation, max_prompts: int | None = None
+) -> pd.DataFrame:
     """A user prompt file as a FAIRPAIR_PROMPTS table (see the module docstring)."""
     df = read_table(path)
     if "prompt" not in df.columns:
@@ -97,7 +105,10 @@ def read_prompt_file(path: str | Path, perturbation: RulePerturbation, max_promp
     ids = df["prompt_id"].map(str) if "prompt_id" in df.columns else pd.Series(range(len(df))).map(str)
     prompts = df["prompt"].astype(str)
     if "perturbed_prompt" in df.columns:
-        perturbed = [p if isinstance(p, str) and p.strip() else perturbation(x) for x, p in zip(prompts, df["perturbed_prompt"], strict=True)]
+        perturbed = [
+            p if isinstance(p, str) and p.strip() else perturbation(x)
+            for x, p in zip(prompts, df["perturbed_prompt"], strict=True)
+        ]
     else:
         perturbed = [perturbation(x) for x in prompts]
     same = [i for i, (x, px) in enumerate(zip(prompts, perturbed, strict=True)) if x == px]

@@ -34,7 +34,9 @@ def side_prompts(prompts: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, tuple[s
     return pd.DataFrame({"prompt_id": ids, "prompt": texts}), where
 
 
-def to_samples(prompts: pd.DataFrame, continuations: pd.DataFrame, where: dict[str, tuple[str, str]]) -> pd.DataFrame:
+def to_samples(
+    prompts: pd.DataFrame, continuations: pd.DataFrame, where: dict[str, tuple[str, str]]
+) -> pd.DataFrame:
     """The SAMPLES table without ``continuation_mapped`` (set by :func:`map_rules` or the LLM perturbation)."""
     info = prompts.set_index("prompt_id")
     pid_side = [where[k] for k in continuations["prompt_id"]]
@@ -76,14 +78,18 @@ def map_rules(samples: pd.DataFrame, perturbation: RulePerturbation) -> tuple[pd
             "output": mapped,
             "accepted": True,
             "reason": "ok",
-            "dissimilarity": [jaccard_dissimilarity(a, b) for a, b in zip(src["continuation"], mapped, strict=True)],
+            "dissimilarity": [
+                jaccard_dissimilarity(a, b) for a, b in zip(src["continuation"], mapped, strict=True)
+            ],
         },
         columns=FAIRPAIR_PERTURBATIONS.names,
     )
     return validate(samples, FAIRPAIR_SAMPLES), validate(table, FAIRPAIR_PERTURBATIONS)
 
 
-def map_llm(samples: pd.DataFrame, prompts: pd.DataFrame, client, settings) -> tuple[pd.DataFrame, pd.DataFrame]:
+def map_llm(
+    samples: pd.DataFrame, prompts: pd.DataFrame, client, settings
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Apply the LLM perturbation (:mod:`unstereo.fairpair.llm_perturb`) to every original-side continuation; a
     rejected one leaves ``continuation_mapped`` null."""
     from .llm_perturb import perturb_with_llm
@@ -123,4 +129,3 @@ def sides(samples: pd.DataFrame, prompt_id: str) -> tuple[list[str], list[str]]:
     pg = one.loc[one["side"] == "original", "continuation_mapped"]
     gp = one.loc[one["side"] == "perturbed", "continuation"]
     return [t for t in pg if isinstance(t, str)], list(gp)
-
