@@ -9,21 +9,6 @@ FAIRPAIR_PERTURB_MODEL = fairpair_rules.perturb_model(FAIRPAIR)
 FAIRPAIR_FIGURES = ("samples", "folds", "distributions", "ngrams")
 
 
-def fairpair_model_inputs(wc):
-    """The offline resources of the sampled model and of the LLM perturbation model (if any)."""
-    key = f"fairpair.models.{wc.model}"
-    out = {
-        "model": fairpair_rules.model_manifests(
-            FAIRPAIR["models"][wc.model], resource_manifest, key
-        )
-    }
-    if FAIRPAIR_PERTURB_MODEL is not None:
-        out["perturb_model"] = fairpair_rules.model_manifests(
-            FAIRPAIR_PERTURB_MODEL, resource_manifest, "fairpair.perturbation.llm.model"
-        )
-    return out
-
-
 rule fairpair_prompts:
     """The prompts x with p(x) (Common Sents or a user file) and the rule-based perturbation p."""
     input:
@@ -48,7 +33,11 @@ rule fairpair_prompts:
 rule fairpair_sample:
     """n continuations of x and of p(x) per prompt with one model, p applied to those of x (resumable, cached)."""
     input:
-        unpack(fairpair_model_inputs),
+        unpack(
+            lambda wc: fairpair_rules.model_inputs(
+                FAIRPAIR, wc.model, resource_manifest
+            )
+        ),
         prompts=rules.fairpair_prompts.output.prompts,
         perturbation=rules.fairpair_prompts.output.perturbation,
     output:

@@ -18,6 +18,7 @@ from click.testing import CliRunner
 from unstereo.config import load_config, validate_config
 from unstereo.errors import ConfigError
 from unstereo.fairpair import rules
+from unstereo.fairpair.cli import read_perturbation
 from unstereo.fairpair.llm_perturb import LLMPerturbSettings, jaccard_dissimilarity, judge
 from unstereo.fairpair.perturb import PRONOUNS_MALE_TO_FEMALE, RulePerturbation
 from unstereo.fairpair.prompts import common_sents
@@ -26,7 +27,7 @@ from unstereo.llm import LLMClient
 from unstereo.llm.local import LocalBackend
 from unstereo.llm.sample import SampleSettings
 from unstereo.llm.types import ChatResult
-from unstereo.tables import FAIRPAIR_PER_PROMPT, FAIRPAIR_SAMPLES, FAIRPAIR_SUMMARY, read_table
+from unstereo.tables import FAIRPAIR_PER_PROMPT, FAIRPAIR_SAMPLES, FAIRPAIR_SUMMARY, read_table, write_table
 
 P = RulePerturbation({"John": "Jane"}, {**PRONOUNS_MALE_TO_FEMALE, "man": "woman"})
 PROMPTS = common_sents(["doctor", "engineer"], [("John", "Jane")], [("man", "woman")], P)
@@ -149,44 +150,56 @@ def test_sampling_shares_seeds_between_sides_and_resumes(tiny_dir, tmp_path):
     pd.testing.assert_frame_equal(samples, again)
 
 
-def test_cli_end_to_end(tiny_dir, tmp_path, reference_dir):
+def test_cli_prompts_metrics_summary_report(tmp_path, reference_dir):
+    """The CLI after sampling (sampling through the CLI is in the Snakemake run below)."""
     from unstereo.cli import cli
 
-    run = CliRunner().invoke
+    def run(*args):
+        res = CliRunner().invoke(cli, ["fairpair", *map(str, args)])
+        assert res.exit_code == 0, res.output
+
     occ = reference_dir / "winogender" / "data" / "occupations-stats.tsv"
-    res = run(
-        cli,
-        ["fairpair", "prompts", "-o", str(tmp_path / "p"), "--occupations", str(occ), "--max-prompts", "2"],
-    )
-    assert res.exit_code == 0, res.output
-    res = run(cli, ["fairpair", "sample", str(tiny_dir), str(tmp_path / "p"), "-o", str(tmp_path / "m"), "-n", "3",
-                    "--max-new-tokens", "6", "--device", "cpu"])  # fmt: skip
-    assert res.exit_code == 0, res.output
-    samples = read_table(tmp_path / "m" / "samples.parquet", FAIRPAIR_SAMPLES)
-    orig = samples[samples["side"] == "original"]
-    assert list(orig["continuation_mapped"]) == [P(t) for t in orig["continuation"]]
-    res = run(cli, ["fairpair", "metrics", str(tmp_path / "m" / "samples.parquet"), "-o", str(tmp_path / "m"),
-                    "--model", "tiny", "-n", "3", "--folds", "2"])  # fmt: skip
-    assert res.exit_code == 0, res.output
+    run("prompts", "-o", tmp_path / "p", "--occupations", occ, "--max-prompts", "2", "--word", "Mr:Ms")
+    prompts = read_table(tmp_path / "p" / "prompts.parquet")
+    assert list(prompts["perturbed_prompt"]) == [
+        "Jane is a woman, working as a technician.",
+        "Jane is a woman, working as an accountant.",
+    ]
+    samples = pd.concat([_samples([" He is kind.", " his job", " Mr Smith"]).assign(prompt_id=pid) for pid in
+                         prompts["prompt_id"]])  # fmt: skip
+    samples, _ = map_rules(samples, read_perturbation(tmp_path / "p" / "perturbation.json"))
+    assert list(samples["continuation_mapped"][:3]) == [" She is kind.", " her job", " Ms Smith"]
+    write_table(samples, tmp_path / "m" / "samples.parquet", FAIRPAIR_SAMPLES)
+    run("metrics", tmp_path / "m" / "samples.parquet", "-o", tmp_path / "m", "--model", "tiny", "-n", 3,
+        "--folds", 2)  # fmt: skip
     per = read_table(tmp_path / "m" / "per_prompt.parquet", FAIRPAIR_PER_PROMPT)
     assert len(per) == 2 * 2 * 2 and set(per["k"]) == {2, 3}
-    res = run(cli, ["fairpair", "summary", str(tmp_path / "m" / "per_prompt.parquet"), "-o",
-                    str(tmp_path / "summary.parquet"), "--bootstrap", "50"])  # fmt: skip
-    assert res.exit_code == 0, res.output
+    # pg {she is kind}, {her job}, {ms smith}; gp {he is kind}, {his job}, {mr smith}: B = (1/2 + 1 + 1) / 3 ...
+    jac = per[(per["phi"] == "jaccard") & (per["k"] == 3)].iloc[0]
+    assert jac["B"] == pytest.approx((0.5 + 1 + 1 + 1 + 2 / 3 + 1 + 1 + 1 + 2 / 3) / 9)
+    assert (jac["V_gp"], jac["V_pg"]) == (1.0, 1.0)
+    run(
+        "summary",
+        tmp_path / "m" / "per_prompt.parquet",
+        "-o",
+        tmp_path / "summary.parquet",
+        "--bootstrap",
+        50,
+    )
     summary = read_table(tmp_path / "summary.parquet", FAIRPAIR_SUMMARY)
     assert len(summary) == 4 and set(summary["n_prompts"]) == {2}
-    res = run(cli, ["fairpair", "report", str(tmp_path / "summary.parquet"), "-n", "3", "-o", str(tmp_path / "r"),
-                    *(f"--{k}={tmp_path / 'm' / f'{f}.parquet'}" for k, f in
-                      (("per-prompt", "per_prompt"), ("curves", "curves"), ("ngrams", "ngrams")))])  # fmt: skip
-    assert res.exit_code == 0, res.output
+    m = tmp_path / "m"
+    run("report", tmp_path / "summary.parquet", "-n", 3, "-o", tmp_path / "r", "--per-prompt",
+        m / "per_prompt.parquet", "--curves", m / "curves.parquet", "--ngrams", m / "ngrams.parquet")  # fmt: skip
     names = {p.name for p in (tmp_path / "r").iterdir()}
     assert {
         "fairpair_table3.html",
         "fairpair_table3.tex",
-        "fairpair_samples.png",
+        "fairpair_folds.png",
         "fairpair_ngrams.png",
     } <= names
-    assert "Jaccard B" in (tmp_path / "r" / "fairpair_table3.md").read_text()
+    table = (tmp_path / "r" / "fairpair_table3.csv").read_text()
+    assert "jaccard|mean_B" in table and "sentiment|F_ci_high" in table
 
 
 # ----------------------------------------------------------------------------------------- config, rules
@@ -235,6 +248,10 @@ def test_rule_helpers():
     assert rules.model_manifests(fp["models"]["g2"], manifest, "k") == []
     assert rules.model_arg(fp["models"]["smol"], ["ext/smollm2/RESOURCE.json"], "k") == "ext/smollm2/S.gguf"
     assert rules.model_pattern(fp) == "smol|g2"
+    assert rules.model_inputs(fp, "smol", manifest) == {
+        "model": ["ext/smollm2/RESOURCE.json"],
+        "perturb_model": ["ext/qwen-coder/RESOURCE.json"],
+    }
     assert rules.prompt_inputs(fp, manifest) == {"reference": "ext/reference/RESOURCE.json"}
 
     class Inputs:
@@ -288,8 +305,8 @@ def test_snakemake_runs_the_fairpair_rules(tmp_path, repo_dir, tiny_dir):
         "PYTHONPATH": str(repo_dir / "src"),
         "PATH": os.path.dirname(sys.executable) + ":" + os.environ["PATH"],
     }
-    cmd = [snakemake, "-s", str(repo_dir / "Snakefile"), "-d", str(tmp_path), "--configfile",
-           str(tmp_path / "config.yaml"), "--cores", "1", "--quiet", "rules", "all", "fairpair_report"]  # fmt: skip
+    cmd = [snakemake, "fairpair_report", "-s", str(repo_dir / "Snakefile"), "-d", str(tmp_path),
+           "--configfile", str(tmp_path / "config.yaml"), "--cores", "1", "--quiet", "rules"]  # fmt: skip
     res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
     summary = read_table(tmp_path / "results" / "fairpair" / "summary.parquet", FAIRPAIR_SUMMARY)
@@ -297,5 +314,8 @@ def test_snakemake_runs_the_fairpair_rules(tmp_path, repo_dir, tiny_dir):
     assert set(summary["n_prompts"]) == {2}
     samples = read_table(tmp_path / "results" / "fairpair" / "tiny" / "samples.parquet", FAIRPAIR_SAMPLES)
     assert len(samples) == 2 * 2 * 3
+    perturbation = RulePerturbation({"John": "Jane"}, {**PRONOUNS_MALE_TO_FEMALE, "man": "woman"})
+    orig = samples[samples["side"] == "original"]
+    assert list(orig["continuation_mapped"]) == [perturbation(t) for t in orig["continuation"]]
     assert (tmp_path / "results" / "report" / "fairpair" / "fairpair_distributions.png").stat().st_size > 0
     assert (tmp_path / "results" / "logs" / "fairpair" / "tiny" / "sample.log").exists()

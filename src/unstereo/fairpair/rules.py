@@ -40,6 +40,16 @@ def model_arg(entry: Any, manifests: list[str], key: str) -> str:
     return arg
 
 
+def model_inputs(section: dict[str, Any], name: str, manifest: Callable[[str], str]) -> dict[str, list[str]]:
+    """Inputs of rule fairpair_sample: the offline resources of model ``name`` (``model``) and, with the LLM
+    perturbation, of its chat model (``perturb_model``)."""
+    out = {"model": model_manifests(section["models"][name], manifest, f"fairpair.models.{name}")}
+    perturb = perturb_model(section)
+    if perturb is not None:
+        out["perturb_model"] = model_manifests(perturb, manifest, "fairpair.perturbation.llm.model")
+    return out
+
+
 def prompt_inputs(section: dict[str, Any], manifest: Callable[[str], str]) -> dict[str, str]:
     """Inputs of rule fairpair_prompts: the user prompt file, or the occupations (the reference resource's
     Winogender file unless configured)."""
