@@ -15,12 +15,11 @@ from .metrics import (
     TOKEN_RE,
     bootstrap_mean_ci,
     fold,
-    incidence,
     paired_ttest,
     sample_curve,
     sentiment,
     terms,
-    tokens,
+    token_rows,
 )
 
 
@@ -55,8 +54,7 @@ class _Features:
         if phi == "sentiment":
             x = np.array([self.scores[t] for t in (*pg, *gp)], dtype=np.float64)[:, None]
         else:
-            sets = [tokens(t) for t in (*pg, *gp)]
-            x = incidence(sets, {t: i for i, t in enumerate(sorted(set().union(*sets)))})
+            x = token_rows([*pg, *gp])
         return x[: len(pg)], x[len(pg) :]
 
 
