@@ -202,6 +202,39 @@ def test_cli_prompts_metrics_summary_report(tmp_path, reference_dir):
     assert "jaccard|mean_B" in table and "sentiment|F_ci_high" in table
 
 
+def test_cli_sample_with_llm_perturbation(tiny_dir, tmp_path):
+    """`unstereo fairpair sample --llm-perturb`: the tiny model samples, a loopback chat endpoint perturbs."""
+    from llm_test_server import Reply, ScriptedServer
+
+    from unstereo.cli import cli
+    from unstereo.tables import FAIRPAIR_PERTURBATIONS, FAIRPAIR_PROMPTS, write_table
+
+    def respond(body, index):
+        content = body["messages"][-1]["content"]
+        text = content.split("anything else: ", 1)[1].rsplit("\n\nOutput:", 1)[0]
+        return Reply(P(text) if index % 2 == 0 else "I cannot do that.")
+
+    write_table(PROMPTS, tmp_path / "p" / "prompts.parquet", FAIRPAIR_PROMPTS)
+    (tmp_path / "p" / "perturbation.json").write_text('{"names": {"John": "Jane"}, "words": {"he": "she"}}')
+    with ScriptedServer(respond) as srv:
+        res = CliRunner().invoke(cli, ["fairpair", "sample", str(tiny_dir), str(tmp_path / "p"), "-o",
+                                       str(tmp_path / "m"), "-n", "2", "--max-new-tokens", "3", "--device", "cpu",
+                                       "--llm-perturb", f"endpoint:{srv.base_url}#stub", "--api-key-env", "",
+                                       "--max-dissimilarity", "1", "--concurrency", "1"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    table = read_table(tmp_path / "m" / "perturbations.parquet", FAIRPAIR_PERTURBATIONS)
+    assert len(table) == 4 and set(table["method"]) == {"llm"}
+    assert list(table["reason"]).count("prefix") == 2 and table["accepted"].sum() == 2
+    samples = read_table(tmp_path / "m" / "samples.parquet", FAIRPAIR_SAMPLES)
+    orig = samples[samples["side"] == "original"].reset_index(drop=True)
+    ok = table.set_index(["prompt_id", "sample"])["accepted"]
+    for row in orig.itertuples():
+        if ok[(row.prompt_id, row.sample)]:
+            assert row.continuation_mapped == P(row.prompt + row.continuation)[len(P(row.prompt)) :]
+        else:
+            assert pd.isna(row.continuation_mapped)
+
+
 # ----------------------------------------------------------------------------------------- config, rules
 def test_offline_default_config(repo_dir):
     fp = load_config(repo_dir / "config" / "config.yaml")["fairpair"]
