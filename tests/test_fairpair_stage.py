@@ -12,7 +12,7 @@ import sys
 import pandas as pd
 import pytest
 import yaml
-from _scoring_models import word_tokenizer
+from _scoring_models import tiny_gpt2, word_tokenizer
 from click.testing import CliRunner
 
 from unstereo.config import load_config, validate_config
@@ -36,19 +36,9 @@ PROMPTS = common_sents(["doctor", "engineer"], [("John", "Jane")], [("man", "wom
 @pytest.fixture(scope="module")
 def tiny_dir(tmp_path_factory):
     """A randomly initialised 2-layer GPT-2 (word-level vocabulary with he/his/him) saved as a folder."""
-    import torch
-    from transformers import GenerationConfig, GPT2Config, GPT2LMHeadModel
-
     tok = word_tokenizer()
-    torch.manual_seed(0)
-    config = GPT2Config(
-        vocab_size=len(tok), n_positions=64, n_embd=16, n_layer=2, n_head=2, initializer_range=0.3,
-        bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
-    )  # fmt: skip
-    model = GPT2LMHeadModel(config).eval()
-    model.generation_config = GenerationConfig.from_model_config(config)
     path = tmp_path_factory.mktemp("tiny-gpt2")
-    model.save_pretrained(path)
+    tiny_gpt2(len(tok)).save_pretrained(path)
     tok.save_pretrained(path)
     return path
 
