@@ -133,7 +133,7 @@ def plot_distributions(per_prompt: pd.DataFrame, n: int, path: str | Path) -> Pa
                 groups.append(dm[col].dropna().to_numpy(dtype=float))
                 labels.append(f"{m}\n{col}")
         row[1].boxplot([g if len(g) else [np.nan] for g in groups], tick_labels=labels)
-        row[1].tick_params(axis="x", labelsize=6)
+        row[1].tick_params(axis="x", labelsize=6, labelrotation=30)
         row[1].set_title(f"{PHI_LABEL[phi]}: B and sampling variability")
     fig.tight_layout()
     out = _save(fig, Path(path), data)
