@@ -53,6 +53,7 @@ rule fairpair_sample:
         "../envs/fairpair.yaml"
     threads: FAIRPAIR["threads"]
     resources:
+        **gpu_resources(FAIRPAIR["device"]),
         mem_mb=8000,
         runtime=24 * 60,
     params:
