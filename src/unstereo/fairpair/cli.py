@@ -1,0 +1,266 @@
+"""``unstereo fairpair``: prompts, sampling, metrics, summary and report of the FairPair stage (SPEC 2)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from .. import cli_options
+from ..errors import InputError
+
+PAIR = "ORIGINAL:PERTURBED"
+
+
+def _pairs(values: tuple[str, ...], option: str) -> list[tuple[str, str]]:
+    out = []
+    for v in values:
+        a, sep, b = v.partition(":")
+        if not sep or not a.strip() or not b.strip():
+            raise click.BadParameter(f"{v!r} is not {PAIR}", param_hint=option)
+        out.append((a.strip(), b.strip()))
+    return out
+
+
+def read_perturbation(path: str | Path):
+    """The rule-based perturbation saved by ``unstereo fairpair prompts`` (``{"names": {...}, "words": {...}}``)."""
+    from .perturb import RulePerturbation
+
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        return RulePerturbation(data.get("names", {}), data.get("words", {}))
+    except (OSError, ValueError, AttributeError) as exc:
+        raise InputError(f"not a perturbation file: {exc}", path=path) from exc
+
+
+@click.group("fairpair")
+def group() -> None:
+    """FairPair: continuations of paired prompts x / p(x), bias B against sampling variability V, F = B^2/(V_gp V_pg)."""
+
+
+@group.command("prompts")
+@cli_options.output("writes prompts.parquet and perturbation.json here", kind="dir", dest="out_dir")
+@click.option("--file", "prompt_file", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="user prompts (.csv/.jsonl/.parquet: prompt [, prompt_id, perturbed_prompt]) instead of Common Sents")  # fmt: skip
+@click.option("--occupations", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Winogender occupations-stats.tsv [default: $UNSTEREO_EXTERNAL_DIR/reference/winogender/data/...]")  # fmt: skip
+@click.option("--name", "names", multiple=True, help=f"name pair {PAIR} (repeatable) [default: John:Jane]")
+@click.option("--descriptor", "descriptors", multiple=True,
+              help=f"descriptor pair {PAIR} (repeatable) [default: man:woman]")  # fmt: skip
+@click.option("--word", "words", multiple=True,
+              help=f"further word pair {PAIR} p replaces in any case (repeatable), e.g. pronouns")  # fmt: skip
+@click.option("--default-pronouns/--no-default-pronouns", default=True, show_default=True,
+              help="add he:she, him:her, his:her, himself:herself to the words")  # fmt: skip
+@click.option(
+    "--template", default=None, help="Common Sents template with {name}, {descriptor}, {occupation}"
+)
+@click.option("--max-prompts", type=click.IntRange(1), default=None, help="keep the first N prompts")
+def prompts_cmd(out_dir, prompt_file, occupations, names, descriptors, words, default_pronouns, template,
+                max_prompts) -> None:  # fmt: skip
+    """Build the prompt table (x and p(x)) and the rule-based perturbation p."""
+    from ..io import write_json
+    from ..model_spec import external_dir_default
+    from ..tables import FAIRPAIR_PROMPTS, write_table
+    from .perturb import PRONOUNS_MALE_TO_FEMALE, RulePerturbation
+    from .prompts import TEMPLATE, common_sents, read_occupations, read_prompt_file
+
+    name_pairs = _pairs(names, "--name") or [("John", "Jane")]
+    desc_pairs = _pairs(descriptors, "--descriptor") or [("man", "woman")]
+    word_map = {**(PRONOUNS_MALE_TO_FEMALE if default_pronouns else {}), **dict(desc_pairs),
+                **dict(_pairs(words, "--word"))}  # fmt: skip
+    try:
+        p = RulePerturbation(dict(name_pairs), word_map)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from exc
+    if prompt_file:
+        table = read_prompt_file(prompt_file, p, max_prompts)
+    else:
+        occ_path = occupations or external_dir_default() / "reference/winogender/data/occupations-stats.tsv"
+        table = common_sents(
+            read_occupations(occ_path), name_pairs, desc_pairs, p, template or TEMPLATE, max_prompts
+        )
+    out = Path(out_dir)
+    write_table(table, out / "prompts.parquet", FAIRPAIR_PROMPTS)
+    write_json(out / "perturbation.json", {"names": dict(p.names), "words": dict(p.words)})
+    click.echo(f"{out}: {len(table)} prompts", err=True)
+
+
+@group.command("sample", epilog=cli_options.MODEL_FORMS)
+@click.argument("model")
+@click.argument("prompts_dir", type=click.Path(exists=True, file_okay=False))
+@cli_options.output("writes samples.parquet, perturbations.parquet, continuations.parquet, usage.json here",
+                    kind="dir", dest="out_dir")  # fmt: skip
+@click.option(
+    "-n", "--n", "n", type=click.IntRange(2), default=100, show_default=True, help="samples per side"
+)
+@click.option("--temperature", type=click.FloatRange(0, min_open=True), default=1.0, show_default=True)
+@click.option("--top-p", type=click.FloatRange(0, 1, min_open=True), default=0.9, show_default=True)
+@click.option("--max-new-tokens", type=click.IntRange(1), default=128, show_default=True)
+@cli_options.seed(0, "sample j of x and of p(x) uses seed SEED + j")
+@click.option(
+    "--batch-size", type=click.IntRange(1), default=8, show_default=True, help="local: rows per batch"
+)
+@click.option(
+    "--concurrency", type=click.IntRange(1), default=4, show_default=True, help="endpoint: parallel calls"
+)
+@click.option("--chunk-size", type=click.IntRange(1), default=64, show_default=True,
+              help="prompt sides per resumable chunk")  # fmt: skip
+@click.option("--device", default="auto", show_default=True)
+@click.option("--dtype", default="auto", show_default=True)
+@click.option(
+    "--cache", type=click.Path(dir_okay=False), default=None, help="SQLite LLM cache (default: none)"
+)
+@cli_options.threads
+@click.option("--llm-perturb", "llm_model", default=None,
+              help="perturb the continuations of x with this chat model (the paper's prompt and filters) "
+                   "instead of the rules")  # fmt: skip
+@click.option("--llm-max-tokens", type=click.IntRange(1), default=256, show_default=True)
+@click.option("--max-dissimilarity", type=click.FloatRange(0, 1), default=0.15, show_default=True,
+              help="LLM perturbation: largest Jaccard dissimilarity to the input")  # fmt: skip
+@click.option("--group", "groups", nargs=2, default=("male", "female"), show_default=True,
+              help="LLM perturbation: the two groups named in the instruction")  # fmt: skip
+@cli_options.model_options
+def sample_cmd(model, prompts_dir, out_dir, n, temperature, top_p, max_new_tokens, seed, batch_size, concurrency,
+               chunk_size, device, dtype, cache, threads, llm_model, llm_max_tokens, max_dissimilarity, groups,
+               api_key_env, external_dir) -> None:  # fmt: skip
+    """Sample N continuations of x and of p(x) for every prompt of PROMPTS_DIR with MODEL and apply p to those of x.
+
+    PROMPTS_DIR is the output of `unstereo fairpair prompts`. Resumable (chunks beside continuations.parquet) and
+    cached (--cache).
+    """
+    from ..llm import make_client
+    from ..llm.sample import SampleSettings
+    from ..tables import FAIRPAIR_PERTURBATIONS, FAIRPAIR_PROMPTS, FAIRPAIR_SAMPLES, read_table, write_table
+    from .llm_perturb import LLMPerturbSettings
+    from .sample import map_llm, map_rules, sample_fairpairs
+
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+    pdir = Path(prompts_dir)
+    prompts = read_table(pdir / "prompts.parquet", FAIRPAIR_PROMPTS)
+    perturbation = read_perturbation(pdir / "perturbation.json")
+    spec = cli_options.resolve_cli_model(model, api_key_env, external_dir)
+    settings = SampleSettings(n, temperature, top_p, max_new_tokens, (), seed)
+    out = Path(out_dir)
+    client = make_client(spec, external_dir=external_dir, cache=cache, batch_size=batch_size,
+                         concurrency=concurrency, device=device, dtype=dtype)  # fmt: skip
+    try:
+        samples = sample_fairpairs(client, prompts, out / "continuations.parquet", settings,
+                                   chunk_size=chunk_size, source=pdir / "prompts.parquet")  # fmt: skip
+        client.write_usage(out / "usage.json")
+    finally:
+        client.close()
+    if llm_model:
+        pspec = cli_options.resolve_cli_model(llm_model, api_key_env, external_dir, param="--llm-perturb")
+        pclient = make_client(pspec, external_dir=external_dir, cache=cache, batch_size=batch_size,
+                              concurrency=concurrency, device=device, dtype=dtype)  # fmt: skip
+        try:
+            psettings = LLMPerturbSettings(groups[0], groups[1], llm_max_tokens, max_dissimilarity)
+            samples, perturbations = map_llm(samples, prompts, pclient, psettings)
+            pclient.write_usage(out / "perturb_usage.json")
+        finally:
+            pclient.close()
+    else:
+        samples, perturbations = map_rules(samples, perturbation)
+    write_table(perturbations, out / "perturbations.parquet", FAIRPAIR_PERTURBATIONS)
+    write_table(samples, out / "samples.parquet", FAIRPAIR_SAMPLES)
+    accepted = int(perturbations["accepted"].sum())
+    click.echo(f"{out}: {len(samples)} samples of {len(prompts)} prompts with {client.model_id}; "
+               f"{accepted}/{len(perturbations)} perturbations accepted", err=True)  # fmt: skip
+
+
+@group.command("metrics")
+@click.argument("samples", type=click.Path(exists=True, dir_okay=False))
+@cli_options.output(
+    "writes per_prompt.parquet, curves.parquet, ngrams.parquet here", kind="dir", dest="out_dir"
+)
+@click.option("--model", "model_name", required=True, help="the model's short name (the `model` column)")
+@click.option(
+    "-n", "--n", "n", type=click.IntRange(2), required=True, help="samples per side that were drawn"
+)
+@click.option(
+    "--folds", "folds", type=click.IntRange(2), multiple=True, help="further fold counts k (repeatable)"
+)
+@click.option("--phi", "phis", type=click.Choice(["jaccard", "sentiment"]), multiple=True,
+              help="dissimilarities [default: both]")  # fmt: skip
+@click.option("--max-ngram", type=click.IntRange(1), default=4, show_default=True)
+@click.option("--top-ngrams", type=click.IntRange(1), default=15, show_default=True)
+def metrics_cmd(samples, out_dir, model_name, n, folds, phis, max_ngram, top_ngrams) -> None:
+    """B, V_gp, V_pg, F per prompt (k = n and each --folds k), the curves of Figures 3-4 and the n-grams of Figure 6."""
+    from ..tables import (
+        FAIRPAIR_CURVES,
+        FAIRPAIR_NGRAMS,
+        FAIRPAIR_PER_PROMPT,
+        FAIRPAIR_SAMPLES,
+        read_table,
+        write_table,
+    )
+    from .compute import over_represented, per_prompt
+    from .metrics import PHIS
+
+    df = read_table(samples, FAIRPAIR_SAMPLES)
+    per, curves = per_prompt(df, model_name, n, folds, phis or PHIS)
+    out = Path(out_dir)
+    write_table(per, out / "per_prompt.parquet", FAIRPAIR_PER_PROMPT)
+    write_table(curves, out / "curves.parquet", FAIRPAIR_CURVES)
+    write_table(
+        over_represented(df, model_name, max_ngram, top_ngrams), out / "ngrams.parquet", FAIRPAIR_NGRAMS
+    )
+    click.echo(f"{out}: {len(per)} per-prompt rows", err=True)
+
+
+@group.command("summary")
+@click.argument("per_prompt", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@cli_options.output("summary table (.parquet or .csv)")
+@click.option("--bootstrap", "n_boot", type=click.IntRange(1), default=1000, show_default=True,
+              help="bootstrap resamples of the prompts")  # fmt: skip
+@click.option(
+    "--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95, show_default=True
+)
+@cli_options.seed(0, "bootstrap seed")
+def summary_cmd(per_prompt, output, n_boot, level, seed) -> None:
+    """Means over prompts per (model, phi, k), bootstrap interval of mean F and the paired t-test of B against V."""
+    import pandas as pd
+
+    from ..tables import FAIRPAIR_PER_PROMPT, FAIRPAIR_SUMMARY, read_table, write_table
+    from .compute import summarize
+
+    per = pd.concat([read_table(p, FAIRPAIR_PER_PROMPT) for p in per_prompt], ignore_index=True)
+    write_table(summarize(per, n_boot, level, seed), output, FAIRPAIR_SUMMARY)
+    click.echo(f"{output}: {per['model'].nunique()} model(s)", err=True)
+
+
+@group.command("report")
+@click.argument("summary", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--per-prompt", "per_prompt", multiple=True, required=True, type=click.Path(exists=True, dir_okay=False)
+)
+@click.option("--curves", multiple=True, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--ngrams", multiple=True, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "-n", "--n", "n", type=click.IntRange(2), required=True, help="samples per side (the k of Table 3)"
+)
+@cli_options.output(
+    "writes fairpair_table3.{csv,md,tex,html} and fairpair_*.png here", kind="dir", dest="out_dir"
+)
+def report_cmd(summary, per_prompt, curves, ngrams, n, out_dir) -> None:
+    """Table 3 and Figures 3-6 of the paper for the models of SUMMARY."""
+    import pandas as pd
+
+    from ..tables import FAIRPAIR_CURVES, FAIRPAIR_NGRAMS, FAIRPAIR_PER_PROMPT, FAIRPAIR_SUMMARY, read_table
+    from .report import plot_curves, plot_distributions, plot_ngrams, write_table3
+
+    def cat(paths, schema):
+        return pd.concat([read_table(p, schema) for p in paths], ignore_index=True)
+
+    out = Path(out_dir)
+    write_table3(read_table(summary, FAIRPAIR_SUMMARY), n, out)
+    c = cat(curves, FAIRPAIR_CURVES)
+    plot_curves(c, "samples", out / "fairpair_samples.png")
+    plot_curves(c, "folds", out / "fairpair_folds.png")
+    plot_distributions(cat(per_prompt, FAIRPAIR_PER_PROMPT), n, out / "fairpair_distributions.png")
+    plot_ngrams(cat(ngrams, FAIRPAIR_NGRAMS), out / "fairpair_ngrams.png")
+    click.echo(f"{out}: FairPair table and figures", err=True)
