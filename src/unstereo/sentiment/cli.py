@@ -153,3 +153,63 @@ def figures_cmd(continuations, fairness_path, parity_path, out_dir, settings, ti
         title=title,
     )
     click.echo("\n".join(str(p) for p in written))
+
+
+@group.command("debias")
+@click.argument("model")
+@cli_options.output("folder of the run: quality.parquet, continuations.parquet, fairness.parquet, history.json", kind="dir", dest="out_dir", flag="--out-dir")  # fmt: skip
+@click.option("--method", type=click.Choice(["none", "embedding", "sentiment"]), required=True,
+              help="regularisation; none evaluates the base model (the 'before' row)")  # fmt: skip
+@click.option(
+    "--lam", "lam", type=float, default=0.0, show_default=True, help="regularisation strength lambda"
+)
+@click.option("--settings", default=None, help=SETTINGS_HELP)
+@click.option("--templates-dir", default=None, type=click.Path(file_okay=False), help=TEMPLATES_HELP)
+@click.option("--continuations", "base", default=None, type=cli_options.EXISTING_FILE,
+              help="with --method none: the stage's continuations of MODEL (reused, not sampled again)")  # fmt: skip
+@click.option("--cache", default=None, type=click.Path(dir_okay=False), help="LLM cache (default: settings, else none)")  # fmt: skip
+@click.option("--device", default=None, help="overrides settings (auto, cpu, cuda, ...)")
+@cli_options.seed(None, "training, sampling and bootstrap seed (overrides settings; default 0)")
+@cli_options.model_options
+@cli_options.threads
+def debias_cmd(model, out_dir, method, lam, settings, templates_dir, base, cache, device, seed, api_key_env,
+               external_dir, threads) -> None:  # fmt: skip
+    """Fine-tune MODEL with counterfactual embedding or sentiment regularisation (Huang et al. 2020, section 4),
+    then measure I.F./G.F., perplexity and semantic similarity (resumable: checkpoint.pt in the run's folder)."""
+    from ..models import resolve_device
+    from .debias_eval import run_debias
+    from .settings import read_settings
+
+    _threads(threads)
+    cfg = read_settings(settings)
+    spec = cli_options.resolve_cli_model(model, api_key_env, external_dir)
+    quality = run_debias(
+        spec, cfg, _templates_dir(templates_dir, external_dir), out_dir, method=method, lam=lam,
+        seed=seed if seed is not None else (cfg["seed"] or 0), external_dir=external_dir,
+        cache=cache or cfg["cache"], device=resolve_device(device or cfg["device"]), base_continuations=base,
+    )  # fmt: skip
+    click.echo(quality.to_string(index=False))
+
+
+@group.command("debias-summary")
+@click.argument("quality", nargs=-1, required=True, type=cli_options.EXISTING_FILE)
+@cli_options.output("debias.parquet (all runs)")
+@click.option("--table", "table_path", required=True, type=click.Path(dir_okay=False), help="Table 1 as HTML")
+@click.option(
+    "--figure", "figure_path", required=True, type=click.Path(dir_okay=False), help="Figure 6 as PNG"
+)
+@click.option("--settings", default=None, help=SETTINGS_HELP)
+def debias_summary_cmd(quality, output, table_path, figure_path, settings) -> None:
+    """Join the runs' quality tables; write the paper's Table 1 (HTML) and Figure 6 (I.F. against S.S.)."""
+    from ..tables import write_table
+    from .debias_eval import QUALITY, figure6, summarize, table1_html
+    from .sampling import classifier_names
+    from .settings import read_settings
+
+    cfg = read_settings(settings)
+    classifier = cfg["figure_classifier"] or classifier_names(cfg)[0]
+    df = summarize(list(quality))
+    write_table(df, output, QUALITY)
+    table1_html(df, classifier, table_path)
+    figure6(df, classifier, figure_path)
+    click.echo(f"{len(df)} rows -> {output}")
