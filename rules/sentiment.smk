@@ -37,11 +37,12 @@ rule sentiment_sample:
         model=lambda wc: sentiment_rules.model_arg(SENTIMENT, wc.model, EXTERNAL),
         settings=sentiment_rules.settings_arg(SENTIMENT),
         templates=sentiment_rules.templates_dir(EXTERNAL),
+        external_dir=EXTERNAL,
         cache=SENTIMENT["cache"] or results("llm-cache.sqlite"),
         seed=SENTIMENT_SEED,
     shell:
         "unstereo sentiment sample {params.model:q} -o {output.continuations:q} --settings {params.settings:q}"
-        " --templates-dir {params.templates:q} --external-dir {EXTERNAL:q} --cache {params.cache:q}"
+        " --templates-dir {params.templates:q} --external-dir {params.external_dir:q} --cache {params.cache:q}"
         " --seed {params.seed} --threads {threads} > {log} 2>&1"
 
 
@@ -118,4 +119,92 @@ if SENTIMENT["enabled"]:
         results("sentiment", model, "report", name)
         for model in SENTIMENT["models"]
         for name in ("figure1.png", "figure2.png", "fairness.html")
+    )
+
+
+rule sentiment_debias:
+    """One run of the debiasing grid: fine-tune with (method, lambda) (none = the base model), sample, evaluate."""
+    input:
+        unpack(
+            lambda wc: sentiment_rules.debias_inputs(
+                SENTIMENT,
+                wc.model,
+                results("sentiment", wc.model, "continuations.parquet"),
+                resource_manifest,
+            )
+        ),
+    output:
+        results("sentiment", "{model}", "debias", "{method}-{lam}", "quality.parquet"),
+    log:
+        f"{LOGS}/sentiment/{{model}}/debias-{{method}}-{{lam}}.log",
+    benchmark:
+        f"{BENCH}/sentiment/{{model}}/debias-{{method}}-{{lam}}.tsv"
+    wildcard_constraints:
+        model=sentiment_rules.model_pattern(SENTIMENT),
+        method="none|embedding|sentiment",
+        lam="[0-9.e+-]+",
+    conda:
+        "../envs/sentiment.yaml"
+    threads: SENTIMENT["threads"]
+    resources:
+        mem_mb=16000,
+        runtime=24 * 60,
+    params:
+        model=lambda wc: sentiment_rules.model_arg(SENTIMENT, wc.model, EXTERNAL),
+        settings=sentiment_rules.settings_arg(SENTIMENT),
+        templates=sentiment_rules.templates_dir(EXTERNAL),
+        external_dir=EXTERNAL,
+        cache=SENTIMENT["cache"] or results("llm-cache.sqlite"),
+        seed=SENTIMENT_SEED,
+        out_dir=lambda wc, output: Path(output[0]).parent,
+    shell:
+        "unstereo sentiment debias {params.model:q} --out-dir {params.out_dir:q} --method {wildcards.method}"
+        " --lam {wildcards.lam} --continuations {input.continuations:q} --settings {params.settings:q}"
+        " --templates-dir {params.templates:q} --external-dir {params.external_dir:q} --cache {params.cache:q}"
+        " --seed {params.seed} --threads {threads} > {log} 2>&1"
+
+
+rule sentiment_debias_summary:
+    """Report: the debiasing grid as the paper's Table 1 and Figure 6 (I.F. against semantic similarity)."""
+    input:
+        lambda wc: [
+            results("sentiment", wc.model, "debias", run, "quality.parquet")
+            for run in sentiment_rules.debias_runs(SENTIMENT)
+        ],
+    output:
+        table=results("sentiment", "{model}", "debias.parquet"),
+        table1=report(
+            results("sentiment", "{model}", "report", "table1.html"),
+            caption="../workflow/report/sentiment_table1.rst",
+            category=SENTIMENT_CATEGORY,
+            subcategory="{model}",
+        ),
+        figure6=report(
+            results("sentiment", "{model}", "report", "figure6.png"),
+            caption="../workflow/report/sentiment_figure6.rst",
+            category=SENTIMENT_CATEGORY,
+            subcategory="{model}",
+        ),
+    log:
+        f"{LOGS}/sentiment/{{model}}/debias-summary.log",
+    wildcard_constraints:
+        model=sentiment_rules.model_pattern(SENTIMENT),
+    conda:
+        "../envs/sentiment.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    params:
+        settings=sentiment_rules.settings_arg(SENTIMENT),
+    shell:
+        "unstereo sentiment debias-summary {input:q} -o {output.table:q} --table {output.table1:q}"
+        " --figure {output.figure6:q} --settings {params.settings:q} > {log} 2>&1"
+
+
+if SENTIMENT["enabled"] and SENTIMENT["debias"]["enabled"]:
+    ALL_TARGETS.extend(
+        results("sentiment", model, "report", name)
+        for model in SENTIMENT["models"]
+        for name in ("table1.html", "figure6.png")
     )

@@ -30,9 +30,17 @@ def sample_inputs(section: dict[str, Any], name: str, manifest: Callable[[str], 
     if spec.resource:
         out["model"] = manifest(spec.resource)
     lexicon = resource_name(section["opinion_lexicon"])
-    if "opinion" in section["classifiers"] and lexicon:
+    if "opinion" in section["classifiers"] and lexicon and lexicon in registered_resources():
         out["lexicon"] = manifest(lexicon)
     return out
+
+
+def registered_resources() -> set[str]:
+    """Names of the resources :mod:`unstereo.resources` can fetch (a resource it does not know cannot be a rule's
+    input; the command then names the folder it misses)."""
+    from ..resources import RESOURCES
+
+    return set(RESOURCES)
 
 
 def templates_dir(external_dir: str) -> str:
@@ -43,3 +51,21 @@ def templates_dir(external_dir: str) -> str:
 def settings_arg(section: dict[str, Any]) -> str:
     """The section as the ``--settings`` JSON of the commands."""
     return json.dumps(section, sort_keys=True)
+
+
+def debias_runs(section: dict[str, Any]) -> list[str]:
+    """The run folders of the debiasing grid: ``none-0`` (the base model), then ``{method}-{lambda:g}``."""
+    d = section["debias"]
+    return ["none-0"] + [f"{m}-{lam:g}" for m in d["methods"] for lam in d["lambdas"]]
+
+
+def debias_inputs(section: dict[str, Any], name: str, continuations: str, manifest: Callable[[str], str]) -> dict[str, str]:  # fmt: skip
+    """The sampling inputs plus the stage's continuations (the base model's row) and the resources of the corpus
+    and the sentence encoder."""
+    out = {**sample_inputs(section, name, manifest), "continuations": continuations}
+    known = registered_resources()
+    for i, path in enumerate([*section["debias"]["corpus"], section["debias"]["encoder"]]):
+        res = resource_name(path)
+        if res and res in known:
+            out[f"resource{i}"] = manifest(res)
+    return out
