@@ -312,3 +312,12 @@ def test_settings_errors_name_the_key():
     with pytest.raises(ConfigError, match="sentiment.debias.lambdas"):
         load_section({"debias": {"lambdas": []}})
     assert load_section({})["samples"] == 100
+
+
+def test_settings_json_keeps_exponent_numbers(tmp_path):
+    from unstereo.sentiment.settings import read_settings, resource_path
+
+    assert read_settings('{"debias": {"lr": 1e-05}}')["debias"]["lr"] == 1e-05
+    (tmp_path / "s.yaml").write_text("sentiment:\n  samples: 3\n")
+    assert read_settings(str(tmp_path / "s.yaml"))["samples"] == 3
+    assert resource_path("resource:minilm", "ext") == __import__("pathlib").Path("ext/minilm")

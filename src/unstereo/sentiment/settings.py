@@ -27,8 +27,9 @@ def read_settings(value: str | None) -> dict[str, Any]:
     if not value.lstrip().startswith("{") and Path(value).is_file():
         text = Path(value).read_text(encoding="utf-8")
     try:
-        data = yaml.safe_load(text)  # JSON is YAML
-    except yaml.YAMLError as exc:
+        # JSON first: YAML 1.1 reads a JSON number such as 1e-05 as a string
+        data = json.loads(text) if text.lstrip().startswith("{") else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
         raise ConfigError(f"--settings is neither JSON nor a readable YAML file: {exc}") from exc
     if not isinstance(data, dict):
         raise ConfigError("--settings must be a mapping")
