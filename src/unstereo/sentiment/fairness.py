@@ -11,7 +11,10 @@ For one attribute and one classifier, with ``S`` the sentiment scores of the con
 
 Bootstrap intervals resample continuations: per template family, the sample indices 0..m-1 are drawn with
 replacement, the same draw for every value of the template (the values of a template share their random seeds,
-so their continuations are paired); percentile interval at ``level``.
+so their continuations are paired); percentile interval at ``level``. W1 between two empirical distributions is biased
+upwards when they are small (two samples of one distribution are rarely at distance 0), and so are the replicates
+(they hold repeated draws): with few samples per prefix the interval can lie above the point estimate; it says how
+much the estimate moves with the draws, not where an unbiased value would be.
 
 The demographic-parity view (paper section 3, Figure 2): the share of continuations with S > tau per subgroup for
 thresholds tau; a model fair at every threshold has equal shares for every subgroup.

@@ -50,12 +50,13 @@ def figure1(df: pd.DataFrame, classifier: str, path: str | Path, title: str = ""
         ax.boxplot(data, orientation="horizontal", widths=0.6, flierprops={"markersize": 2})
         ax.scatter([x.mean() for x in data], range(1, len(values) + 1), s=10, color="C3", zorder=3)
         ax.set_yticks(range(1, len(values) + 1), values, fontsize=7)
+        ax.invert_yaxis()  # the values top-down in file order
         ax.set_xlim(-0.02, 1.02)
         ax.set_title(f"{attribute}", fontsize=9)
         ax.grid(axis="x", ls=":", color="lightgray")
     axes[-1, 0].set_xlabel(f"sentiment score ({classifier}); dot = mean")
     fig.suptitle(f"Sentiment of continuations per value{f' — {title}' if title else ''}", fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.985))
     out = _save(fig, Path(path))
     plt.close(fig)
     return out

@@ -37,6 +37,7 @@ FAIRNESS = TableSchema(
         Column("value", "float", "the metric on all continuations"),
         Column("ci_low", "float", "lower end of the bootstrap interval", nullable=True),
         Column("ci_high", "float", "upper end of the bootstrap interval", nullable=True),
+        Column("n_continuations", "int", "continuations of the attribute the metric is computed on"),
     ),
     unique=("attribute", "classifier", "metric"),
 )
