@@ -337,7 +337,7 @@ def finetune(model, tok, encoded: list[tuple[list[int], int, list[int]]], *, met
         loss, l_lm, l_fair = debias_loss(model, tok, [encoded[i] for i in idx], lam, method, head, device)
         loss.backward()
         opt.step()
-        history.append({"step": step + 1, "loss": float(loss), "lm": float(l_lm), "fair": float(l_fair)})
+        history.append({"step": step + 1, "loss": loss.item(), "lm": l_lm.item(), "fair": l_fair.item()})
         if (step + 1) % checkpoint_every == 0 and step + 1 < steps:
             state = {"model": model.state_dict(), "optimizer": opt.state_dict(), "rng": rng.getstate(), "torch_rng": torch.get_rng_state(),
                      "order": order, "history": history, "step": step + 1}  # fmt: skip
