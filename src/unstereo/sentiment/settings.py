@@ -7,10 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ..config import validate_config
-from ..errors import ConfigError
 from ..model_spec import RESOURCE_PREFIX, external_dir_default
 
 
@@ -20,19 +17,11 @@ def load_section(section: dict[str, Any] | None = None) -> dict[str, Any]:
 
 
 def read_settings(value: str | None) -> dict[str, Any]:
-    """``--settings``: inline JSON, or a YAML/JSON file holding the section (or a config with a ``sentiment`` key)."""
-    if not value:
-        return load_section({})
-    text = value
-    if not value.lstrip().startswith("{") and Path(value).is_file():
-        text = Path(value).read_text(encoding="utf-8")
-    try:
-        # JSON first: YAML 1.1 reads a JSON number such as 1e-05 as a string
-        data = json.loads(text) if text.lstrip().startswith("{") else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise ConfigError(f"--settings is neither JSON nor a readable YAML file: {exc}") from exc
-    if not isinstance(data, dict):
-        raise ConfigError("--settings must be a mapping")
+    """``--settings``: inline JSON, or a YAML/JSON file holding the section (or a config with a ``sentiment`` key);
+    validated, defaults filled in."""
+    from ..generate.settings import read_settings_arg  # the one reader of a --settings value
+
+    data = read_settings_arg(value)
     if isinstance(data.get("sentiment"), dict):
         data = data["sentiment"]
     return load_section(data)
