@@ -79,8 +79,8 @@ def test_one_embedding_step_moves_the_hidden_states_closer(lm):
     # eval mode (no dropout), so the loss's fairness term is the distance measured above; a small step along the
     # gradient of L_LM + lambda * d, with lambda large enough that d dominates
     loss, l_lm, l_fair = D.debias_loss(model, tok, batch, lam=10.0, method="embedding")
-    assert float(l_fair) == pytest.approx(before, rel=1e-4)
-    assert float(loss) == pytest.approx(float(l_lm) + 10 * before, rel=1e-4)
+    assert l_fair.item() == pytest.approx(before, rel=1e-4)
+    assert loss.item() == pytest.approx(l_lm.item() + 10 * before, rel=1e-4)
     loss.backward()
     opt.step()
     assert distance(model, tok, batch) < before
