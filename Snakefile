@@ -43,6 +43,7 @@ include: "rules/generate.smk"
 include: "rules/score.smk"
 include: "rules/report.smk"
 include: "rules/fairpair.smk"
+include: "rules/sentiment.smk"
 
 
 rule all:

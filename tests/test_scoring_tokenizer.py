@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from unstereo.scoring.gguf_tokenizer import sentencepiece_bpe_merges
+from unstereo.gguf_tokenizer import sentencepiece_bpe_merges
 
 
 def test_merges_follow_scores_and_skip_specials():

@@ -28,6 +28,7 @@ SUBCOMMANDS: dict[str, str] = {
     "report": "unstereo.report.cli:group",
     "config": "unstereo.config_cli:config",
     "fairpair": "unstereo.fairpair.cli:group",
+    "sentiment": "unstereo.sentiment.cli:group",
 }
 
 

@@ -8,7 +8,7 @@ conversion of the same bytes. When the cache cannot be written the conversion go
 
 The conversion writes fp32 weights without the quantisation config, and the tokenizer as every consumer needs it:
 for Gemma files the Unigram tokenizer transformers builds is replaced by the equivalent BPE model
-(:mod:`unstereo.scoring.gguf_tokenizer`), so the folder loads correctly in plain transformers or lm-eval too.
+(:mod:`unstereo.gguf_tokenizer`), so the folder loads correctly in plain transformers or lm-eval too.
 A folder of another conversion version (e.g. made before the tokenizer repair) is converted again.
 """
 
@@ -67,7 +67,7 @@ def dequantise(path: Path, gguf_file: str, out: Path) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from .scoring.gguf_tokenizer import needs_bpe_repair, repair_gemma_tokenizer
+    from .gguf_tokenizer import needs_bpe_repair, repair_gemma_tokenizer
 
     log.info("converting %s to a Hugging Face folder %s (once)", path / gguf_file, out)
     tokenizer = AutoTokenizer.from_pretrained(path, gguf_file=gguf_file)

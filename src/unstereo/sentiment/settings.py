@@ -1,0 +1,42 @@
+"""The ``sentiment`` config section: validated with every default filled in (workflow/schemas/sentiment.schema.yaml),
+and the ``resource:NAME[/FILE]`` paths it may hold."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..config import validate_config
+from ..model_spec import RESOURCE_PREFIX, external_dir_default
+
+
+def load_section(section: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A copy of a ``sentiment`` section, validated, defaults filled in; errors name ``sentiment.<key>``."""
+    return validate_config({"sentiment": json.loads(json.dumps(section or {}))})["sentiment"]
+
+
+def read_settings(value: str | None) -> dict[str, Any]:
+    """``--settings``: inline JSON, or a YAML/JSON file holding the section (or a config with a ``sentiment`` key);
+    validated, defaults filled in."""
+    from ..generate.settings import read_settings_arg  # the one reader of a --settings value
+
+    data = read_settings_arg(value)
+    if isinstance(data.get("sentiment"), dict):
+        data = data["sentiment"]
+    return load_section(data)
+
+
+def resource_path(text: str, external_dir: str | Path | None = None) -> Path:
+    """``resource:NAME[/FILE]`` -> ``{external_dir}/NAME[/FILE]``; any other string is a path as is."""
+    if text.startswith(RESOURCE_PREFIX):
+        folder = Path(external_dir) if external_dir is not None else external_dir_default()
+        return folder / text[len(RESOURCE_PREFIX) :]
+    return Path(text)
+
+
+def resource_name(text: str) -> str | None:
+    """The resource a ``resource:NAME[/FILE]`` string names (None for a plain path)."""
+    if not text.startswith(RESOURCE_PREFIX):
+        return None
+    return text[len(RESOURCE_PREFIX) :].split("/", 1)[0]
