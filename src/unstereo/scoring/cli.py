@@ -53,6 +53,14 @@ from .. import cli_options
 @cli_options.reference_quirks(
     "Re-fill sentences from the template with the reference code's capitalize() (SPEC 1.4 quirk 1)."
 )
+@click.option(
+    "--cache",
+    "cache_path",
+    default=None,
+    help="Score cache file (SQLite), shared by every table scored with it: a text already scored under the same "
+    "model and settings costs no forward pass. Default: $UNSTEREO_SCORE_CACHE, else score-cache.sqlite beside -o.",
+)
+@click.option("--no-cache", is_flag=True, help="Score every text, read and write no cache.")
 @cli_options.threads
 @cli_options.external_dir
 def score(
@@ -71,6 +79,8 @@ def score(
     chunk_size,
     bos_policy,
     reference_quirks,
+    cache_path,
+    no_cache,
     threads,
     external_dir,
 ) -> None:
@@ -91,6 +101,7 @@ def score(
         import torch
 
         torch.set_num_threads(threads)
+    from .cache import resolve_cache_path
     from .run import score_file
 
     spec = cli_options.resolve_cli_model(model, None, external_dir, gguf_file=gguf_file, revision=revision)
@@ -108,5 +119,6 @@ def score(
         chunk_size=chunk_size,
         bos_policy=bos_policy,
         reference_quirks=reference_quirks,
+        cache=None if no_cache else resolve_cache_path(cache_path, output),
     )
     click.echo(f"{output}: {len(df)} {'texts' if texts else 'pairs'} scored with {name or model}", err=True)
