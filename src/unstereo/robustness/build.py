@@ -25,6 +25,7 @@ other benchmarks: seed words, else templates), one independent draw per trial.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -152,13 +153,13 @@ def sampling_units(pairs: pd.DataFrame) -> pd.Series:
 
 
 def subsample(pairs: pd.DataFrame, fraction: float, trial: int, seed: int) -> pd.DataFrame:
-    """The pairs of a random ``fraction`` of the units (at least one), drawn with ``(seed, trial)``: the same
+    """The pairs of a random ``fraction`` of the units (rounded half up, at least one), drawn with ``(seed, trial)``: the same
     arguments give the same sample, other trials independent ones."""
     if not 0 < fraction <= 1:
         raise ValueError(f"fraction must be in (0, 1], got {fraction}")
     units = sampling_units(pairs)
     distinct = sorted(set(units))
-    k = max(1, round(fraction * len(distinct)))
+    k = max(1, math.floor(fraction * len(distinct) + 0.5))  # half up: 25 % of 10 units is 3
     rng = np.random.default_rng([int(seed), int(trial)])
     chosen = set(rng.choice(np.array(distinct, dtype=object), size=k, replace=False))
     return pairs.loc[units.isin(chosen).to_numpy()]

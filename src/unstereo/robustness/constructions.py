@@ -144,8 +144,9 @@ def add_adjective(
         raise ValueError(f"placement must be one of {PLACEMENTS}, got {placement!r}")
     if placement == "clause":
         return add_clause(rt, f"who was {adjective}", role, spaced=spaced)
-    if not rt.has(role) or rt.word(role) == "someone":
-        return rt
+    word = rt.word(role)
+    if not rt.has(role) or word == "someone" or str(word).startswith("{"):
+        return rt  # no adjective before "someone" or a pronoun
     marker = re.escape(MARKER[role])
 
     def before(m: re.Match[str]) -> str:
