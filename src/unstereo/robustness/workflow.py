@@ -1,0 +1,41 @@
+"""Helpers for ``rules/robustness.smk`` (unit-tested here so the rules file stays declarative)."""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from ..errors import ConfigError
+from .build import ORIGINAL
+
+
+def models(section: dict[str, Any], score: dict[str, Any]) -> list[str]:
+    """The models to score the constructions with: ``robustness.models`` (names of ``score.models``), else all."""
+    names = list(section["models"]) or list(score["models"])
+    unknown = [m for m in names if m not in score["models"]]
+    if unknown:
+        raise ConfigError(f"{unknown[0]!r} is not a model of score.models", key="robustness.models")
+    return names
+
+
+def constructions(section: dict[str, Any]) -> list[str]:
+    """The configured constructions, ``original`` first (always built: the reference and the sub-samples' pool)."""
+    return [ORIGINAL, *(c for c in section["constructions"] if c != ORIGINAL)]
+
+
+def construct_options(section: dict[str, Any], construction: str) -> str:
+    """``--adjective A ...`` for the adj_* constructions, ``--synonyms FILE`` for synonyms."""
+    opts = []
+    if "adj" in construction.split("_") and section.get("adjectives"):
+        opts += [f"--adjective {shlex.quote(a)}" for a in section["adjectives"]]
+    if construction == "synonyms" and section.get("synonyms"):
+        opts.append(f"--synonyms {shlex.quote(str(section['synonyms']))}")
+    return " ".join(opts)
+
+
+def metrics_options(section: dict[str, Any], seed: int) -> str:
+    """Options of ``unstereo robustness metrics`` from the section (``seed``: the section's, or the derived one)."""
+    opts = [f"--eta {e}" for e in section["etas"]]
+    opts += [f"--fraction {f}" for f in section["fractions"]]
+    opts += [f"--trials {section['trials']}", f"--seed {seed}", f"--metric {section['metric']}"]
+    return " ".join(opts)
