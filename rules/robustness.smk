@@ -22,34 +22,28 @@ ROBUSTNESS_REPORT = [
 ]
 
 
-def robustness_pairs(benchmark):
-    """The construction pair tables of one benchmark."""
-    return [
-        results("robustness", benchmark, construction, "pairs.parquet")
-        for construction in ROBUSTNESS_CONSTRUCTIONS
-    ]
-
-
 rule robustness_construct:
-    """One construction of a benchmark's pair table, MaxPMI recomputed from the benchmark's delta table."""
+    """The constructions of a benchmark's pair table, MaxPMI recomputed from the benchmark's delta table."""
     input:
         pairs=results("benchmarks", "{benchmark}", "eta-inf.parquet"),
         delta=lambda wc: delta_path(delta_choice(BMCFG, BM_SOURCES[wc.benchmark])),
     output:
-        results("robustness", "{benchmark}", "{construction}", "pairs.parquet"),
+        [
+            results("robustness", "{benchmark}", construction, "pairs.parquet")
+            for construction in ROBUSTNESS_CONSTRUCTIONS
+        ],
     log:
-        f"{LOGS}/robustness/{{benchmark}}/{{construction}}.log",
-    wildcard_constraints:
-        construction="|".join(ROBUSTNESS_CONSTRUCTIONS),
+        f"{LOGS}/robustness/{{benchmark}}/construct.log",
     conda:
         "../envs/score.yaml"
     params:
-        options=lambda wc: robustness_workflow.construct_options(
-            ROBUSTNESS, wc.construction
+        options=robustness_workflow.construct_options(
+            ROBUSTNESS, ROBUSTNESS_CONSTRUCTIONS
         ),
+        out_dir=lambda wc, output: Path(output[0]).parent.parent,
     shell:
-        "unstereo robustness construct {input.pairs:q} -o {output:q} --construction {wildcards.construction}"
-        " --delta {input.delta:q} {params.options} > {log} 2>&1"
+        "unstereo robustness construct {input.pairs:q} -o {params.out_dir:q} {params.options}"
+        " --delta {input.delta:q} > {log} 2>&1"
 
 
 rule robustness_score:
@@ -58,7 +52,9 @@ rule robustness_score:
         unpack(
             lambda wc: {
                 **score_rules.inputs(SCORE, wc.model, "", resource_manifest),
-                "pairs": robustness_pairs(wc.benchmark),
+                "pairs": robustness_workflow.pair_paths(
+                    RESULTS, wc.benchmark, ROBUSTNESS_CONSTRUCTIONS
+                ),
             }
         ),
     output:
@@ -101,7 +97,13 @@ rule robustness_metrics:
             benchmark=ROBUSTNESS["benchmarks"],
             model=ROBUSTNESS_MODELS,
         ),
-        pairs=[p for b in ROBUSTNESS["benchmarks"] for p in robustness_pairs(b)],
+        pairs=[
+            p
+            for b in ROBUSTNESS["benchmarks"]
+            for p in robustness_workflow.pair_paths(
+                RESULTS, b, ROBUSTNESS_CONSTRUCTIONS
+            )
+        ],
     output:
         scores=results("robustness", "scores.parquet"),
         rank_swaps=results("robustness", "rank_swaps.parquet"),
@@ -121,7 +123,7 @@ rule robustness_metrics:
         ),
         cost=lambda wc, input: " ".join(f"--cost {shlex.quote(p)}" for p in input.cost),
         options=robustness_workflow.metrics_options(ROBUSTNESS, ROBUSTNESS_SEED),
-        out_dir=results("robustness"),
+        out_dir=lambda wc, output: Path(output.scores).parent,
     shell:
         "unstereo robustness metrics {params.scores} {params.pairs} {params.cost} -o {params.out_dir:q}"
         " {params.options} > {log} 2>&1"
@@ -149,8 +151,8 @@ rule robustness_report:
         "../envs/report.yaml"
     params:
         metric=ROBUSTNESS["metric"],
-        in_dir=results("robustness"),
-        out_dir=results("robustness", "report"),
+        in_dir=lambda wc, input: Path(input.scores).parent,
+        out_dir=lambda wc, output: Path(output[0]).parent,
     shell:
         "unstereo robustness report {params.in_dir:q} -o {params.out_dir:q} --metric {params.metric} > {log} 2>&1"
 

@@ -66,7 +66,15 @@ def test_release_as_fixed_alternative_and_cli(release_dir, tmp_path):
     runner = CliRunner()
     res = runner.invoke(
         cli,
-        ["robustness", "release", str(release_dir), "-o", str(tmp_path / "m.csv"), "--file", "subject_clause_back"],
+        [
+            "robustness",
+            "release",
+            str(release_dir),
+            "-o",
+            str(tmp_path / "m.csv"),
+            "--file",
+            "subject_clause_back",
+        ],
     )
     assert res.exit_code == 0, res.output
     table = pd.read_csv(tmp_path / "m.csv")

@@ -19,12 +19,13 @@ def group() -> None:
 
 @group.command("construct")
 @click.argument("pairs", type=cli_options.EXISTING_FILE)
-@cli_options.output("PAIRS parquet of the construction.")
+@cli_options.output("Directory: writes DIR/{construction}/pairs.parquet per construction.", kind="dir")
 @click.option(
     "--construction",
-    "name",
+    "names",
+    multiple=True,
     required=True,
-    help="original, subject_clause_back, adj_object, synonyms, negation, ...",
+    help="original, subject_clause_back, adj_object, synonyms, negation, ... (repeat the option).",
 )
 @click.option(
     "--adjective",
@@ -42,18 +43,20 @@ def group() -> None:
     "--delta",
     type=cli_options.EXISTING_FILE,
     default=None,
-    help="Delta table: recompute MaxPMI of the constructed templates.",
+    help="Delta table: recompute MaxPMI of the constructed templates (else they keep the original pair's).",
 )
-def construct(pairs: Path, output: Path, name: str, adjectives, synonyms, delta) -> None:
-    """Build construction NAME of the pair table PAIRS (pair ids: the original id plus @construction)."""
+def construct(pairs: Path, output: Path, names, adjectives, synonyms, delta) -> None:
+    """Build the constructions NAMES of the pair table PAIRS (pair ids: the original id plus @construction)."""
     from .build import construction_names
     from .constructions import load_synonyms
     from .run import construct_file
 
-    construction_names([name])
-    syn = load_synonyms(synonyms) if name == "synonyms" else None
-    df = construct_file(pairs, name, output, adjectives=list(adjectives) or None, synonyms=syn, delta=delta)
-    click.echo(f"{output}: {len(df)} pairs, {int(df['changed'].sum())} changed", err=True)
+    construction_names(names)
+    syn = load_synonyms(synonyms) if "synonyms" in names else None
+    for name in names:
+        out = Path(output) / name / "pairs.parquet"
+        df = construct_file(pairs, name, out, adjectives=list(adjectives) or None, synonyms=syn, delta=delta)
+        click.echo(f"{out}: {len(df)} pairs, {int(df['changed'].sum())} changed", err=True)
 
 
 @group.command("score")
@@ -69,6 +72,7 @@ def construct(pairs: Path, output: Path, name: str, adjectives, synonyms, delta)
     help="Write the forward-pass cost per construction here (parquet).",
 )
 @scorer_options
+@cli_options.reference_quirks("Re-fill sentences from the template with the reference code's capitalize().")
 @cli_options.threads
 @cli_options.external_dir
 def score(
@@ -88,6 +92,7 @@ def score(
     bos_policy,
     cache_path,
     no_cache,
+    reference_quirks,
     threads,
     external_dir,
 ) -> None:
@@ -108,6 +113,7 @@ def score(
         cache=None if no_cache else resolve_cache_path(cache_path, output),
         chunk_size=chunk_size,
         cost_out=cost_out,
+        reference_quirks=reference_quirks,
         masked=masked,
         batch_size=batch_size,
         max_batch_size=max_batch_size,

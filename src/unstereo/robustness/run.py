@@ -121,6 +121,7 @@ def score_constructions(
     cache: Any = None,
     chunk_size: int = 500,
     cost_out: str | Path | None = None,
+    reference_quirks: bool = False,
     **model_options: Any,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Score the construction tables ``pairs_paths`` of one benchmark under ``model`` into one SCORES table
@@ -143,6 +144,7 @@ def score_constructions(
         model_name=name,
         run=run,
         chunk_size=chunk_size,
+        reference_quirks=reference_quirks,
         cache=cache,
     )
     cost = forward_pass_cost(pairs, seen, name)

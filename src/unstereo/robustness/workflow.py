@@ -23,12 +23,18 @@ def constructions(section: dict[str, Any]) -> list[str]:
     return [ORIGINAL, *(c for c in section["constructions"] if c != ORIGINAL)]
 
 
-def construct_options(section: dict[str, Any], construction: str) -> str:
-    """``--adjective A ...`` for the adj_* constructions, ``--synonyms FILE`` for synonyms."""
-    opts = []
-    if "adj" in construction.split("_") and section.get("adjectives"):
+def pair_paths(results_dir: str, benchmark: str, names: list[str]) -> list[str]:
+    """The construction pair tables of one benchmark: ``{results_dir}/robustness/{benchmark}/{name}/pairs.parquet``."""
+    return [f"{results_dir}/robustness/{benchmark}/{name}/pairs.parquet" for name in names]
+
+
+def construct_options(section: dict[str, Any], names: list[str]) -> str:
+    """``--construction NAME`` for each of ``names``, ``--adjective A`` for the adj_* constructions, ``--synonyms
+    FILE`` for synonyms."""
+    opts = [f"--construction {shlex.quote(n)}" for n in names]
+    if any("adj" in n.split("_") for n in names) and section.get("adjectives"):
         opts += [f"--adjective {shlex.quote(a)}" for a in section["adjectives"]]
-    if construction == "synonyms" and section.get("synonyms"):
+    if "synonyms" in names and section.get("synonyms"):
         opts.append(f"--synonyms {shlex.quote(str(section['synonyms']))}")
     return " ".join(opts)
 
