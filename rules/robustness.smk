@@ -27,11 +27,13 @@ rule robustness_construct:
     input:
         pairs=results("benchmarks", "{benchmark}", "eta-inf.parquet"),
         delta=lambda wc: delta_path(delta_choice(BMCFG, BM_SOURCES[wc.benchmark])),
+        reference=(
+            [resource_manifest("reference")]
+            if robustness_workflow.uses_release(ROBUSTNESS_CONSTRUCTIONS)
+            else []
+        ),
     output:
-        [
-            results("robustness", "{benchmark}", construction, "pairs.parquet")
-            for construction in ROBUSTNESS_CONSTRUCTIONS
-        ],
+        robustness_workflow.pair_paths(RESULTS, "{benchmark}", ROBUSTNESS_CONSTRUCTIONS),
     log:
         f"{LOGS}/robustness/{{benchmark}}/construct.log",
     conda:
@@ -41,9 +43,10 @@ rule robustness_construct:
             ROBUSTNESS, ROBUSTNESS_CONSTRUCTIONS
         ),
         out_dir=lambda wc, output: Path(output[0]).parent.parent,
+        release=lambda wc, input: robustness_workflow.release_option(input.reference),
     shell:
         "unstereo robustness construct {input.pairs:q} -o {params.out_dir:q} {params.options}"
-        " --delta {input.delta:q} > {log} 2>&1"
+        " --delta {input.delta:q} {params.release} > {log} 2>&1"
 
 
 rule robustness_score:

@@ -91,3 +91,20 @@ def test_release_as_fixed_alternative_and_cli(release_dir, tmp_path):
     )
     assert res.exit_code == 0, res.output
     assert len(read_table(tmp_path / "p.parquet", PAIRS)) == 240
+
+
+def test_release_construction_over_the_project_winogender_table(release_dir, reference_dir):
+    from unstereo.benchmarks.readers.winogender import read_winogender
+    from unstereo.robustness.build import construct, construction_names, from_release
+
+    pairs = read_winogender(reference_dir / "winogender" / "data" / "all_sentences.tsv")
+    released = from_release(pairs, "release:object_clause_back", release_dir)
+    assert len(released) == len(pairs) == 240 and released["changed"].all()
+    assert released["original_pair_id"].tolist() == pairs["pair_id"].tolist()
+    # the project's own construction over the pair table gives the release's sentences, up to " , " spacing
+    ours = construct(pairs, "object_clause_back")
+    assert (
+        ours["sentence_male"].tolist()
+        == released["sentence_male"].str.replace(" , ", ", ").str.replace(" ,", ",").tolist()
+    )
+    assert construction_names(["release:synonymized"]) == ["release:synonymized"]

@@ -10,6 +10,7 @@ Names (:func:`construction_names` lists those a configuration asks for):
 | ``subject_adj`` / ``object_adj`` | one pair per adjective, "who was ADJ" after the entity |
 | ``synonyms`` | words replaced from a synonym map |
 | ``negation`` | the first verb after the subject negated |
+| ``release:FILE`` | the released Winogender construction ``FILE.tsv`` (a fixed alternative, :func:`from_release`) |
 
 (the release's own file names for Winogender, :mod:`.release`). A constructed pair keeps the original pair id plus
 the construction (``{pair_id}@{construction}``, ``...@adj_subject:smart`` for an adjective), its benchmark, seed word
@@ -28,6 +29,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -38,6 +40,7 @@ from ..templates import fill_template
 from .constructions import (
     ADJECTIVES,
     CLAUSES,
+    Construction,
     RoleTemplate,
     add_adjective,
     add_clause,
@@ -61,10 +64,23 @@ _WINOGENDER_ID = re.compile(r"^[^:]+:(?P<occ>[^.@]+)\.(?P<part>[^.@]+)\.(?P<answ
 EXTRA_COLUMNS = ("construction", "original_pair_id", "changed")
 
 
+RELEASE_PREFIX = "release:"
+
+
+def construction_dir(name: str) -> str:
+    """The folder name of a construction's outputs (``release:FILE`` -> ``release_FILE``)."""
+    return name.replace(":", "_")
+
+
 def construction_names(names: Iterable[str]) -> list[str]:
-    """``names`` checked against :data:`NAMES` (a ConfigError names an unknown one)."""
+    """``names`` checked against :data:`NAMES` and ``release:FILE`` (a released Winogender construction file, see
+    :data:`.release.RELEASE_FILES`); a ConfigError names an unknown one."""
+    from .release import RELEASE_FILES
+
     out = list(names)
     for name in out:
+        if name.startswith(RELEASE_PREFIX) and name[len(RELEASE_PREFIX) :] in RELEASE_FILES[1:]:
+            continue
         if name not in NAMES:
             raise ConfigError(
                 f"unknown construction {name!r}; known: {', '.join(NAMES)}", key="robustness.constructions"
@@ -85,7 +101,7 @@ def roles_of(pair_id: str, template: str) -> RoleTemplate:
 
 def variants(
     name: str, adjectives: Sequence[str] = ADJECTIVES, synonyms: Mapping[str, str] | None = None
-) -> list[tuple[str, object]]:
+) -> list[tuple[str, Construction]]:
     """``(suffix, role template -> role template)`` for each variant of construction ``name``."""
     if name == ORIGINAL:
         return [("", lambda rt: rt)]
@@ -169,3 +185,27 @@ def sample_name(fraction: float) -> str:
     """Construction name of a sub-sample: ``sample_10`` for 10 %."""
     pct = fraction * 100
     return f"sample_{int(pct)}" if float(pct).is_integer() else f"sample_{pct:g}"
+
+
+def from_release(pairs: pd.DataFrame, name: str, release_dir: str | Path) -> pd.DataFrame:
+    """Construction ``release:FILE``: the released Winogender file ``release_dir/FILE.tsv`` as a pair table over
+    the pairs of ``pairs`` (matched by ``occupation.participant.answer``; released rows of other pairs are left
+    out), with the construction columns."""
+    from .release import load_release
+
+    pairs = validate(pairs.reset_index(drop=True), PAIRS, source="pairs")
+    bench = str(pairs["benchmark"].iloc[0]) if len(pairs) else "Winogender"
+    released = load_release(
+        Path(release_dir) / f"{name[len(RELEASE_PREFIX) :]}.tsv", bench, construction=name
+    )
+    released["original_pair_id"] = released["pair_id"].str.split("@").str[0]
+    by_id = pairs.set_index("pair_id")
+    released = released[released["original_pair_id"].isin(by_id.index)].reset_index(drop=True)
+    if released.empty:
+        raise InputError(f"no pair of the benchmark {bench!r} in the released file", path=str(release_dir))
+    original = by_id.loc[released["original_pair_id"]]
+    for col in ("seed_word", "max_pmi", "max_pmi_word"):
+        released[col] = original[col].to_numpy()
+    released["construction"] = name
+    released["changed"] = released["template"].to_numpy() != original["template"].to_numpy()
+    return validate(released, PAIRS, source=f"construction {name}")

@@ -45,17 +45,32 @@ def group() -> None:
     default=None,
     help="Delta table: recompute MaxPMI of the constructed templates (else they keep the original pair's).",
 )
-def construct(pairs: Path, output: Path, names, adjectives, synonyms, delta) -> None:
-    """Build the constructions NAMES of the pair table PAIRS (pair ids: the original id plus @construction)."""
-    from .build import construction_names
+@click.option(
+    "--release-dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="reference/tail-wagging/winogender/data, for the release:FILE constructions (the released files).",
+)
+def construct(pairs: Path, output: Path, names, adjectives, synonyms, delta, release_dir) -> None:
+    """Build the constructions NAMES of the pair table PAIRS (pair ids: the original id plus @construction) into
+    DIR/NAME/pairs.parquet (``release:FILE`` into DIR/release_FILE/)."""
+    from .build import construction_dir, construction_names
     from .constructions import load_synonyms
     from .run import construct_file
 
     construction_names(names)
     syn = load_synonyms(synonyms) if "synonyms" in names else None
     for name in names:
-        out = Path(output) / name / "pairs.parquet"
-        df = construct_file(pairs, name, out, adjectives=list(adjectives) or None, synonyms=syn, delta=delta)
+        out = Path(output) / construction_dir(name) / "pairs.parquet"
+        df = construct_file(
+            pairs,
+            name,
+            out,
+            adjectives=list(adjectives) or None,
+            synonyms=syn,
+            delta=delta,
+            release_dir=release_dir,
+        )
         click.echo(f"{out}: {len(df)} pairs, {int(df['changed'].sum())} changed", err=True)
 
 

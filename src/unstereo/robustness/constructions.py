@@ -101,6 +101,10 @@ class RoleTemplate:
         return text[:1].upper() + text[1:]
 
 
+#: A construction: a role template in, a role template out (unchanged where it does not apply).
+Construction = Callable[[RoleTemplate], RoleTemplate]
+
+
 def _article(word: str) -> str:
     low = word.lower()
     if low in _AN_EXCEPTIONS:
@@ -379,6 +383,3 @@ def wordnet_synonyms(
             if other:
                 out[word] = other[0]
     return out
-
-
-Construction = Callable[[RoleTemplate], RoleTemplate]

@@ -25,7 +25,7 @@ from ..log import get_logger
 from ..metrics.compute import join_scores, metrics_from_joined
 from ..metrics.core import DEFAULT_EPS
 from ..tables import PAIRS, SCORES, Column, TableSchema, read_delta, read_table, validate, write_table
-from .build import ORIGINAL, construct, sample_name, subsample
+from .build import ORIGINAL, RELEASE_PREFIX, construct, from_release, sample_name, subsample
 
 log = get_logger("robustness")
 
@@ -68,12 +68,19 @@ def construct_file(
     adjectives: Sequence[str] | None = None,
     synonyms: Mapping[str, str] | None = None,
     delta: str | Path | None = None,
+    release_dir: str | Path | None = None,
 ) -> pd.DataFrame:
-    """Construction ``name`` of the pair table ``pairs_path`` written to ``out`` (PAIRS + construction columns)."""
+    """Construction ``name`` of the pair table ``pairs_path`` written to ``out`` (PAIRS + construction columns);
+    ``release_dir`` (``reference/tail-wagging/winogender/data``) for the ``release:FILE`` constructions."""
     from .constructions import ADJECTIVES
 
     pairs = read_table(pairs_path, PAIRS)
-    out_df = construct(pairs, name, adjectives or ADJECTIVES, synonyms)
+    if name.startswith(RELEASE_PREFIX):
+        if release_dir is None:
+            raise InputError(f"construction {name!r} needs the release directory (--release-dir)")
+        out_df = from_release(pairs, name, release_dir)
+    else:
+        out_df = construct(pairs, name, adjectives or ADJECTIVES, synonyms)
     if delta is not None and out_df["changed"].any():
         from ..benchmarks.maxpmi import add_max_pmi
 

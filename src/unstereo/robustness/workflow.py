@@ -6,7 +6,10 @@ import shlex
 from typing import Any
 
 from ..errors import ConfigError
-from .build import ORIGINAL
+from .build import ORIGINAL, RELEASE_PREFIX, construction_dir
+
+#: Where the released Winogender constructions are inside the reference resource.
+RELEASE_SUBDIR = "tail-wagging/winogender/data"
 
 
 def models(section: dict[str, Any], score: dict[str, Any]) -> list[str]:
@@ -25,7 +28,21 @@ def constructions(section: dict[str, Any]) -> list[str]:
 
 def pair_paths(results_dir: str, benchmark: str, names: list[str]) -> list[str]:
     """The construction pair tables of one benchmark: ``{results_dir}/robustness/{benchmark}/{name}/pairs.parquet``."""
-    return [f"{results_dir}/robustness/{benchmark}/{name}/pairs.parquet" for name in names]
+    return [f"{results_dir}/robustness/{benchmark}/{construction_dir(name)}/pairs.parquet" for name in names]
+
+
+def uses_release(names: list[str]) -> bool:
+    """Whether some construction is a released file (``release:FILE``): the reference resource is then an input."""
+    return any(n.startswith(RELEASE_PREFIX) for n in names)
+
+
+def release_option(manifests: list[str]) -> str:
+    """``--release-dir`` inside the reference resource whose manifest is ``manifests[0]`` (none: empty)."""
+    from pathlib import Path
+
+    if not manifests:
+        return ""
+    return f"--release-dir {shlex.quote(str(Path(manifests[0]).parent / RELEASE_SUBDIR))}"
 
 
 def construct_options(section: dict[str, Any], names: list[str]) -> str:
