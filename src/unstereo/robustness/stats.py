@@ -21,7 +21,7 @@ from ..errors import InputError
 ORIGINAL = "original"
 KEYS = ["benchmark", "construction", "trial", "eta"]
 SWAP_COLUMNS = ["benchmark", "construction", "eta", "metric", "model_a", "model_b", "swap_rate", "trials"]
-RANKING_COLUMNS = ["benchmark", "construction", "trial", "eta", "metric", "n_models", "kendall_tau"]
+RANKING_COLUMNS = ["benchmark", "construction", "trial", "eta", "metric", "n_models", "ranking", "kendall_tau"]
 SUMMARY_COLUMNS = ["model", "benchmark", "construction", "eta", "metric", "trials", "mean", "std", "lo", "hi"]
 
 
@@ -70,15 +70,24 @@ def rank_swaps(scores: pd.DataFrame, metric: str = "us") -> pd.DataFrame:
 
 
 def rankings(scores: pd.DataFrame, metric: str = "us") -> pd.DataFrame:
-    """Kendall tau-b between each (benchmark, construction, trial, eta)'s model scores and the original's."""
+    """Per (benchmark, construction, trial, eta): the models ranked by ``metric`` (``ranking``: highest first,
+    "a > b", ties "a = b") and Kendall tau-b between their scores and the original's."""
     ref = _reference(scores, metric)
     rows = []
     for (bench, cons, trial, eta), group in scores.groupby(KEYS, sort=True):
         models = [m for m in sorted(group["model"]) if (bench, eta, m) in ref.index]
         got = group.set_index("model").loc[models, metric].to_numpy(dtype=float)
         want = np.array([ref.loc[(bench, eta, m)] for m in models], dtype=float)
-        rows.append([bench, cons, trial, eta, metric, len(models), kendall_tau(want, got)])
+        rows.append([bench, cons, trial, eta, metric, len(models), _ranking(models, got), kendall_tau(want, got)])
     return pd.DataFrame(rows, columns=RANKING_COLUMNS).astype({"trial": "int64", "n_models": "int64"})
+
+
+def _ranking(models: list[str], values: np.ndarray) -> str:
+    order = sorted(zip(values, models, strict=True), key=lambda t: (-t[0], t[1]))
+    text = order[0][1] if order else ""
+    for (prev, _), (value, model) in itertools.pairwise(order):
+        text += f" {'=' if value == prev else '>'} {model}"
+    return text
 
 
 def summary(
