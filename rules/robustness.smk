@@ -160,7 +160,8 @@ rule robustness_report:
         "unstereo robustness report {params.in_dir:q} -o {params.out_dir:q} --metric {params.metric} > {log} 2>&1"
 
 
-if ROBUSTNESS["enabled"]:
+# Targets only when the stage has models and benchmarks (as the metrics stage).
+if ROBUSTNESS["enabled"] and ROBUSTNESS_MODELS and ROBUSTNESS["benchmarks"]:
     ALL_TARGETS.extend(
         results("robustness", "report", name) for name in ROBUSTNESS_REPORT
     )
