@@ -271,7 +271,10 @@ def test_rank_swaps_and_rankings_known_answer():
     assert swaps[("sample_10", "A", "B")] == 0.5 and swaps[("sample_10", "B", "C")] == 0.0
     assert swaps[("original", "A", "B")] == 0.0
     ranked = rankings(scores).set_index(["construction", "trial"])
-    assert ranked.loc[("original", 0), "ranking"] == "C > B > A" and ranked.loc[("X", 0), "ranking"] == "B > C > A"
+    assert (
+        ranked.loc[("original", 0), "ranking"] == "C > B > A"
+        and ranked.loc[("X", 0), "ranking"] == "B > C > A"
+    )
     taus = ranked["kendall_tau"]
     assert taus[("original", 0)] == 1.0 and taus[("X", 0)] == pytest.approx(1 / 3)
     assert taus[("sample_10", 0)] == pytest.approx(1 / 3) and taus[("sample_10", 2)] == 1.0

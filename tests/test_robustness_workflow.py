@@ -38,6 +38,18 @@ def test_offline_default_and_helpers(repo_dir):
     assert workflow.metrics_options(
         {"etas": ["inf"], "fractions": [0.5], "trials": 3, "metric": "us"}, 7
     ) == ("--eta inf --fraction 0.5 --trials 3 --seed 7 --metric us")
+    assert workflow.pair_paths("res", "W", ["original", "release:synonymized"]) == [
+        "res/robustness/W/original/pairs.parquet",
+        "res/robustness/W/release_synonymized/pairs.parquet",
+    ]
+    assert workflow.uses_release(["original", "release:adj_object"]) and not workflow.uses_release(
+        ["original"]
+    )
+    assert workflow.release_option(["ext/reference/RESOURCE.json"]) == (
+        "--release-dir ext/reference/tail-wagging/winogender/data"
+    )
+    assert workflow.release_option([]) == ""
+    validate_config({"robustness": {"constructions": ["release:object_clause_back", "negation"]}})
     with pytest.raises(ConfigError, match="robustness.models"):
         workflow.models({"models": ["nope"]}, cfg["score"])
     with pytest.raises(ConfigError, match="robustness.constructions"):
@@ -149,6 +161,8 @@ def test_snakemake_runs_the_robustness_rules(tmp_path, repo_dir):
         and cost.loc["object_clause_back", "forward_passes"] == 6
     )
     assert ScoreCache(tmp_path / "results" / "score-cache.sqlite").count() == 6 + 4 + 6 + 6
+    # sub-samples: 4 trials of half the 2 occupations (1 unit): doctor has 2 pairs, nurse 1
+    assert cost.loc["sample_50", "forward_passes"] == 0 and 4 * 2 <= cost.loc["sample_50", "texts"] <= 4 * 4
 
     scores = read_table(out / "scores.parquet", ROBUSTNESS_SCORES)
     assert set(scores["construction"]) == {

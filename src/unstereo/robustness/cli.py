@@ -202,7 +202,7 @@ def metrics(
 
     from ..tables import SCORES, read_table, write_table
     from . import stats
-    from .run import ROBUSTNESS_SCORES, concat_pairs, robustness_scores
+    from .run import ROBUSTNESS_SCORES, concat_pairs, robustness_scores, sampling_cost
 
     scores = pd.concat([read_table(p, SCORES) for p in scores_files], ignore_index=True)
     pairs = pd.concat([concat_pairs([p]) for p in pairs_files], ignore_index=True)
@@ -215,9 +215,8 @@ def metrics(
     write_table(stats.rankings(table, metric), output / "rankings.parquet")
     write_table(stats.summary(table), output / "summary.parquet")
     if cost_files:
-        write_table(
-            pd.concat([read_table(p) for p in cost_files], ignore_index=True), output / "cost.parquet"
-        )
+        cost = pd.concat([*(read_table(p) for p in cost_files), sampling_cost(table)], ignore_index=True)
+        write_table(cost, output / "cost.parquet")
     click.echo(f"{output}: {len(table)} score rows", err=True)
 
 

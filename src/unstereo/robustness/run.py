@@ -223,3 +223,18 @@ def _with_keys(metrics: pd.DataFrame, construction: str, trial: int) -> pd.DataF
     metrics.insert(2, "construction", construction)
     metrics.insert(3, "trial", trial)
     return metrics
+
+
+def sampling_cost(table: pd.DataFrame) -> pd.DataFrame:
+    """Cost rows of the sub-sampling constructions (from a ROBUSTNESS_SCORES table): the pairs of all their trials,
+    the texts a naive rescoring of every trial would run, and no forward pass (they reuse the original's scores).
+    Counted at eta = inf (every pair of the sample); empty without that eta."""
+    rows = table[table["construction"].str.startswith("sample_") & np.isinf(table["eta"].astype(float))]
+    if rows.empty:
+        return pd.DataFrame(columns=COST_COLUMNS)
+    out = (
+        rows.groupby(["model", "benchmark", "construction"], sort=False)["n"].sum().reset_index(name="pairs")
+    )
+    out["texts"] = 2 * out["pairs"]
+    out["forward_passes"] = 0
+    return out[COST_COLUMNS]

@@ -21,7 +21,16 @@ from ..errors import InputError
 ORIGINAL = "original"
 KEYS = ["benchmark", "construction", "trial", "eta"]
 SWAP_COLUMNS = ["benchmark", "construction", "eta", "metric", "model_a", "model_b", "swap_rate", "trials"]
-RANKING_COLUMNS = ["benchmark", "construction", "trial", "eta", "metric", "n_models", "ranking", "kendall_tau"]
+RANKING_COLUMNS = [
+    "benchmark",
+    "construction",
+    "trial",
+    "eta",
+    "metric",
+    "n_models",
+    "ranking",
+    "kendall_tau",
+]
 SUMMARY_COLUMNS = ["model", "benchmark", "construction", "eta", "metric", "trials", "mean", "std", "lo", "hi"]
 
 
@@ -78,7 +87,9 @@ def rankings(scores: pd.DataFrame, metric: str = "us") -> pd.DataFrame:
         models = [m for m in sorted(group["model"]) if (bench, eta, m) in ref.index]
         got = group.set_index("model").loc[models, metric].to_numpy(dtype=float)
         want = np.array([ref.loc[(bench, eta, m)] for m in models], dtype=float)
-        rows.append([bench, cons, trial, eta, metric, len(models), _ranking(models, got), kendall_tau(want, got)])
+        rows.append(
+            [bench, cons, trial, eta, metric, len(models), _ranking(models, got), kendall_tau(want, got)]
+        )
     return pd.DataFrame(rows, columns=RANKING_COLUMNS).astype({"trial": "int64", "n_models": "int64"})
 
 
