@@ -108,6 +108,8 @@ def score(
     Output columns: pair_id, model, benchmark, logp_female, logp_male, ntok_female, ntok_male (ln p in nats, BOS
     prepended and not scored) and run metadata (model_id, model_revision, dtype, batch_size, device, bos_policy,
     package versions). Scores are written in chunks beside the output; an interrupted run resumes where it stopped.
+    Every score goes into the score cache (--cache): a sentence already scored under the same model and settings,
+    by this or any other table, costs no forward pass (--no-cache scores everything).
 
     With --texts, PAIRS is a text table (columns id, text; other columns ignored) and the output has one row per
     text: id, model, logp, ntok and the same run metadata. Each distinct text of a chunk is scored once.
