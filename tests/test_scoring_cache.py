@@ -127,7 +127,7 @@ def test_a_changed_revision_or_setting_misses(tmp_path, change):
     assert again.passes == len(set(pairs["sentence_female"]) | set(pairs["sentence_male"]))
 
 
-def test_key_ignores_device_batch_and_chunking_but_follows_weights_and_versions(tmp_path):
+def test_key_ignores_device_batch_and_chunking_but_follows_weights_and_versions(tmp_path, monkeypatch):
     base = {**RUN, "bos_policy_requested": "auto"}
     key = model_key(model_description(base, VERSIONS))
     same = {**base, "device": "cuda", "batch_size": 7, "chunk_size": 3, "reference_quirks": True}
@@ -146,7 +146,10 @@ def test_key_ignores_device_batch_and_chunking_but_follows_weights_and_versions(
     (folder / "m.gguf").write_bytes(b"g" * 10)
     k2 = model_key(model_description(gguf, VERSIONS))
     (folder / "m.gguf").write_bytes(b"g" * 11)
-    assert model_key(model_description(gguf, VERSIONS)) != k2
+    k3 = model_key(model_description(gguf, VERSIONS))
+    assert k3 != k2
+    monkeypatch.setattr("unstereo.gguf_convert.CONVERSION_VERSION", 99)  # a new GGUF conversion misses too
+    assert model_key(model_description(gguf, VERSIONS)) != k3
     with pytest.raises(ValueError, match="model_id"):
         model_description({"scorer": "causal"}, VERSIONS)
 

@@ -9,9 +9,11 @@ model).
 The key of a model (:func:`model_key`) is a SHA-256 over
 - the scoring settings of the run description (:data:`KEY_SETTINGS`: model id, revision, GGUF file, scorer kind,
   dtype, requested BOS policy),
-- the weights' content where the model is local: size plus hash of the first and last MiB of each weight, config
-  and tokenizer file (:func:`weights_fingerprint`; a re-downloaded or edited file misses, a moved one still misses
-  only if its id differs),
+- the weights' content where the model is local (:func:`weights_fingerprint`): a GGUF file's sha256 (from its
+  resource manifest when it lists the file) and the version of the GGUF conversion
+  (:data:`unstereo.gguf_convert.CONVERSION_VERSION`: a new conversion, e.g. a repaired tokenizer, misses); for a
+  folder, size plus hash of the first and last MiB of each weight, config and tokenizer file (an edited or
+  re-downloaded file misses),
 - the versions of torch and transformers, and :data:`CACHE_VERSION` (bumped when the scorer's definition changes).
 
 Device and batch size are not in the key: the project's scorer gives a sentence the same score whatever its batch
@@ -83,14 +85,17 @@ def file_fingerprint(path: Path) -> str:
 
 
 def weights_fingerprint(model_id: str | None, gguf_file: str | None) -> str | None:
-    """Content fingerprint of a local model (the GGUF file, or the weight/config/tokenizer files of a folder); None
-    when ``model_id`` is not a local path (a hub id)."""
+    """Content fingerprint of a local model (the GGUF file with its conversion version, or the weight/config/tokenizer
+    files of a folder); None when ``model_id`` is not a local path (a hub id)."""
     if not model_id:
         return None
     root = Path(model_id)
     if gguf_file:
+        from ..gguf_convert import CONVERSION_VERSION, gguf_sha256
+
         file = root / gguf_file
-        return file_fingerprint(file) if file.is_file() else None
+        # the file's sha256 (from its resource manifest when listed) and the conversion that turns it into weights
+        return f"{gguf_sha256(file)}:conversion-v{CONVERSION_VERSION}" if file.is_file() else None
     if root.is_file():
         return file_fingerprint(root)
     if not root.is_dir():
