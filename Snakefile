@@ -44,6 +44,7 @@ include: "rules/score.smk"
 include: "rules/report.smk"
 include: "rules/fairpair.smk"
 include: "rules/sentiment.smk"
+include: "rules/robustness.smk"
 
 
 rule all:

@@ -39,9 +39,10 @@ rule score:
             SCORE, wc.model, getattr(input, "manifest", None)
         ),
         options=lambda wc: score_rules.options(SCORE, wc.model),
+        cache=score_rules.cache_option(SCORE, results("score-cache.sqlite")),
     shell:
         "unstereo score {params.model:q} {input.pairs:q} -o {output:q} --name {wildcards.model:q}"
-        " --threads {threads} {params.options} > {log} 2>&1"
+        " --threads {threads} {params.options} {params.cache} > {log} 2>&1"
 
 
 if SCORE["enabled"]:

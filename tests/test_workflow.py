@@ -145,7 +145,16 @@ def test_shipped_configs_have_their_own_results_dir():
 def _tiny_from_shipped(cfg: str, workdir: Path, i: int) -> Path:
     """The shipped config with its own results_dir, every stage off but a tiny benchmarks stage (its own source)."""
     config = yaml.safe_load((REPO / cfg).read_text())
-    for stage in ("corpus", "vocabulary", "benchmarks", "generate", "score", "metrics", "report"):
+    for stage in (
+        "corpus",
+        "vocabulary",
+        "benchmarks",
+        "generate",
+        "score",
+        "metrics",
+        "report",
+        "robustness",
+    ):
         config[stage] = {"enabled": False}
     source = workdir / f"templates-{i}.csv"
     source.write_text(f"id,template\n1,{{pronoun}} walked cat {i}.\n2,{{pronoun}} saw a dog.\n")

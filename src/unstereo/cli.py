@@ -29,6 +29,7 @@ SUBCOMMANDS: dict[str, str] = {
     "config": "unstereo.config_cli:config",
     "fairpair": "unstereo.fairpair.cli:group",
     "sentiment": "unstereo.sentiment.cli:group",
+    "robustness": "unstereo.robustness.cli:group",
 }
 
 

@@ -26,6 +26,7 @@ import pandas as pd
 from ..errors import InputError
 from ..tables import PAIRS, SCORES, validate
 from ..templates import fill_template
+from .cache import ScoreCache
 from .texts import SCORE_COLUMNS, Scorer, score_texts
 
 # Text ids of a pair's two sentences (pair ids are unique, so these are too).
@@ -88,12 +89,14 @@ def score_pairs(
     chunk_size: int = 500,
     reference_quirks: bool = False,
     source: Any = None,
+    cache: ScoreCache | None = None,
 ) -> pd.DataFrame:
     """Score every pair of ``pairs`` in resumable chunks of ``chunk_size`` pairs and write the SCORES table ``out``.
 
     ``make_scorer`` is called only if some chunk is left to score (a finished run does not load the model again).
     ``run`` describes the model (model_id, model_revision, gguf_file, dtype, bos_policy, scorer ...); it enters the
-    fingerprint and the output columns. Returns the table written.
+    fingerprint and the output columns. ``cache``: a score cache (:mod:`.cache`) answering texts already scored
+    under the same model and settings. Returns the table written.
     """
     if chunk_size < 1:
         raise ValueError(f"chunk size must be >= 1, got {chunk_size}")
@@ -118,4 +121,5 @@ def score_pairs(
         finalize=to_scores,
         schema=SCORES,
         source=source,
+        cache=cache,
     )

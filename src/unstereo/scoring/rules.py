@@ -6,6 +6,7 @@ Kept here (not in the rules file) so that they are unit-tested and the rules fil
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -44,6 +45,15 @@ def model_arg(score: dict[str, Any], name: str, manifest: str | None) -> str:
     its ``manifest``), without the revision, which :func:`options` passes as ``--revision``."""
     external_dir = Path(manifest).parent.parent if manifest else None
     return replace(model_spec(score, name, external_dir), revision=None).to_arg()
+
+
+def cache_option(score: dict[str, Any], default_path: str) -> str:
+    """``--cache PATH`` or ``--no-cache`` from ``score.cache`` (null/true: ``default_path``; false: no cache)."""
+    cache = score.get("cache")
+    if cache is False:
+        return "--no-cache"
+    path = default_path if cache in (None, True) else str(cache)
+    return f"--cache {shlex.quote(path)}"
 
 
 def options(score: dict[str, Any], name: str) -> str:

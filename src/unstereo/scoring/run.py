@@ -15,6 +15,7 @@ from ..log import get_logger
 from ..model_spec import resolve_model
 from ..models import ModelSpec, load_causal_lm, resolve_device, resolve_dtype
 from ..tables import PAIRS, TEXTS, read_table
+from .cache import ScoreCache
 from .causal import CausalScorer
 from .chunks import score_pairs
 from .masked import MaskedScorer, load_masked_lm
@@ -84,6 +85,7 @@ def score_file(
     name: str | None = None,
     chunk_size: int = 500,
     reference_quirks: bool = False,
+    cache: ScoreCache | str | Path | None = None,
     **model_options: Any,
 ) -> pd.DataFrame:
     """Score ``table`` under ``model``, write the scores to ``out`` and return them.
@@ -93,7 +95,8 @@ def score_file(
     :func:`unstereo.scoring.texts.score_texts`). ``chunk_size`` counts pairs, or texts. ``model`` is a model spec
     (:func:`unstereo.model_spec.resolve_model`: hub id, folder, ``.gguf`` file, ``resource:NAME/FILE``, or a
     :class:`ModelSpec`); ``name`` goes into the ``model`` column (default: ``model`` as given); ``model_options`` are those of :func:`scorer_factory` (gguf_file, revision, masked,
-    batch_size, max_batch_size, dtype, device, bos_policy).
+    batch_size, max_batch_size, dtype, device, bos_policy). ``cache`` (a :class:`ScoreCache` or its file): texts
+    already scored under the same model and settings cost no forward pass (:mod:`unstereo.scoring.cache`).
     """
     if texts and reference_quirks:
         raise ValueError("reference_quirks re-fills pair templates; it does not apply to a text table")
@@ -101,10 +104,19 @@ def score_file(
     if source is not None:
         table = read_table(source, TEXTS if texts else PAIRS)
     run, make_scorer = scorer_factory(model, **model_options)
+    if cache is not None and not isinstance(cache, ScoreCache):
+        cache = ScoreCache(cache)
     name = name or (model.label if isinstance(model, ModelSpec) else model)
     if texts:
         return score_texts(
-            table, make_scorer, out, run=run, chunk_size=chunk_size, model_name=name, source=source
+            table,
+            make_scorer,
+            out,
+            run=run,
+            chunk_size=chunk_size,
+            model_name=name,
+            source=source,
+            cache=cache,
         )
     return score_pairs(
         table,
@@ -115,4 +127,5 @@ def score_file(
         chunk_size=chunk_size,
         reference_quirks=reference_quirks,
         source=source,
+        cache=cache,
     )

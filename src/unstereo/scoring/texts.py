@@ -10,8 +10,10 @@ scores do not depend on them beyond float rounding) but recorded per row, so a r
 visible.
 
 Within a chunk each distinct text is scored once (:func:`score_distinct`): the scorer sees the chunk's distinct
-texts in order of first occurrence. That list is where a content-addressed score cache (model fingerprint + scorer
-settings + text -> logp, ntok) slots in: a scorer wrapper that answers cached texts and passes the rest on.
+texts in order of first occurrence. With ``cache`` (a :class:`~unstereo.scoring.cache.ScoreCache`) that list goes
+through a :class:`~unstereo.scoring.cache.CachedScorer`: texts already scored under the same model fingerprint and
+scorer settings are answered from the cache (in any chunk, table or job), only the others reach the model, which is
+loaded at the first miss.
 """
 
 from __future__ import annotations
@@ -24,9 +26,13 @@ import pandas as pd
 
 from ..chunked_map import chunked_map
 from ..errors import InputError
+from ..log import get_logger
 from ..tables import TEXT_SCORES, TEXTS, TableSchema, validate
+from .cache import CachedScorer, ScoreCache
 
 SCORE_COLUMNS = ["id", "logp", "ntok"]
+
+log = get_logger("scoring")
 
 
 class Scorer(Protocol):
@@ -69,13 +75,14 @@ def score_texts(
     finalize: Callable[[pd.DataFrame], pd.DataFrame] | None = None,
     schema: TableSchema = TEXT_SCORES,
     source: Any = None,
+    cache: ScoreCache | None = None,
 ) -> pd.DataFrame:
     """Score every text of ``texts`` (columns ``id``, ``text``) in resumable chunks, write ``out``, return it.
 
     The table has ``id, logp, ntok`` (``model_name`` as a ``model`` column after ``id`` when given), the scorer's
     metadata and package versions per chunk, then every key of ``run`` (the model description; with ``chunk_size``
     unless ``run`` names its own) not already a column. ``make_scorer`` is called only if some chunk is left to
-    score. ``finalize`` reshapes that table before it is validated against ``schema`` and written (pair scoring
+    score. With ``cache``, texts already in it cost no forward pass (see the module doc). ``finalize`` reshapes that table before it is validated against ``schema`` and written (pair scoring
     pivots it into SCORES). Empty texts are an InputError naming the row and id.
     """
     texts = validate(texts.reset_index(drop=True), TEXTS, source=source)
@@ -84,8 +91,14 @@ def score_texts(
             raise InputError(f"row {row} (id {i!r}): empty text to score", path=source)
     run = {**run} if "chunk_size" in run else {**run, "chunk_size": chunk_size}
 
+    scorers: list[CachedScorer] = []  # the cached scorer, once set up (for its hit count)
+
     def setup() -> tuple[Scorer, dict[str, str]]:
-        return make_scorer(), package_versions()
+        versions = package_versions()
+        if cache is None:
+            return make_scorer(), versions
+        scorers.append(CachedScorer(make_scorer, cache, run, versions))
+        return scorers[0], versions
 
     def score_chunk(chunk: pd.DataFrame, state: tuple[Scorer, dict[str, str]]) -> pd.DataFrame:
         scorer, versions = state
@@ -98,6 +111,8 @@ def score_texts(
         return done
 
     def complete(df: pd.DataFrame) -> pd.DataFrame:
+        if scorers:
+            log.info("score cache: %d texts answered, %d scored", scorers[0].hits, scorers[0].misses)
         if model_name is not None:
             df.insert(1, "model", model_name)
         for key, value in run.items():

@@ -1,0 +1,167 @@
+# Rules of the robustness stage ("Tail wagging", SPEC 4): each benchmark rebuilt by named constructions, scored by
+# every model through the score cache, then scores, rank statistics and figures (logic in src/unstereo/robustness;
+# helpers in unstereo.robustness.workflow). Models are names of `score.models`, scored with the score stage's options.
+import shlex
+
+from unstereo.robustness import workflow as robustness_workflow
+
+ROBUSTNESS = config["robustness"]
+ROBUSTNESS_MODELS = (
+    robustness_workflow.models(ROBUSTNESS, SCORE) if ROBUSTNESS["enabled"] else []
+)
+ROBUSTNESS_CONSTRUCTIONS = robustness_workflow.constructions(ROBUSTNESS)
+ROBUSTNESS_SEED = (
+    ROBUSTNESS["seed"] if ROBUSTNESS["seed"] is not None else stage_seed("robustness")
+)
+ROBUSTNESS_REPORT = [
+    "constructions.png",
+    "subsampling.png",
+    "summary.html",
+    "rank_swaps.html",
+    "cost.html",
+]
+
+
+rule robustness_construct:
+    """The constructions of a benchmark's pair table, MaxPMI recomputed from the benchmark's delta table."""
+    input:
+        pairs=results("benchmarks", "{benchmark}", "eta-inf.parquet"),
+        delta=lambda wc: delta_path(delta_choice(BMCFG, BM_SOURCES[wc.benchmark])),
+        reference=(
+            [resource_manifest("reference")]
+            if robustness_workflow.uses_release(ROBUSTNESS_CONSTRUCTIONS)
+            else []
+        ),
+    output:
+        robustness_workflow.pair_paths(RESULTS, "{benchmark}", ROBUSTNESS_CONSTRUCTIONS),
+    log:
+        f"{LOGS}/robustness/{{benchmark}}/construct.log",
+    conda:
+        "../envs/score.yaml"
+    params:
+        options=robustness_workflow.construct_options(
+            ROBUSTNESS, ROBUSTNESS_CONSTRUCTIONS
+        ),
+        out_dir=lambda wc, output: Path(output[0]).parent.parent,
+        release=lambda wc, input: robustness_workflow.release_option(input.reference),
+    shell:
+        "unstereo robustness construct {input.pairs:q} -o {params.out_dir:q} {params.options}"
+        " --delta {input.delta:q} {params.release} > {log} 2>&1"
+
+
+rule robustness_score:
+    """Every construction of a benchmark under one model, through the score cache (unchanged sentences are free)."""
+    input:
+        unpack(
+            lambda wc: {
+                **score_rules.inputs(SCORE, wc.model, "", resource_manifest),
+                "pairs": robustness_workflow.pair_paths(
+                    RESULTS, wc.benchmark, ROBUSTNESS_CONSTRUCTIONS
+                ),
+            }
+        ),
+    output:
+        scores=results("robustness", "{benchmark}", "scores", "{model}.parquet"),
+        cost=results("robustness", "{benchmark}", "scores", "{model}.cost.parquet"),
+    log:
+        f"{LOGS}/robustness/{{benchmark}}/score-{{model}}.log",
+    benchmark:
+        f"{BENCH}/robustness/{{benchmark}}/score-{{model}}.tsv"
+    wildcard_constraints:
+        model=score_rules.model_pattern(SCORE),
+    conda:
+        "../envs/score.yaml"
+    threads: ROBUSTNESS["threads"]
+    resources:
+        mem_mb=lambda wc: score_rules.resource(SCORE, wc.model, "mem_mb"),
+        runtime=lambda wc: score_rules.resource(SCORE, wc.model, "runtime"),
+        gpu=score_rules.gpus(SCORE),
+    params:
+        model=lambda wc, input: score_rules.model_arg(
+            SCORE, wc.model, getattr(input, "manifest", None)
+        ),
+        options=lambda wc: score_rules.options(SCORE, wc.model),
+        cache=score_rules.cache_option(SCORE, results("score-cache.sqlite")),
+    shell:
+        "unstereo robustness score {params.model:q} {input.pairs:q} -o {output.scores:q} --cost {output.cost:q}"
+        " --name {wildcards.model:q} --threads {threads} {params.options} {params.cache} > {log} 2>&1"
+
+
+rule robustness_metrics:
+    """US, PD, AuFC per (model, benchmark, construction, trial, eta); rankings, Kendall tau and rank swaps."""
+    input:
+        scores=expand(
+            results("robustness", "{benchmark}", "scores", "{model}.parquet"),
+            benchmark=ROBUSTNESS["benchmarks"],
+            model=ROBUSTNESS_MODELS,
+        ),
+        cost=expand(
+            results("robustness", "{benchmark}", "scores", "{model}.cost.parquet"),
+            benchmark=ROBUSTNESS["benchmarks"],
+            model=ROBUSTNESS_MODELS,
+        ),
+        pairs=[
+            p
+            for b in ROBUSTNESS["benchmarks"]
+            for p in robustness_workflow.pair_paths(
+                RESULTS, b, ROBUSTNESS_CONSTRUCTIONS
+            )
+        ],
+    output:
+        scores=results("robustness", "scores.parquet"),
+        rank_swaps=results("robustness", "rank_swaps.parquet"),
+        rankings=results("robustness", "rankings.parquet"),
+        summary=results("robustness", "summary.parquet"),
+        cost=results("robustness", "cost.parquet"),
+    log:
+        f"{LOGS}/robustness/metrics.log",
+    conda:
+        "../envs/score.yaml"
+    params:
+        scores=lambda wc, input: " ".join(
+            f"--scores {shlex.quote(p)}" for p in input.scores
+        ),
+        pairs=lambda wc, input: " ".join(
+            f"--pairs {shlex.quote(p)}" for p in input.pairs
+        ),
+        cost=lambda wc, input: " ".join(f"--cost {shlex.quote(p)}" for p in input.cost),
+        options=robustness_workflow.metrics_options(ROBUSTNESS, ROBUSTNESS_SEED),
+        out_dir=lambda wc, output: Path(output.scores).parent,
+    shell:
+        "unstereo robustness metrics {params.scores} {params.pairs} {params.cost} -o {params.out_dir:q}"
+        " {params.options} > {log} 2>&1"
+
+
+rule robustness_report:
+    """Figures like the paper's Figures 3 and 4 and the tables of the report's Robustness section."""
+    input:
+        scores=results("robustness", "scores.parquet"),
+        rank_swaps=results("robustness", "rank_swaps.parquet"),
+        summary=results("robustness", "summary.parquet"),
+        cost=results("robustness", "cost.parquet"),
+    output:
+        [
+            report(
+                results("robustness", "report", name),
+                caption=f"../workflow/report/robustness_{name.split('.')[0]}.rst",
+                category="Robustness",
+            )
+            for name in ROBUSTNESS_REPORT
+        ],
+    log:
+        f"{LOGS}/robustness/report.log",
+    conda:
+        "../envs/report.yaml"
+    params:
+        metric=ROBUSTNESS["metric"],
+        in_dir=lambda wc, input: Path(input.scores).parent,
+        out_dir=lambda wc, output: Path(output[0]).parent,
+    shell:
+        "unstereo robustness report {params.in_dir:q} -o {params.out_dir:q} --metric {params.metric} > {log} 2>&1"
+
+
+# Targets only when the stage has models and benchmarks (as the metrics stage).
+if ROBUSTNESS["enabled"] and ROBUSTNESS_MODELS and ROBUSTNESS["benchmarks"]:
+    ALL_TARGETS.extend(
+        results("robustness", "report", name) for name in ROBUSTNESS_REPORT
+    )

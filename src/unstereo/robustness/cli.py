@@ -1,0 +1,288 @@
+"""``unstereo robustness ...``: alternate constructions of a benchmark, their scores, rank swaps and figures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from .. import cli_options
+from ..defaults import DEFAULT_EPS
+from ..scoring.cli import scorer_options
+
+
+@click.group("robustness")
+def group() -> None:
+    """Dataset-construction robustness ("Tail wagging", SPEC 4): how much a bias score moves when the benchmark is
+    rebuilt harmlessly (clauses, adjectives, synonyms, negation, sub-samples)."""
+
+
+@group.command("construct")
+@click.argument("pairs", type=cli_options.EXISTING_FILE)
+@cli_options.output("Directory: writes DIR/{construction}/pairs.parquet per construction.", kind="dir")
+@click.option(
+    "--construction",
+    "names",
+    multiple=True,
+    required=True,
+    help="original, subject_clause_back, adj_object, synonyms, negation, ... (repeat the option).",
+)
+@click.option(
+    "--adjective",
+    "adjectives",
+    multiple=True,
+    help="Adjectives of the adj_* constructions (default: the paper's 33).",
+)
+@click.option(
+    "--synonyms",
+    type=cli_options.EXISTING_FILE,
+    default=None,
+    help="Synonym map CSV (word,synonym); default: the packaged map.",
+)
+@click.option(
+    "--delta",
+    type=cli_options.EXISTING_FILE,
+    default=None,
+    help="Delta table: recompute MaxPMI of the constructed templates (else they keep the original pair's).",
+)
+@click.option(
+    "--release-dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="reference/tail-wagging/winogender/data, for the release:FILE constructions (the released files).",
+)
+def construct(pairs: Path, output: Path, names, adjectives, synonyms, delta, release_dir) -> None:
+    """Build the constructions NAMES of the pair table PAIRS (pair ids: the original id plus @construction) into
+    DIR/NAME/pairs.parquet (``release:FILE`` into DIR/release_FILE/)."""
+    from .build import construction_dir, construction_names
+    from .constructions import load_synonyms
+    from .run import construct_file
+
+    construction_names(names)
+    syn = load_synonyms(synonyms) if "synonyms" in names else None
+    for name in names:
+        out = Path(output) / construction_dir(name) / "pairs.parquet"
+        df = construct_file(
+            pairs,
+            name,
+            out,
+            adjectives=list(adjectives) or None,
+            synonyms=syn,
+            delta=delta,
+            release_dir=release_dir,
+        )
+        click.echo(f"{out}: {len(df)} pairs, {int(df['changed'].sum())} changed", err=True)
+
+
+@group.command("score")
+@click.argument("model")
+@click.argument("pairs", nargs=-1, required=True, type=cli_options.EXISTING_FILE)
+@cli_options.output("SCORES parquet of every construction.")
+@click.option("--name", required=True, help="Model name for the `model` column.")
+@click.option(
+    "--cost",
+    "cost_out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the forward-pass cost per construction here (parquet).",
+)
+@scorer_options
+@cli_options.reference_quirks("Re-fill sentences from the template with the reference code's capitalize().")
+@cli_options.threads
+@cli_options.external_dir
+def score(
+    model,
+    pairs,
+    output,
+    name,
+    cost_out,
+    gguf_file,
+    revision,
+    masked,
+    batch_size,
+    max_batch_size,
+    dtype,
+    device,
+    chunk_size,
+    bos_policy,
+    cache_path,
+    no_cache,
+    reference_quirks,
+    threads,
+    external_dir,
+) -> None:
+    """Score the construction tables PAIRS (of one benchmark) under MODEL, through the score cache."""
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+    from ..scoring.cache import resolve_cache_path
+    from .run import score_constructions
+
+    spec = cli_options.resolve_cli_model(model, None, external_dir, gguf_file=gguf_file, revision=revision)
+    _, cost = score_constructions(
+        spec,
+        list(pairs),
+        output,
+        name=name,
+        cache=None if no_cache else resolve_cache_path(cache_path, output),
+        chunk_size=chunk_size,
+        cost_out=cost_out,
+        reference_quirks=reference_quirks,
+        masked=masked,
+        batch_size=batch_size,
+        max_batch_size=max_batch_size,
+        dtype=dtype,
+        device=device,
+        bos_policy=bos_policy,
+    )
+    click.echo(
+        f"{output}: {int(cost['texts'].sum())} sentences, {int(cost['forward_passes'].sum())} forward passes",
+        err=True,
+    )
+
+
+@group.command("metrics")
+@click.option(
+    "--scores",
+    "scores_files",
+    multiple=True,
+    required=True,
+    type=cli_options.EXISTING_FILE,
+    help="SCORES tables (robustness score).",
+)
+@click.option(
+    "--pairs",
+    "pairs_files",
+    multiple=True,
+    required=True,
+    type=cli_options.EXISTING_FILE,
+    help="Construction pair tables.",
+)
+@click.option(
+    "--cost",
+    "cost_files",
+    multiple=True,
+    type=cli_options.EXISTING_FILE,
+    help="Cost tables to gather into cost.parquet.",
+)
+@cli_options.output(
+    "Directory for scores.parquet, rank_swaps.parquet, rankings.parquet, summary.parquet.", kind="dir"
+)
+@cli_options.etas(("inf",))
+@click.option(
+    "--fraction",
+    "fractions",
+    multiple=True,
+    type=click.FloatRange(0, 1, min_open=True),
+    help="Sub-sampling fractions (repeat).",
+)
+@click.option(
+    "--trials",
+    default=100,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Sub-sampling trials per fraction.",
+)
+@cli_options.seed(0, "seed of the sub-samples")
+@click.option(
+    "--metric",
+    default="us",
+    show_default=True,
+    type=click.Choice(["us", "pd", "aufc"]),
+    help="Score the rankings use.",
+)
+@cli_options.eps(DEFAULT_EPS)
+@cli_options.eps_grid
+def metrics(
+    scores_files, pairs_files, cost_files, output, etas, fractions, trials, seed, metric, eps, eps_grid
+) -> None:
+    """US, PD, AuFC per (model, benchmark, construction, trial, eta), their distributions, rankings and swaps."""
+    import pandas as pd
+
+    from ..tables import SCORES, read_table, write_table
+    from . import stats
+    from .run import ROBUSTNESS_SCORES, concat_pairs, robustness_scores, sampling_cost
+
+    scores = pd.concat([read_table(p, SCORES) for p in scores_files], ignore_index=True)
+    pairs = pd.concat([concat_pairs([p]) for p in pairs_files], ignore_index=True)
+    table = robustness_scores(
+        scores, pairs, etas=etas, fractions=fractions, trials=trials, seed=seed, eps=eps, eps_grid=eps_grid
+    )
+    output = Path(output)
+    write_table(table, output / "scores.parquet", ROBUSTNESS_SCORES)
+    write_table(stats.rank_swaps(table, metric), output / "rank_swaps.parquet")
+    write_table(stats.rankings(table, metric), output / "rankings.parquet")
+    write_table(stats.summary(table), output / "summary.parquet")
+    if cost_files:
+        cost = pd.concat([*(read_table(p) for p in cost_files), sampling_cost(table)], ignore_index=True)
+        write_table(cost, output / "cost.parquet")
+    click.echo(f"{output}: {len(table)} score rows", err=True)
+
+
+@group.command("report")
+@click.argument("results", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@cli_options.output("Directory for the figures and HTML tables.", kind="dir")
+@click.option("--metric", default="us", show_default=True, type=click.Choice(["us", "pd", "aufc"]))
+def report(results: Path, output: Path, metric: str) -> None:
+    """Figures 3 and 4 (constructions.png, subsampling.png) and HTML tables from a metrics directory RESULTS."""
+    from ..tables import read_table
+    from .figures import html_table, plot_constructions, plot_subsampling
+
+    scores = read_table(results / "scores.parquet")
+    plot_constructions(scores, output / "constructions.png", metric)
+    plot_subsampling(scores, output / "subsampling.png", metric)
+    summary = read_table(results / "summary.parquet")
+    html_table(
+        summary[summary["metric"] == metric],
+        output / "summary.html",
+        f"{metric} per construction (mean and 95 % interval over trials)",
+    )
+    html_table(
+        read_table(results / "rank_swaps.parquet"),
+        output / "rank_swaps.html",
+        "How often two models swap order",
+    )
+    cost = results / "cost.parquet"
+    if cost.exists():
+        html_table(
+            read_table(cost), output / "cost.html", "Forward passes per construction vs a naive rescoring"
+        )
+    click.echo(f"{output}: figures and tables written", err=True)
+
+
+@group.command("release")
+@click.argument("data_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@cli_options.output("CSV of the match rate per file.")
+@click.option("--file", "names", multiple=True, help="Release files to rebuild (default: all).")
+def release(data_dir: Path, output: Path, names) -> None:
+    """Rebuild the released Winogender constructions (DATA_DIR = reference/tail-wagging/winogender/data) from its
+    original templates and compare them row for row; print every difference no known cause explains."""
+    import pandas as pd
+
+    from ..tables import write_table
+    from .release import EXPLANATIONS, RELEASE_FILES, rebuild
+
+    results = rebuild(data_dir, tuple(names) or RELEASE_FILES)
+    table = pd.DataFrame([r.as_row() for r in results]).fillna(0)
+    write_table(table, output)
+    click.echo(table.to_string(index=False))
+    for key, text in EXPLANATIONS.items():
+        click.echo(f"explained:{key}: {text}")
+    for r in results:
+        for sid, ours, theirs in r.unexplained:
+            click.echo(f"UNEXPLAINED {r.name} {sid}\n  ours:    {ours}\n  release: {theirs}")
+
+
+@group.command("release-pairs")
+@click.argument("file", type=cli_options.EXISTING_FILE)
+@cli_options.output("PAIRS parquet.")
+@click.option("--benchmark", default="Winogender", show_default=True)
+def release_pairs(file: Path, output: Path, benchmark: str) -> None:
+    """A released construction FILE (e.g. object_clause_back.tsv) as a fixed alternative: a PAIRS table."""
+    from ..tables import PAIRS, write_table
+    from .release import load_release
+
+    df = load_release(file, benchmark)
+    write_table(df, output, PAIRS)
+    click.echo(f"{output}: {len(df)} pairs", err=True)
