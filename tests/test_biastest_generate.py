@@ -69,7 +69,7 @@ def script(prompt, seed, temperature):
         return f"{group} builds bridges."
     if seed == 1:
         return f"{pronoun.capitalize()} told the {'woman' if pronoun == 'she' else 'man'} about an engineer."
-    return "I'm sorry, I can't." if seed == 2 else f"An engineer, {group} fixed it."
+    return "I'm sorry, I can't." if seed == 2 else f"An engineer, {group} fixed it{'' if seed < 5 else ' again'}."
 
 
 def run(settings, backend_script=script):
