@@ -42,6 +42,7 @@ include: "rules/benchmarks.smk"
 include: "rules/generate.smk"
 include: "rules/score.smk"
 include: "rules/report.smk"
+include: "rules/biastest.smk"
 
 
 rule all:

@@ -27,6 +27,7 @@ SUBCOMMANDS: dict[str, str] = {
     "metrics": "unstereo.metrics.cli:metrics",
     "report": "unstereo.report.cli:group",
     "config": "unstereo.config_cli:config",
+    "biastest": "unstereo.biastest.cli:group",
 }
 
 
