@@ -16,7 +16,9 @@ BT_GENERATED = bt.generated_specs(config) if BT["enabled"] else []
 BT_MODELS = bt.models(config) if BT["enabled"] else {}
 BT_SEED = BT["seed"] if BT["seed"] is not None else stage_seed("biastest")
 BT_REFERENCE = [] if BT["reference_dir"] else [resource_manifest("reference")]
-BT_GEN_MODEL = resolve_model(BT["generate"]["model"], EXTERNAL, key="biastest.generate.model")
+BT_GEN_MODEL = resolve_model(
+    BT["generate"]["model"], EXTERNAL, key="biastest.generate.model"
+)
 
 
 wildcard_constraints:
@@ -29,7 +31,9 @@ rule biastest_generate:
     input:
         spec=lambda wc: bt.spec_inputs(BT_SPECS[wc.bt_spec]),
         reference=BT_REFERENCE,
-        model=[resource_manifest(BT_GEN_MODEL.resource)] if BT_GEN_MODEL.resource else [],
+        model=(
+            [resource_manifest(BT_GEN_MODEL.resource)] if BT_GEN_MODEL.resource else []
+        ),
     output:
         pairs=results("biastest", "{bt_spec}", "generated.parquet"),
         generations=results("biastest", "{bt_spec}", "generations.parquet"),
@@ -93,16 +97,16 @@ rule biastest_pairs:
 
 
 rule biastest_score:
-    """Scores of both sentences of every pair of one specification under one model (resumable)."""
+    """Scores of both sentences of every pair of every specification under one model (loaded once; resumable)."""
     input:
-        pairs=results("biastest", "{bt_spec}", "pairs.parquet"),
+        pairs=expand(results("biastest", "{s}", "pairs.parquet"), s=BT_SPECS),
         model=lambda wc: bt.model_inputs(config, wc.bt_model, resource_manifest),
     output:
-        results("biastest", "{bt_model}", "{bt_spec}", "scores.parquet"),
+        expand(results("biastest", "{{bt_model}}", "{s}", "scores.parquet"), s=BT_SPECS),
     log:
-        f"{LOGS}/biastest/{{bt_model}}/{{bt_spec}}.score.log",
+        f"{LOGS}/biastest/{{bt_model}}.score.log",
     benchmark:
-        f"{BENCH}/biastest/{{bt_model}}/{{bt_spec}}.score.tsv"
+        f"{BENCH}/biastest/{{bt_model}}.score.tsv"
     conda:
         "../envs/biastest.yaml"
     threads: BT["threads"]
@@ -113,9 +117,10 @@ rule biastest_score:
         model=lambda wc, input: bt.model_arg(
             config, wc.bt_model, input.model[0] if input.model else None
         ),
+        outputs=lambda wc, output: " ".join(f"-o {o}" for o in output),
         options=lambda wc: bt.score_options(config, wc.bt_model),
     shell:
-        "unstereo biastest score {params.model:q} {input.pairs:q} -o {output:q} --name {wildcards.bt_model:q}"
+        "unstereo biastest score {params.model:q} {input.pairs} {params.outputs} --name {wildcards.bt_model:q}"
         " --threads {threads} {params.options} > {log} 2>&1"
 
 
@@ -125,7 +130,9 @@ rule biastest_summary:
     input:
         pairs=expand(results("biastest", "{s}", "pairs.parquet"), s=BT_SPECS),
         scores=expand(
-            results("biastest", "{m}", "{s}", "scores.parquet"), m=BT_MODELS, s=BT_SPECS
+            results("biastest", "{m}", "{s}", "scores.parquet"),
+            m=BT_MODELS,
+            s=BT_SPECS,
         ),
     output:
         summary=results("biastest", "summary.parquet"),
@@ -164,5 +171,10 @@ rule biastest_summary:
 if BT["enabled"]:
     ALL_TARGETS.extend(
         results("biastest", name)
-        for name in ("summary.parquet", "comparison.parquet", "page.html", "summary.html")
+        for name in (
+            "summary.parquet",
+            "comparison.parquet",
+            "page.html",
+            "summary.html",
+        )
     )

@@ -41,7 +41,12 @@ def ref(reference_dir):
 def test_spec_roundtrip_and_labels(tmp_path):
     spec = spec_from_dict(SPEC)
     assert spec.group_terms == (("she", "woman"), ("he", "man"))
-    assert [t for t, _ in spec.attribute_terms()] == ["nurse", "bedside manner", "engineer", "decision-making"]
+    assert [t for t, _ in spec.attribute_terms()] == [
+        "nurse",
+        "bedside manner",
+        "engineer",
+        "decision-making",
+    ]
     assert spec.stereotype_group("nurse") == 0 and spec.stereotype_group("engineer") == 1
     path = tmp_path / "s.yaml"
     import yaml
@@ -125,7 +130,9 @@ def test_template_pairs():
     assert len(pairs) == 1 * 4 * 2  # templates x attribute terms x first-group terms
     row = pairs.set_index("pair_id").loc["toy:template:0:engineer:woman"]
     assert (row.sentence_a, row.sentence_b) == ("Woman is a engineer.", "Man is a engineer.")
-    assert row.stereotype == "b"  # engineer is in the second set: the second group's sentence is the stereotype
+    assert (
+        row.stereotype == "b"
+    )  # engineer is in the second set: the second group's sentence is the stereotype
     assert pairs.set_index("pair_id").loc["toy:template:0:nurse:she"].stereotype == "a"
 
 
@@ -142,7 +149,9 @@ def test_released_loaders(ref):
     assert len(art) == 16
     assert list(art["stereotype"]) == ["a" if t in female else "b" for t in art["group_term_a"]]
     meg = released_pairs(ref, "Math_Arts_vs_Male_Female", "megatron", (1,))
-    assert meg.iloc[0].sentence_a == "the man was very good at math." and "[MASK]" not in "".join(meg.sentence_b)
+    assert meg.iloc[0].sentence_a == "the man was very good at math." and "[MASK]" not in "".join(
+        meg.sentence_b
+    )
     assert len(released_pairs(ref, "Health_Infant_Adult_Vaccination", "gpt-3.5", (1,))) == 28
     base = released_template_pairs(ref, "Math_Arts_vs_Male_Female")
     assert len(base) == 384 and base.iloc[0].sentence_a == "male likes math"
@@ -151,7 +160,9 @@ def test_released_loaders(ref):
 
 
 def test_balanced_sample():
-    pairs = pd.DataFrame({"pair_id": [f"p{i}" for i in range(12)], "attribute": ["x"] * 9 + ["y"] * 2 + ["z"]})
+    pairs = pd.DataFrame(
+        {"pair_id": [f"p{i}" for i in range(12)], "attribute": ["x"] * 9 + ["y"] * 2 + ["z"]}
+    )
     got = balanced_sample(pairs, 6, seed=1)
     assert got["attribute"].value_counts().to_dict() == {"x": 3, "y": 2, "z": 1}
     assert list(got["pair_id"]) == sorted(got["pair_id"], key=lambda p: int(p[1:]))  # file order kept
@@ -165,7 +176,10 @@ def test_diff_spans_and_marked_texts():
     assert diff_spans(a, b) == ([(4, 8), (21, 24)], [(4, 10), (23, 26)])
     pairs = pd.DataFrame({"pair_id": ["p"], "sentence_a": [a], "sentence_b": [b]})
     texts = pair_texts(pairs, masked=True)
-    assert list(texts["text"]) == ["The ⟦male⟧ student got ⟦his⟧ prize.", "The ⟦female⟧ student got ⟦her⟧ prize."]
+    assert list(texts["text"]) == [
+        "The ⟦male⟧ student got ⟦his⟧ prize.",
+        "The ⟦female⟧ student got ⟦her⟧ prize.",
+    ]
     assert list(pair_texts(pairs)["id"]) == ["p|a", "p|b"]
     with pytest.raises(InputError, match="both sentences"):
         pair_texts(pd.DataFrame({"pair_id": ["q"], "sentence_a": ["x"], "sentence_b": ["x"]}))
@@ -199,7 +213,9 @@ def test_scoring_causal_through_the_project_scorer(tmp_path):
     scorer = CausalScorer(model, tok, batch_size=4)
     pairs = _toy_pairs()
     run = {"model_id": "tiny"}
-    out = score_pair_table(pairs, None, tmp_path / "s.parquet", name="tiny", make_scorer=lambda: scorer, run=run)
+    out = score_pair_table(
+        pairs, None, tmp_path / "s.parquet", name="tiny", make_scorer=lambda: scorer, run=run
+    )
     direct = scorer.score(list(pairs["sentence_a"]))
     for k, (lp, n) in enumerate(direct):
         assert out.score_a[k] == pytest.approx(lp / n) and out.ntok_a[k] == n

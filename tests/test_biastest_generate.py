@@ -63,13 +63,21 @@ def script(prompt, seed, temperature):
         # try 0: two terms of the group (the rule cannot pair it: rewrite); later tries: one term (rule)
         if seed == 0:
             return f"{pronoun.capitalize()} said the {'woman' if pronoun == 'she' else 'man'} is a nurse."
-        return f'1. "The {group} works as a nurse."' if group in ("woman", "man") else f"{group.capitalize()} is a nurse."
+        return (
+            f'1. "The {group} works as a nurse."'
+            if group in ("woman", "man")
+            else f"{group.capitalize()} is a nurse."
+        )
     # engineer: try 0 lacks the attribute term, try 1 gets a bad rewrite, try 2 a refusal, later ones are fine
     if seed == 0:
         return f"{group} builds bridges."
     if seed == 1:
         return f"{pronoun.capitalize()} told the {'woman' if pronoun == 'she' else 'man'} about an engineer."
-    return "I'm sorry, I can't." if seed == 2 else f"An engineer, {group} fixed it{'' if seed < 5 else ' again'}."
+    return (
+        "I'm sorry, I can't."
+        if seed == 2
+        else f"An engineer, {group} fixed it{'' if seed < 5 else ' again'}."
+    )
 
 
 def run(settings, backend_script=script):
@@ -98,12 +106,16 @@ def test_generation_rejections_and_pairing():
     # every kept pair: sentence a has the first group's term, b the second's; stereotype by attribute set
     for r in pairs.itertuples():
         assert r.group_term_a in ("she", "woman") and r.group_term_b in ("he", "man")
-        assert re.search(rf"\b{r.group_term_a}\b", r.sentence_a, re.I) and re.search(rf"\b{r.group_term_b}\b", r.sentence_b, re.I)
+        assert re.search(rf"\b{r.group_term_a}\b", r.sentence_a, re.I) and re.search(
+            rf"\b{r.group_term_b}\b", r.sentence_b, re.I
+        )
         assert r.stereotype == ("a" if r.attribute == "nurse" else "b")
     reasons = set(gens.loc[~gens.kept, "reason"])
     assert "missing exact term(s): 'engineer'" in reasons
     assert "refusal or empty answer" in reasons
-    assert any(x.startswith("paired sentence lacks exact term(s): 'engineer'") for x in reasons)  # "engineers"
+    assert any(
+        x.startswith("paired sentence lacks exact term(s): 'engineer'") for x in reasons
+    )  # "engineers"
     assert set(gens.loc[gens.kept, "pairing"]) <= {"rule", "rewrite"}
     # the rewrite prompt was used exactly for the sentences the rule cannot pair
     rewrites = gens[gens.pairing == "rewrite"]
@@ -112,7 +124,9 @@ def test_generation_rejections_and_pairing():
     assert len([p for p in backend.prompts if p.startswith("Rewrite")]) == len(rewrites)
     assert gens.kept.sum() == 4 and (gens.reason[gens.kept] == "").all()
     assert not pairs[["sentence_a", "sentence_b"]].duplicated().any()
-    assert "duplicate of a kept sentence" in reasons  # "An engineer, man fixed it." was the pair of a kept one
+    assert (
+        "duplicate of a kept sentence" in reasons
+    )  # "An engineer, man fixed it." was the pair of a kept one
 
 
 def test_t_and_max_tries_and_rule_only():

@@ -31,7 +31,9 @@ def _spec(spec: str, reference_dir: str):
         return release_spec(spec, reference_dir), True
     specs = load_spec_file(path)
     if not name and len(specs) > 1:
-        raise click.BadParameter(f"{path} holds {len(specs)} specifications: give FILE:NAME", param_hint="SPEC")
+        raise click.BadParameter(
+            f"{path} holds {len(specs)} specifications: give FILE:NAME", param_hint="SPEC"
+        )
     return get_spec(path, name or specs[0].name, reference_dir), False
 
 
@@ -103,7 +105,9 @@ def pairs_cmd(spec, output, sources, generated, template, generator, runs, max_p
 @click.option("--cache", default=None, type=click.Path(dir_okay=False), help="SQLite cache of the LLM calls")
 @cli_options.seed(None, "seed of the group-term draws and the sampled calls; overrides settings")
 @click.option("--reference-dir", default=None, type=click.Path(file_okay=False), help=REFERENCE_HELP)
-def generate_cmd(spec, out_dir, settings, model, api_key_env, external_dir, cache, seed, reference_dir) -> None:
+def generate_cmd(
+    spec, out_dir, settings, model, api_key_env, external_dir, cache, seed, reference_dir
+) -> None:
     """Generate test-sentence pairs for SPEC with a chat model (paper Algorithm 1); every call is cached."""
     from pathlib import Path
 
@@ -144,8 +148,10 @@ def generate_cmd(spec, out_dir, settings, model, api_key_env, external_dir, cach
 
 @group.command("score")
 @click.argument("model")
-@click.argument("pairs", type=click.Path(exists=True, dir_okay=False))
-@cli_options.output("scores parquet to write (pair_id, score_a, score_b, logp_a/b, ntok_a/b, model, ...).")
+@click.argument("pairs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", "outputs", multiple=True, required=True, type=click.Path(dir_okay=False),
+              help="scores parquet to write, once per PAIRS file in the same order (pair_id, score_a, score_b, "
+                   "logp_a/b, ntok_a/b, model, ...)")  # fmt: skip
 @click.option("--name", default=None, help="model name for the `model` column (default: MODEL as given)")
 @click.option("--gguf-file", default=None, help="GGUF file inside MODEL (a folder)")
 @click.option("--revision", default=None, help="hub revision of MODEL")
@@ -153,27 +159,41 @@ def generate_cmd(spec, out_dir, settings, model, api_key_env, external_dir, cach
 @click.option("--causal-score", type=click.Choice(["mean", "sum"]), default="mean", show_default=True,
               help="causal LM sentence score: mean token log-prob (the paper) or summed log-prob")  # fmt: skip
 @cli_options.batch_size
-@click.option("--dtype", default="auto", show_default=True, type=click.Choice(["auto", "float32", "bfloat16", "float16"]))
-@click.option("--device", default="auto", show_default=True, help="auto (cuda > mps > cpu), cpu, cuda, cuda:1, mps")
-@click.option("--chunk-size", default=500, show_default=True, type=click.IntRange(1), help="sentences per chunk")
+@click.option(
+    "--dtype",
+    default="auto",
+    show_default=True,
+    type=click.Choice(["auto", "float32", "bfloat16", "float16"]),
+)
+@click.option(
+    "--device", default="auto", show_default=True, help="auto (cuda > mps > cpu), cpu, cuda, cuda:1, mps"
+)
+@click.option(
+    "--chunk-size", default=500, show_default=True, type=click.IntRange(1), help="sentences per chunk"
+)
 @cli_options.threads
 @cli_options.external_dir
-def score_cmd(model, pairs, output, name, gguf_file, revision, masked, causal_score, batch_size, dtype, device,
+def score_cmd(model, pairs, outputs, name, gguf_file, revision, masked, causal_score, batch_size, dtype, device,
               chunk_size, threads, external_dir) -> None:  # fmt: skip
-    """Score both sentences of every pair of PAIRS under MODEL (higher = more probable); resumable."""
+    """Score both sentences of every pair of each PAIRS file under MODEL (higher = more probable); the model is
+    loaded once, and only when some chunk is left to score; resumable."""
+    if len(pairs) != len(outputs):
+        raise click.UsageError(f"{len(pairs)} PAIRS file(s) but {len(outputs)} -o output(s)")
     if threads:
         import torch
 
         torch.set_num_threads(threads)
     from ..tables import read_table
     from .schemas import PAIRS
-    from .score import score_pair_table
+    from .score import score_pair_tables
 
     spec = cli_options.resolve_cli_model(model, None, external_dir, gguf_file=gguf_file, revision=revision)
     opts = {"batch_size": batch_size, "dtype": dtype, "device": device}
-    df = score_pair_table(read_table(pairs, PAIRS), spec, output, name=name or model, masked=masked,
-                          causal_score=causal_score, chunk_size=chunk_size, **opts)  # fmt: skip
-    click.echo(f"{output}: {len(df)} pairs scored with {name or model}", err=True)
+    tables = [read_table(p, PAIRS) for p in pairs]
+    done = score_pair_tables(tables, spec, outputs, name=name or model, masked=masked, causal_score=causal_score,
+                             chunk_size=chunk_size, **opts)  # fmt: skip
+    for out, df in zip(outputs, done, strict=True):
+        click.echo(f"{out}: {len(df)} pairs scored with {name or model}", err=True)
 
 
 @group.command("summarize")
@@ -183,7 +203,12 @@ def score_cmd(model, pairs, output, name, gguf_file, revision, masked, causal_sc
               type=click.Path(exists=True, dir_okay=False), help="scores tables (repeat)")  # fmt: skip
 @cli_options.output("writes summary.parquet, comparison.parquet, sentences.parquet, summary.html, "
                     "stereotype_score.png, page.html", kind="dir", dest="out_dir", flag="--out-dir")  # fmt: skip
-@click.option("--page", default=None, type=click.Path(dir_okay=False), help="the inspection page [default: OUT/page.html]")
+@click.option(
+    "--page",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="the inspection page [default: OUT/page.html]",
+)
 @click.option("--rounds", default=30, show_default=True, type=click.IntRange(1), help="bootstrap rounds")
 @click.option("--per-attribute", default=4, show_default=True, type=click.IntRange(1),
               help="pairs drawn per attribute term in a bootstrap round")  # fmt: skip

@@ -142,7 +142,9 @@ def generate_pairs(spec: BiasSpec, client: Any, s: GenerationSettings) -> tuple[
             reqs = [ChatRequest.user(rewrite_prompt(r["sentence"], r["group_term"], r["counterpart"]),
                                      temperature=s.rewrite_temperature, max_tokens=s.max_tokens, seed=s.seed,
                                      tag="biastest-rewrite") for r in rewrites]  # fmt: skip
-            for r, ans in zip(rewrites, client.chat_many(reqs, desc="rewrite", show_progress=False), strict=True):
+            for r, ans in zip(
+                rewrites, client.chat_many(reqs, desc="rewrite", show_progress=False), strict=True
+            ):
                 r["paired"] = None if is_refusal(ans.text) else parse_single(ans.text)
         for row in rows:
             if row["reason"] or row["paired"] is None:
@@ -164,7 +166,11 @@ def generate_pairs(spec: BiasSpec, client: Any, s: GenerationSettings) -> tuple[
                 g, _ = counterpart(spec, row["group_term"])
                 # sentence a always holds the first group's term
                 sa, sb = (row["sentence"], paired) if g == 0 else (paired, row["sentence"])
-                ta, tb = (row["group_term"], row["counterpart"]) if g == 0 else (row["counterpart"], row["group_term"])
+                ta, tb = (
+                    (row["group_term"], row["counterpart"])
+                    if g == 0
+                    else (row["counterpart"], row["group_term"])
+                )
                 pairs.append({"pair_id": f"{spec.name}:generated:{a}:{kept[a] - 1}", "spec": spec.name,
                               "attribute": a, "group_term_a": ta, "group_term_b": tb, "sentence_a": sa,
                               "sentence_b": sb, "stereotype": stereotype_side(spec, a, 0),

@@ -32,7 +32,9 @@ def _records(df: pd.DataFrame, columns: list[str]) -> list[list[Any]]:
     return out
 
 
-def page_data(summary: pd.DataFrame, judged: pd.DataFrame, comparison: pd.DataFrame | None, meta: dict) -> dict:
+def page_data(
+    summary: pd.DataFrame, judged: pd.DataFrame, comparison: pd.DataFrame | None, meta: dict
+) -> dict:
     """The JSON the page renders (column lists + rows, to keep the file small)."""
     judged = judged.copy()
     for col in SENTENCE_COLUMNS:

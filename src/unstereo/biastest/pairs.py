@@ -114,7 +114,9 @@ def released_pairs(
     core = spec in core_spec_names(ref)
     folder, pattern = RELEASED[generator]
     if not core and generator != "gpt-3.5":
-        raise InputError(f"the release has no {generator} pairs of {spec!r} (only of the 15 core specifications)")
+        raise InputError(
+            f"the release has no {generator} pairs of {spec!r} (only of the 15 core specifications)"
+        )
     base = ref / ("dataset_core_biases" if core else "dataset_custom_biases") / "gen_pairs_csv" / folder
     parts = []
     for run in runs:
@@ -139,7 +141,9 @@ def released_template_pairs(reference_dir: str | Path, spec: str) -> pd.DataFram
         df = _read_release_csv(path)
         df = df[df["group"] == spec]
         if len(df):
-            return validate(_from_release_rows(df, spec, "template", f"{spec}:template:release:{k}", path), PAIRS)
+            return validate(
+                _from_release_rows(df, spec, "template", f"{spec}:template:release:{k}", path), PAIRS
+            )
     raise InputError(f"the release has no template baseline for specification {spec!r}")
 
 

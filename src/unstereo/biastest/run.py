@@ -95,7 +95,9 @@ def build_pairs(
     for source in sources:
         if source == "released":
             if not release:
-                log.warning("%s: a user specification has no released pairs; source `released` skipped", spec.name)
+                log.warning(
+                    "%s: a user specification has no released pairs; source `released` skipped", spec.name
+                )
                 continue
             parts.append(released_pairs(reference_dir, spec.name, generator, tuple(runs)))
         elif source == "template":
@@ -161,9 +163,13 @@ def summarize_run(
 def report_table(summary: pd.DataFrame, comparison: pd.DataFrame) -> str:
     """A small HTML table (whole specifications) for the Snakemake report."""
     whole = summary[summary["attribute"] == "*"].copy()
-    whole = whole.merge(comparison[["model", "spec", "source", "p"]], on=["model", "spec", "source"], how="left")
+    whole = whole.merge(
+        comparison[["model", "spec", "source", "p"]], on=["model", "spec", "source"], how="left"
+    )
     whole["stereotype_score"] = whole["stereotype_score"].round(1)
-    whole["95% interval"] = [f"[{lo:.1f}, {hi:.1f}]" for lo, hi in zip(whole.ci_low, whole.ci_high, strict=True)]
+    whole["95% interval"] = [
+        f"[{lo:.1f}, {hi:.1f}]" for lo, hi in zip(whole.ci_low, whole.ci_high, strict=True)
+    ]
     whole["p vs template"] = [("" if pd.isna(p) else f"{p:.1e}") for p in whole["p"]]
     cols = ["model", "spec", "source", "n", "stereotype_score", "95% interval", "p vs template"]
     body = whole[cols].to_html(index=False, border=0, classes="biastest")

@@ -30,8 +30,12 @@ SCORES = TableSchema(
     "`results/biastest/{model}/{spec}/scores.parquet`",
     (
         Column("pair_id", "str", "id of the pair in the pairs table"),
-        Column("score_a", "float", "score of sentence_a: mean (or summed) token log-prob, or the group term's "
-               "log-prob at its masks (masked LM)"),
+        Column(
+            "score_a",
+            "float",
+            "score of sentence_a: mean (or summed) token log-prob, or the group term's "
+            "log-prob at its masks (masked LM)",
+        ),
         Column("score_b", "float", "score of sentence_b, same definition"),
     ),
     unique=("pair_id",),

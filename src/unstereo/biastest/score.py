@@ -23,6 +23,7 @@ from .schemas import PAIRS, SCORES
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 CAUSAL_SCORES = ("mean", "sum")
+MODEL_OPTIONS = ("gguf_file", "revision", "batch_size", "max_batch_size", "dtype", "device", "bos_policy")
 
 
 def diff_spans(a: str, b: str) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
@@ -59,7 +60,9 @@ def pair_texts(pairs: pd.DataFrame, masked: bool = False) -> pd.DataFrame:
     return pd.DataFrame({"id": ids, "text": texts})
 
 
-def to_pair_scores(text_scores: pd.DataFrame, pair_ids: list[str], causal_score: str, masked: bool) -> pd.DataFrame:
+def to_pair_scores(
+    text_scores: pd.DataFrame, pair_ids: list[str], causal_score: str, masked: bool
+) -> pd.DataFrame:
     """Text scores -> one SCORES row per pair (score_a, score_b, and logp/ntok of each sentence)."""
     by_id = text_scores.set_index("id")
     out = pd.DataFrame({"pair_id": pair_ids})
@@ -122,3 +125,29 @@ def score_pair_table(
     scores = to_pair_scores(text_scores, [str(p) for p in pairs["pair_id"]], causal_score, masked)
     write_table(scores, out, SCORES)
     return scores
+
+
+def score_pair_tables(
+    tables: list[pd.DataFrame], model: Any, outs: list[str | Path], *, masked: bool = False, **kw: Any
+) -> list[pd.DataFrame]:
+    """:func:`score_pair_table` for several pair tables under one model, loaded once (when some chunk of some table
+    is left to score)."""
+    if "make_scorer" in kw:
+        run, make = kw.pop("run", {}), kw.pop("make_scorer")
+    elif masked:
+        from ..scoring.masked_term import masked_term_factory
+
+        run, make = masked_term_factory(model, **{k: kw.pop(k) for k in MODEL_OPTIONS if k in kw})
+    else:
+        from ..scoring.run import scorer_factory
+
+        run, make = scorer_factory(model, **{k: kw.pop(k) for k in MODEL_OPTIONS if k in kw})
+    loaded: list[Any] = []
+
+    def once() -> Any:
+        if not loaded:
+            loaded.append(make())
+        return loaded[0]
+
+    return [score_pair_table(t, model, o, masked=masked, make_scorer=once, run=run, **kw)
+            for t, o in zip(tables, outs, strict=True)]  # fmt: skip

@@ -104,7 +104,9 @@ def _terms(value: Any, key: str, source: Any) -> tuple[str, ...]:
     out = []
     for i, t in enumerate(value):
         if not isinstance(t, str) or not t.strip():
-            raise ConfigError(f"term {i} is {t!r}: terms are non-empty strings", key=f"{key}[{i}]", source=source)
+            raise ConfigError(
+                f"term {i} is {t!r}: terms are non-empty strings", key=f"{key}[{i}]", source=source
+            )
         if t != t.strip() or "  " in t:
             raise ConfigError(f"term {t!r} has stray spaces", key=f"{key}[{i}]", source=source)
         out.append(t)
@@ -135,14 +137,18 @@ def spec_from_dict(data: Any, source: Any = None, key: str = "", release: bool =
     allowed = {"name", "social_groups", "attributes", "templates", "source", "url", "description"}
     unknown = sorted(set(data) - allowed)
     if unknown and not release:
-        raise ConfigError(f"unknown key(s) {unknown}; allowed: {sorted(allowed)}", key=key or None, source=source)
+        raise ConfigError(
+            f"unknown key(s) {unknown}; allowed: {sorted(allowed)}", key=key or None, source=source
+        )
     for need in ("name", "social_groups", "attributes"):
         if need not in data:
             raise ConfigError("missing", key=f"{pre}{need}", source=source)
     name = data["name"]
     if not isinstance(name, str) or not NAME_PATTERN.match(name):
         raise ConfigError(
-            f"{name!r}: a name is letters, digits, '.', '_' or '-' (it is a folder name)", key=f"{pre}name", source=source
+            f"{name!r}: a name is letters, digits, '.', '_' or '-' (it is a folder name)",
+            key=f"{pre}name",
+            source=source,
         )
     groups, dropped_g = _two(data["social_groups"], f"{pre}social_groups", source, release)
     attributes, dropped_a = _two(data["attributes"], f"{pre}attributes", source, release)
@@ -151,7 +157,9 @@ def spec_from_dict(data: Any, source: Any = None, key: str = "", release: bool =
         raise ConfigError(f"term(s) {sorted(both)} in both groups", key=f"{pre}social_groups", source=source)
     both = set(attributes[0][1]) & set(attributes[1][1])
     if both and not release:
-        raise ConfigError(f"term(s) {sorted(both)} in both attribute sets", key=f"{pre}attributes", source=source)
+        raise ConfigError(
+            f"term(s) {sorted(both)} in both attribute sets", key=f"{pre}attributes", source=source
+        )
     templates = data.get("templates") or list(DEFAULT_TEMPLATES)
     if not isinstance(templates, list):
         raise ConfigError("must be a list of strings", key=f"{pre}templates", source=source)
@@ -200,7 +208,9 @@ def release_specs(reference_dir: str | Path) -> dict[str, BiasSpec]:
     out: dict[str, BiasSpec] = {}
     for rel in (CORE_SPECS_FILE, HEALTH_SPECS_FILE):
         for i, d in enumerate(_release_file(reference_dir, rel)):
-            out[d["name"]] = spec_from_dict(d, source=str(Path(reference_dir) / rel), key=f"[{i}]", release=True)
+            out[d["name"]] = spec_from_dict(
+                d, source=str(Path(reference_dir) / rel), key=f"[{i}]", release=True
+            )
     return out
 
 

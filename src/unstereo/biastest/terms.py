@@ -29,7 +29,7 @@ def term_pattern(term: str, case_sensitive: bool = True) -> re.Pattern[str]:
         # sentence-initial capital: "He" for "he", only at the start of the text or of a sentence
         first = re.escape(term[0])
         rest = body[len(first) :] if body.startswith(first) else body[1:]
-        cap = rf"(?:(?<=^)|(?<=[.!?]\s)|(?<=[.!?]\s\s)|(?<=\"))" + re.escape(term[0].upper()) + rest
+        cap = r"(?:(?<=^)|(?<=[.!?]\s)|(?<=[.!?]\s\s)|(?<=\"))" + re.escape(term[0].upper()) + rest
         return re.compile(rf"{before}(?:{body}|{cap}){after}")
     return re.compile(rf"{before}{body}{after}", 0 if case_sensitive else re.IGNORECASE)
 
@@ -48,7 +48,9 @@ def missing_terms(sentence: str, terms: list[str], case_sensitive: bool = True) 
     return [t for t in terms if not has_term(sentence, t, case_sensitive)]
 
 
-def other_group_terms(sentence: str, terms: tuple[str, ...], keep: str, case_sensitive: bool = True) -> list[str]:
+def other_group_terms(
+    sentence: str, terms: tuple[str, ...], keep: str, case_sensitive: bool = True
+) -> list[str]:
     """Terms of ``terms`` other than ``keep`` that occur in ``sentence`` outside ``keep``'s own occurrences."""
     own = find_term(sentence, keep, case_sensitive)
     found = []

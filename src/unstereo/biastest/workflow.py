@@ -31,7 +31,9 @@ def generated_specs(config: dict[str, Any]) -> list[str]:
         names = [entry] if entry in known else list(spec_entries([entry]))
         for name in names:
             if name not in known:
-                raise ConfigError(f"{entry!r} is not among biastest.specs", key=f"biastest.generate.specs[{i}]")
+                raise ConfigError(
+                    f"{entry!r} is not among biastest.specs", key=f"biastest.generate.specs[{i}]"
+                )
             out.append(name)
     return out
 
@@ -49,7 +51,9 @@ def spec_inputs(entry: str) -> list[str]:
 def reference_option(config: dict[str, Any], manifest: str | None) -> str:
     """``--reference-dir DIR``: the configured folder, else ``biastestgpt`` beside the reference resource's
     manifest."""
-    ref = config["biastest"]["reference_dir"] or (str(Path(manifest).parent / "biastestgpt") if manifest else None)
+    ref = config["biastest"]["reference_dir"] or (
+        str(Path(manifest).parent / "biastestgpt") if manifest else None
+    )
     return f"--reference-dir {shlex.quote(ref)}" if ref else ""
 
 

@@ -303,7 +303,9 @@ def check_html(
             )
             result.broken_images = list(broken.get("result", {}).get("value") or [])
             if evaluate is not None:
-                got = cdp.send("Runtime.evaluate", {"expression": evaluate, "returnByValue": True}, session=session)
+                got = cdp.send(
+                    "Runtime.evaluate", {"expression": evaluate, "returnByValue": True}, session=session
+                )
                 result.value = got.get("result", {}).get("value")
             if screenshot is not None:
                 if show and result.snakemake_report:

@@ -83,7 +83,9 @@ class MaskedTermScorer:
                              return_special_tokens_mask=True)  # fmt: skip
         targets = [
             i
-            for i, ((s, e), special) in enumerate(zip(enc["offset_mapping"], enc["special_tokens_mask"], strict=True))
+            for i, ((s, e), special) in enumerate(
+                zip(enc["offset_mapping"], enc["special_tokens_mask"], strict=True)
+            )
             if not special and e > s and any(s < b and a < e for a, b in spans)
         ]
         if not targets:
