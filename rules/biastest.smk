@@ -60,7 +60,8 @@ rule biastest_generate:
         seed=BT_SEED,
     shell:
         "unstereo biastest generate {params.spec:q} -o {params.out_dir} --settings {params.settings:q}"
-        " {params.reference} {params.external} --cache {params.cache:q} --seed {params.seed} > {log} 2>&1"
+        " {params.reference} {params.external} --cache {params.cache:q} --seed {params.seed}"
+        " --threads {threads} > {log} 2>&1"
 
 
 rule biastest_pairs:
