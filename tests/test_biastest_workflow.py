@@ -64,6 +64,15 @@ def test_rule_helpers(tmp_path):
         == "--reference-dir ext/reference/biastestgpt"
     )
     assert "--runs 1,2,3,4,5" in bt.pairs_options(config, "X", 3)
+    # the outputs check validates the stage's tables against its own schemas (not the UnStereoEval pair table)
+    from pathlib import Path
+
+    from unstereo.biastest.schemas import PAIRS, SCORES
+    from unstereo.outputs_check import schema_of
+
+    assert schema_of(Path("results/biastest/Math/pairs.parquet")) is PAIRS
+    assert schema_of(Path("results/biastest/tiny/Math/scores.parquet")) is SCORES
+    assert schema_of(Path("results/benchmarks/USE-5/pairs.parquet")).name == "pairs"
 
 
 def answer(body, index):

@@ -134,6 +134,11 @@ def summarize_run(
         if "model" not in scores.columns:
             raise InputError("scores table has no `model` column", path=path)
         ids = set(scores["pair_id"])
+        unknown = sorted(ids - set(pairs["pair_id"]))
+        if unknown:
+            raise InputError(
+                f"{len(unknown)} scored pair(s) are in no pairs table, e.g. {unknown[:3]}", path=path
+            )
         sub = pairs[pairs["pair_id"].isin(ids)]
         j = stereotyped(sub, scores)
         extra = [c for c in ("logp_a", "logp_b", "model") if c in scores.columns]
