@@ -60,7 +60,7 @@ def test_page_in_headless_chromium(tmp_path):
     assert res.ok, res.summary()
     v = res.value
     assert v["all"] == str(len(judged)) == "14" and v["shown"] == 14
-    assert v["summary"] == 4  # 2 models x 2 sources, whole specification rows
+    assert v["summary"] == 2  # one row per (model, specification), a column group per source
     assert v["bars"] == 4  # m0 / s / first source: 3 attribute terms + the whole specification
     assert v["m1"] == "7" and v["text"] == "2"  # model m1 and the attribute with "</script>": i = 2, 5
     assert v["stereo"] == str(int((judged.stereotyped == 1).sum()))

@@ -25,7 +25,9 @@ def test_offline_default_config(repo_dir):
     config = load_config(repo_dir / "config" / "config.yaml")
     b = config["biastest"]
     assert b["enabled"] and b["specs"] == ["core"] and b["bootstrap"] == {"rounds": 30, "per_attribute": 4}
-    assert len(bt.specs(config)) == 15 and bt.generated_specs(config) == []  # generation off offline (too slow)
+    assert (
+        len(bt.specs(config)) == 15 and bt.generated_specs(config) == []
+    )  # generation off offline (too slow)
     assert set(bt.models(config)) == {"smollm2", "gemma3-270m"}  # the score stage's models
 
 

@@ -75,8 +75,10 @@ TEMPLATE = r"""<!DOCTYPE html>
 body{font:14px/1.4 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 24px 40px;color:#222}
 h1{font-size:22px;margin:18px 0 4px} h2{font-size:17px;margin:26px 0 8px;border-bottom:1px solid #ddd}
 .meta{color:#666;font-size:12px} table{border-collapse:collapse;width:100%}
-th,td{border-bottom:1px solid #eee;padding:3px 6px;text-align:left;vertical-align:top}
-th{background:#f6f6f6;cursor:pointer;user-select:none;white-space:nowrap;position:sticky;top:0}
+th,td{border-bottom:1px solid #eee;padding:3px 6px;text-align:left;vertical-align:top;overflow-wrap:break-word}
+th{background:#f6f6f6;cursor:pointer;user-select:none;position:sticky;top:0;white-space:nowrap}
+#sentences td:nth-child(5),#sentences td:nth-child(6){min-width:240px}
+#sentences td:nth-child(2){max-width:180px}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .controls{display:flex;flex-wrap:wrap;gap:8px;align-items:center;margin:6px 0}
 select,input,button{font:inherit;padding:2px 6px}
@@ -94,8 +96,8 @@ select,input,button{font:inherit;padding:2px 6px}
 <h2>Model summary</h2>
 <p class="small">Stereotype Score: percent of pairs where the model finds the stereotype sentence more probable
 (50 = no preference), averaged over attribute terms; [2.5, 97.5] percentiles of the bootstrap rounds; p: t-test of
-the bootstrap estimates against the template baseline.</p>
-<div class="controls"><label>source <select id="sum-source"></select></label></div>
+the bootstrap estimates against the template baseline (bold below 0.001).</p>
+<div class="controls"><label>model <select id="sum-model"></select></label></div>
 <table id="summary"><thead></thead><tbody></tbody></table>
 <h2>Per attribute</h2>
 <div class="controls"><label>model <select id="bar-model"></select></label>
@@ -110,7 +112,7 @@ the bootstrap estimates against the template baseline.</p>
 <input id="f-text" type="search" placeholder="filter text">
 <button id="csv">Export CSV</button><span id="count" class="small"></span>
 <button id="prev">&lt;</button><span id="pageno" class="small"></span><button id="next">&gt;</button></div>
-<table id="sentences"><thead></thead><tbody></tbody></table>
+<div style="overflow-x:auto"><table id="sentences"><thead></thead><tbody></tbody></table></div>
 <script type="application/json" id="data">%DATA%</script>
 <script>
 "use strict";
@@ -126,19 +128,26 @@ function fill(sel, values, any) {
 }
 $("meta").textContent = Object.entries(D.meta).map(([k, v]) => `${k}: ${Array.isArray(v) ? v.join(", ") : v}`).join(" · ");
 
-// ---- model summary
-fill($("sum-source"), uniq(S, "source"), true);
+// ---- model summary: one row per (model, specification), a column group per source
+const SOURCES = uniq(S, "source");
+fill($("sum-model"), uniq(S, "model"), true);
 function renderSummary() {
-  const src = $("sum-source").value;
-  const rows = S.filter((r) => r.attribute === "*" && (!src || r.source === src));
-  const p = (r) => { const c = C.find((x) => x.model === r.model && x.spec === r.spec && x.source === r.source); return c ? c.p : null; };
-  $("summary").tHead.innerHTML = "<tr><th>model</th><th>specification</th><th>source</th><th>pairs</th><th>Stereotype Score</th><th>95% interval</th><th>p vs template</th></tr>";
-  $("summary").tBodies[0].innerHTML = rows.map((r) => { const pv = p(r);
-    return `<tr><td>${esc(r.model)}</td><td>${esc(r.spec)}</td><td>${esc(r.source)}</td><td class="num">${r.n}</td>` +
-      `<td class="num">${fmt(r.stereotype_score)}</td><td class="num">[${fmt(r.ci_low)}, ${fmt(r.ci_high)}]</td>` +
-      `<td class="num ${pv !== null && pv < 0.001 ? "sig" : ""}">${pv === null ? "" : pv.toExponential(1)}</td></tr>`; }).join("");
+  const m = $("sum-model").value;
+  const whole = S.filter((r) => r.attribute === "*" && (!m || r.model === m));
+  const keys = [...new Set(whole.map((r) => r.model + "\u0000" + r.spec))].sort();
+  const pOf = (model, spec, src) => { const c = C.find((x) => x.model === model && x.spec === spec && x.source === src); return c ? c.p : null; };
+  $("summary").tHead.innerHTML = "<tr><th>model</th><th>specification</th>" + SOURCES.map((s) =>
+    `<th>${esc(s)}: score [95%] (pairs)</th>` + (s === "template" ? "" : `<th>p vs template</th>`)).join("") + "</tr>";
+  $("summary").tBodies[0].innerHTML = keys.map((k) => { const [model, spec] = k.split("\u0000");
+    return `<tr><td>${esc(model)}</td><td>${esc(spec)}</td>` + SOURCES.map((src) => {
+      const r = whole.find((x) => x.model === model && x.spec === spec && x.source === src);
+      const cell = r ? `<td class="num">${fmt(r.stereotype_score)} [${fmt(r.ci_low)}, ${fmt(r.ci_high)}] (${r.n})</td>` : "<td></td>";
+      if (src === "template") return cell;
+      const pv = pOf(model, spec, src);
+      return cell + `<td class="num ${pv !== null && pv < 0.001 ? "sig" : ""}">${pv === null ? "" : pv.toExponential(1)}</td>`;
+    }).join("") + "</tr>"; }).join("");
 }
-$("sum-source").onchange = renderSummary;
+$("sum-model").onchange = renderSummary;
 
 // ---- per-attribute bars
 fill($("bar-model"), uniq(S, "model")); fill($("bar-spec"), uniq(S, "spec")); fill($("bar-source"), uniq(S, "source"));
