@@ -105,10 +105,15 @@ def pairs_cmd(spec, output, sources, generated, template, generator, runs, max_p
 @click.option("--cache", default=None, type=click.Path(dir_okay=False), help="SQLite cache of the LLM calls")
 @cli_options.seed(None, "seed of the group-term draws and the sampled calls; overrides settings")
 @click.option("--reference-dir", default=None, type=click.Path(file_okay=False), help=REFERENCE_HELP)
+@cli_options.threads
 def generate_cmd(
-    spec, out_dir, settings, model, api_key_env, external_dir, cache, seed, reference_dir
+    spec, out_dir, settings, model, api_key_env, external_dir, cache, seed, reference_dir, threads
 ) -> None:
     """Generate test-sentence pairs for SPEC with a chat model (paper Algorithm 1); every call is cached."""
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
     from pathlib import Path
 
     from ..generate.settings import read_settings_arg
