@@ -243,6 +243,17 @@ def test_scoring_masked_term_on_a_tiny_bert(tmp_path):
         lp = torch.log_softmax(model(input_ids=masked).logits[0, 1].float(), -1)[ids[1]]
     assert out.score_a[0] == pytest.approx(float(lp), abs=1e-5) and out.ntok_a[0] == 1
     assert out.score_kind[0] == "masked-term"
+    # two marked words: both masked at once, their log-probs summed
+    ids = tok("she went to the store .")["input_ids"]
+    masked = torch.tensor([ids])
+    masked[0, 2:4] = tok.mask_token_id
+    with torch.no_grad():
+        lps = torch.log_softmax(model(input_ids=masked).logits[0].float(), -1)
+    want = float(lps[2, ids[2]] + lps[3, ids[3]])
+    got = scorer.score(["she ⟦went to⟧ the store ."])[0]
+    assert got[0] == pytest.approx(want, abs=1e-5) and got[1] == 2
+    with pytest.raises(InputError, match="marked"):
+        scorer.score(["nothing marked"])
 
 
 # ------------------------------------------------------------------------------------ Stereotype Score, bootstrap

@@ -18,14 +18,13 @@ from ..errors import InputError, UnstereoError
 from ..log import get_logger
 from ..model_spec import resolve_model
 from ..models import ModelSpec, resolve_device, resolve_dtype
-from .batching import Batcher
-from .causal import LOGITS_BUDGET, _vocab_size, run_metadata, token_logprobs
+from .causal import run_metadata, token_logprobs
+from .masked import MaskedScorer, load_masked_lm
 
 log = get_logger("scoring")
 
 OPEN, CLOSE = "⟦", "⟧"
 _MARK = re.compile(f"{OPEN}(.*?){CLOSE}")
-AUTO_BATCH_SIZE = {"cuda": 256, "mps": 128, "cpu": 64}
 
 
 def mark(sentence: str, spans: list[tuple[int, int]]) -> str:
@@ -55,26 +54,16 @@ def unmark(text: str) -> tuple[str, list[tuple[int, int]]]:
     return out, spans
 
 
-class MaskedTermScorer:
-    """Scores marked texts by the log-probability of the marked words at their masks (see the module doc)."""
+class MaskedTermScorer(MaskedScorer):
+    """Scores marked texts by the log-probability of the marked words at their masks (see the module doc); batching
+    and checks as :class:`~unstereo.scoring.masked.MaskedScorer`."""
 
     kind = "masked-term"
 
-    def __init__(self, model: Any, tokenizer: Any, device: str = "cpu", batch_size: int | str = "auto",
-                 max_batch_size: int | None = None):  # fmt: skip
-        if tokenizer.mask_token_id is None:
-            raise UnstereoError("the tokenizer has no mask token: not a masked LM")
+    def __init__(self, model: Any, tokenizer: Any, *args: Any, **kw: Any):
         if not getattr(tokenizer, "is_fast", False):
             raise UnstereoError("the masked-term score needs a fast tokenizer (character offsets)")
-        self.model, self.tokenizer, self.device = model, tokenizer, device
-        dev = device.split(":")[0]
-        if batch_size == "auto":
-            cells = max(1, LOGITS_BUDGET.get(dev, 2**28) // _vocab_size(model, tokenizer))
-            self.batcher = Batcher(max_batch_size or AUTO_BATCH_SIZE.get(dev, 64), max_cells=cells)
-        else:
-            self.batcher = Batcher(int(batch_size))
-        self.batch_size_requested = str(batch_size)
-        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+        super().__init__(model, tokenizer, *args, **kw)
 
     def encode(self, text: str) -> tuple[list[int], list[int]]:
         """(token ids with special tokens, positions of the tokens that overlap a marked span)."""
@@ -127,8 +116,6 @@ def masked_term_factory(
 ) -> tuple[dict[str, Any], Callable[[], MaskedTermScorer]]:  # fmt: skip
     """(run description, scorer factory) of a masked LM (hub id or folder), like
     :func:`unstereo.scoring.run.scorer_factory` does for the other scorers."""
-    from .masked import load_masked_lm
-
     spec = resolve_model(model, revision=revision, key="MODEL")
     device = resolve_device(device)
     run = {
