@@ -254,6 +254,9 @@ def test_scoring_masked_term_on_a_tiny_bert(tmp_path):
     assert got[0] == pytest.approx(want, abs=1e-5) and got[1] == 2
     with pytest.raises(InputError, match="marked"):
         scorer.score(["nothing marked"])
+    from unstereo.scoring.masked_term import unmark
+
+    assert unmark("a ⟦b\nc⟧ d ⟦e⟧") == ("a b\nc d e", [(2, 5), (8, 9)])  # released pairs hold line breaks
 
 
 # ------------------------------------------------------------------------------------ Stereotype Score, bootstrap

@@ -24,7 +24,7 @@ from .masked import MaskedScorer, load_masked_lm
 log = get_logger("scoring")
 
 OPEN, CLOSE = "⟦", "⟧"
-_MARK = re.compile(f"{OPEN}(.*?){CLOSE}")
+_MARK = re.compile(f"{OPEN}(.*?){CLOSE}", re.DOTALL)
 
 
 def mark(sentence: str, spans: list[tuple[int, int]]) -> str:
