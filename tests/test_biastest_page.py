@@ -42,6 +42,7 @@ PROBE = """(() => {
   const pref = document.getElementById('f-pref'); pref.value = '1'; pref.onchange(); out.stereo = document.body.dataset.rows;
   document.querySelector('#sentences thead th[data-k="score_a"]').click();
   out.sorted = [...document.querySelectorAll('#sentences tbody tr')].map((tr) => Number(tr.cells[8].textContent));
+  out.csv = csvText(filtered);
   return out;
 })()"""
 
@@ -65,6 +66,12 @@ def test_page_in_headless_chromium(tmp_path):
     assert v["m1"] == "7" and v["text"] == "2"  # model m1 and the attribute with "</script>": i = 2, 5
     assert v["stereo"] == str(int((judged.stereotyped == 1).sum()))
     assert v["sorted"] == sorted(v["sorted"])
+    import csv
+    import io
+
+    exported = list(csv.DictReader(io.StringIO(v["csv"])))  # the filtered rows (stereotype preferred), sorted
+    assert len(exported) == int(v["stereo"]) and {r["stereotyped"] for r in exported} == {"1"}
+    assert all(r["sentence_a"].startswith("She, the ") for r in exported)  # commas quoted
     assert (tmp_path / "page.png").read_bytes()[:4] == b"\x89PNG"
 
 

@@ -87,7 +87,7 @@ def pairs_cmd(spec, output, sources, generated, template, generator, runs, max_p
         run_list = tuple(int(r) for r in runs.split(",") if r.strip())
     except ValueError as exc:
         raise click.BadParameter(f"{runs!r}: comma-separated integers", param_hint="--runs") from exc
-    df = build_pairs(s, sources=[x.strip() for x in sources.split(",") if x.strip()], reference_dir=ref,
+    df = build_pairs(s, sources=[x.strip() for x in sources.split(",") if x.strip() not in ("", "none")], reference_dir=ref,
                      release=release, generated=generated, template=template, generator=generator, runs=run_list,
                      max_pairs=max_pairs_per_spec, seed=seed)  # fmt: skip
     write_table(df, output, PAIRS)

@@ -198,12 +198,14 @@ for (const id of ["f-model", "f-spec", "f-source", "f-pref"]) $(id).onchange = a
 $("f-text").oninput = applyFilters;
 $("prev").onclick = () => { page -= 1; renderRows(); };
 $("next").onclick = () => { page += 1; renderRows(); };
-$("csv").onclick = () => {
+function csvText(rows) {
   const cols = D.sentences.columns;
   const cell = (v) => { const s = String(v ?? ""); return /[",\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s; };
-  const text = [cols.join(","), ...filtered.map((r) => cols.map((c) => cell(r[c])).join(","))].join("\n");
+  return [cols.join(","), ...rows.map((r) => cols.map((c) => cell(r[c])).join(","))].join("\n") + "\n";
+}
+$("csv").onclick = () => {
   const a = document.createElement("a");
-  a.href = URL.createObjectURL(new Blob([text], {type: "text/csv"}));
+  a.href = URL.createObjectURL(new Blob([csvText(filtered)], {type: "text/csv"}));
   a.download = "biastest-sentences.csv"; document.body.appendChild(a); a.click(); a.remove();
 };
 renderSummary(); renderBars(); applyFilters();
