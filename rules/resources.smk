@@ -24,6 +24,8 @@ rule fetch_resource:
     params:
         mirror=lambda wc: mirror_option() if wc.resource == "reference" else "",
         external_dir=lambda wc, output: Path(output.manifest).parent.parent,
+        # a changed definition (e.g. a dataset added to the reference) reruns the fetch of existing copies
+        version=lambda wc: RESOURCES[wc.resource].version,
     # On failure the error's first line (what to set or install) goes to the terminal too, not only to the log.
     shell:
         "unstereo resources fetch {wildcards.resource} --external-dir {params.external_dir} {params.mirror} > {log} 2>&1 "

@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import http.server
 import io
+import json
 import os
 import stat
 import sys
@@ -18,8 +19,8 @@ import pytest
 
 from unstereo.cli import main
 from unstereo.errors import ResourceError
-from unstereo.resources import builders, core, download
-from unstereo.resources.builders import REFERENCE_SOURCES, build_reference
+from unstereo.resources import core, download, reference
+from unstereo.resources.reference import GZIP_IN_MIRROR, REFERENCE_SOURCES, build_reference
 
 
 def _targz(top: str, files: dict[str, bytes]) -> bytes:
@@ -62,27 +63,73 @@ class Origin:
 
 
 def _archives(trees: dict[str, dict[str, bytes]]) -> dict[str, bytes]:
-    """URL path -> archive for each dataset's repository tree (paths relative to the repository root)."""
-    out = {}
-    for dataset, files in trees.items():
-        repo, commit, _ = REFERENCE_SOURCES[dataset]
-        out[f"/{repo}/archive/{commit}.tar.gz"] = _targz(f"{repo.split('/')[1]}-{commit}", files)
-    return out
+    """URL path -> archive for each source repository's tree (``owner/name`` -> paths relative to its root)."""
+    commits = {src.repo: src.commit for sources in REFERENCE_SOURCES.values() for src in sources}
+    return {
+        f"/{repo}/archive/{commits[repo]}.tar.gz": _targz(f"{repo.split('/')[1]}-{commits[repo]}", files)
+        for repo, files in trees.items()
+    }
 
+
+# A hand-made constants.py of decoding-biases (2 countries, 2 occupations, 1 + 1 names) and mgr_biases.py of the
+# BiasTestGPT Space: the extracted datasets are built from these.
+CONSTANTS_PY = b"""GPT2 = 'gpt2'
+COUNTRIES = ['Chile', 'Italy']
+C1 = ['I am from ', '. Next week']
+C2 = ['', ' is']
+COUNTRY_TEMPS_SENTIMENT = [C1, C2]
+OCCUPATIONS = ['an editor', 'a CEO']
+O1 = ['Working as ', ' is']
+OCC_TEMPS_SENTIMENT = [O1]
+M_NAMES = ['Jake']
+F_NAMES = ['Amy']
+NAMES = F_NAMES + M_NAMES
+N1 = ['A friend of ', ' told me']
+N9_M = ['', ' said he feels']
+N9_F = ['', ' said she feels']
+NAME_TEMPS_SENTIMENT = [N1]
+M_NAME_TEMPS_SENTIMENT = [N9_M]
+F_NAME_TEMPS_SENTIMENT = [N9_F]
+PREFIX = open('x').read()
+"""
+MGR_BIASES_PY = b"""import os
+DATASET_REPO_ID = "org/biases"
+DATASET_REPO_URL = f"https://example/{DATASET_REPO_ID}"
+PREDEFINED_BIASES_DIR = "predefinded_biases"
+CUSTOM_BIASES_DIR = "custom_biases"
+GEN_SENTENCE_DIR = "gen_sentences"
+TOKEN = os.environ.get("T")
+bias2tag = {"Male/Female <> Math/Art": "male_female__math_arts"}
+CUSTOM_BIAS_SPECS = {"s": {"name": "s", "social_groups": {"A": ["he"], "B": ["she"]}}}
+def f():
+    x = 1
+"""
 
 SYNTHETIC = {
-    "unstereo-eval": {
+    "ucinlp/unstereo-eval": {
         "data/seed_words": b"doctor\nnurse\n",
         "data/datasets/raw/USE-5.csv": b"template\nWe met her.\n",
         "results/5words/scores__m.csv": b"a,b\n1,2\n",  # gzipped in the mirror layout
         "src/code.py": b"print(1)\n",  # outside the kept prefixes
         "data/figure.png": b"\x89PNG",  # not a kept suffix
     },
-    "winobias": {
+    "uclanlp/corefBias": {
         "WinoBias/wino/data/pro_stereotyped_type1.txt.dev": b"[The doctor] ...\n",
         "README.md": b"x",
     },
-    "winogender": {"data/all_sentences.tsv": b"sentid\tsentence\n", "scripts/x.py": b""},
+    "rudinger/winogender-schemas": {"data/all_sentences.tsv": b"sentid\tsentence\n", "scripts/x.py": b""},
+    "ewsheng/decoding-biases": {"constants.py": CONSTANTS_PY, "evaluate.py": b""},
+    "uclanlp/socialbias-dataset-construction-biases": {
+        "winogender/data/templates.tsv": b"occupation\tparticipant\n",
+        "winogender/scripts/make.py": b"",
+        "biasnli/scripts/genders.txt": b"man\n",
+    },
+    "Kaminari84/BiasTestGPT": {
+        "dataset_custom_biases/custom_biases_spec.json": b"[]",
+        "dataset_custom_biases/gen_csv/gpt-3.5/a.csv": b"x\n",
+        "dataset_core_biases/gen_json/big.json": b"{}",  # not kept
+    },
+    "rjiang12/BiasTestGPT": {"mgr_biases.py": MGR_BIASES_PY, "app.py": b""},
 }
 
 
@@ -97,6 +144,14 @@ def test_download_from_origin_keeps_the_mirror_layout(tmp_path, origin):
     build_reference(tmp_path, {"mirror": None, "origin": origin.url})
     got = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file())
     assert got == [
+        "biastestgpt/dataset_custom_biases/custom_biases_spec.json",
+        "biastestgpt/dataset_custom_biases/gen_csv/gpt-3.5/a.csv",
+        "biastestgpt/hf_space_mgr_biases_extracted.json",
+        "huang2020-sentiment-templates/templates.json",
+        "huang2020-sentiment-templates/templates_long.tsv",
+        "huang2020-sentiment-templates/values_long.tsv",
+        "tail-wagging/biasnli/scripts/genders.txt",
+        "tail-wagging/winogender/data/templates.tsv",
         "unstereo-eval/data/datasets/raw/USE-5.csv",
         "unstereo-eval/data/seed_words",
         "unstereo-eval/results/5words/scores__m.csv.gz",
@@ -108,7 +163,7 @@ def test_download_from_origin_keeps_the_mirror_layout(tmp_path, origin):
         == b"a,b\n1,2\n"
     )
     assert (tmp_path / "unstereo-eval/data/seed_words").read_bytes() == b"doctor\nnurse\n"
-    assert len(origin.requests) == 3
+    assert len(origin.requests) == 7
 
 
 def test_origin_from_the_environment(tmp_path, origin, monkeypatch):
@@ -164,10 +219,76 @@ def test_unreachable_origin_names_the_cause(tmp_path):
         build_reference(tmp_path, {"mirror": None, "origin": url})
 
 
+def test_extracted_datasets_from_hand_made_sources(tmp_path, origin):
+    build_reference(tmp_path, {"mirror": None, "origin": origin.url})
+    huang = tmp_path / "huang2020-sentiment-templates"
+    assert (huang / "templates_long.tsv").read_bytes() == (
+        b"attribute\ttemplate_id\ttemplate\tapplies_to\r\n"
+        b"country\tC1\tI am from {X}. Next week\tall\r\n"
+        b"country\tC2\t{X} is\tall\r\n"
+        b"occupation\tO1\tWorking as {X} is\tall\r\n"
+        b"name\tN1\tA friend of {X} told me\tall\r\n"
+        b"name\tN9_M\t{X} said he feels\tmale\r\n"
+        b"name\tN9_F\t{X} said she feels\tfemale\r\n"
+    )
+    assert (huang / "values_long.tsv").read_bytes() == (
+        b"attribute\tvalue\tsubgroup\r\ncountry\tChile\t\r\ncountry\tItaly\t\r\n"
+        b"occupation\tan editor\t\r\noccupation\ta CEO\t\r\nname\tAmy\tfemale\r\nname\tJake\tmale\r\n"
+    )
+    data = json.loads((huang / "templates.json").read_text())
+    assert data["occupation"]["values"] == ["editor", "CEO"]
+    assert data["name"]["templates_male_only"] == ["{X} said he feels"]
+    assert data["country"]["templates"] == ["I am from {X}. Next week", "{X} is"]
+    space = json.loads((tmp_path / "biastestgpt/hf_space_mgr_biases_extracted.json").read_text())
+    assert list(space) == list(reference.BIASTESTGPT_SPACE_KEYS)
+    assert space["bias2tag"] == {"Male/Female <> Math/Art": "male_female__math_arts"}
+    assert space["CUSTOM_BIAS_SPECS"]["s"]["social_groups"] == {"A": ["he"], "B": ["she"]}
+
+
+def test_module_literals_never_execute_and_skip_non_literals():
+    lit = reference.module_literals("A = [1]\nB = A + [2]\nC = print('x')\nD = f'{A}'\nimport os\n")
+    assert lit == {"A": [1], "B": [1, 2]}
+
+
+def _constants_py(templates_json: dict) -> bytes:
+    """decoding-biases constants.py rebuilt from the mirror's templates.json (lists as Python literals)."""
+    lines = []
+
+    def temps(list_name: str, ids: list[str], templates: list[str]) -> None:
+        for tid, t in zip(ids, templates, strict=True):
+            lines.append(f"{tid} = {t.split('{X}')!r}")
+        lines.append(f"{list_name} = [{', '.join(ids)}]")
+
+    c, o, n = templates_json["country"], templates_json["occupation"], templates_json["name"]
+    lines.append(f"COUNTRIES = {c['values']!r}")
+    temps("COUNTRY_TEMPS_SENTIMENT", [f"C{i + 1}" for i in range(len(c["templates"]))], c["templates"])
+    lines.append(f"OCCUPATIONS = {o['values_with_article']!r}")
+    temps("OCC_TEMPS_SENTIMENT", [f"O{i + 1}" for i in range(len(o["templates"]))], o["templates"])
+    lines += [f"M_NAMES = {n['male']!r}", f"F_NAMES = {n['female']!r}", "NAMES = F_NAMES + M_NAMES"]
+    temps(
+        "NAME_TEMPS_SENTIMENT",
+        [f"N{i + 1}" for i in range(len(n["templates_shared"]))],
+        n["templates_shared"],
+    )
+    temps("M_NAME_TEMPS_SENTIMENT", ["N9_M", "N10_M"], n["templates_male_only"])
+    temps("F_NAME_TEMPS_SENTIMENT", ["N9_F", "N10_F"], n["templates_female_only"])
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _mgr_biases_py(extracted: dict) -> bytes:
+    return ("import os\n" + "".join(f"{k} = {v!r}\n" for k, v in extracted.items())).encode()
+
+
 def test_real_fetch_through_the_loopback_origin_matches_the_mirror(tmp_path, reference_dir, monkeypatch):
-    """The whole fetch (pinned checksums included) from archives rebuilt out of the mirror's files."""
+    """The whole fetch (pinned checksums included) from archives rebuilt out of the mirror's files; the extracted
+    datasets from source files rendered out of the mirror's data, so the extraction must give the mirror's bytes."""
     trees: dict[str, dict[str, bytes]] = {}
-    for dataset in REFERENCE_SOURCES:
+    for dataset, sources in REFERENCE_SOURCES.items():
+        plain = (
+            next(src for src in sources if src.derive is None)
+            if dataset != "huang2020-sentiment-templates"
+            else None
+        )
         files = {}
         for path in sorted((reference_dir / dataset).rglob("*")):
             rel = path.relative_to(reference_dir / dataset).as_posix()
@@ -179,10 +300,18 @@ def test_real_fetch_through_the_loopback_origin_matches_the_mirror(tmp_path, ref
             ):
                 continue
             data = path.read_bytes()
-            if rel.endswith(".csv.gz") and builders._GZIP_IN_MIRROR.match(rel.removesuffix(".gz")):
+            if rel.endswith(".csv.gz") and GZIP_IN_MIRROR.match(rel.removesuffix(".gz")):
                 rel, data = rel.removesuffix(".gz"), gzip.decompress(data)
             files[rel] = data
-        trees[dataset] = files
+        if dataset == "huang2020-sentiment-templates":
+            trees["ewsheng/decoding-biases"] = {
+                "constants.py": _constants_py(json.loads(files["templates.json"]))
+            }
+            continue
+        if dataset == "biastestgpt":
+            extracted = json.loads(files.pop("hf_space_mgr_biases_extracted.json"))
+            trees["rjiang12/BiasTestGPT"] = {"mgr_biases.py": _mgr_biases_py(extracted)}
+        trees[plain.repo] = files
     server = Origin(_archives(trees))
     try:
         monkeypatch.setenv(download.REFERENCE_ORIGIN_ENV, server.url)
@@ -190,13 +319,29 @@ def test_real_fetch_through_the_loopback_origin_matches_the_mirror(tmp_path, ref
     finally:
         server.close()
     core.verify("reference", tmp_path)
-    for dataset, files in trees.items():
-        for rel, data in files.items():
-            out = path / dataset / rel
-            if builders._GZIP_IN_MIRROR.match(rel):
-                assert gzip.decompress(out.with_name(out.name + ".gz").read_bytes()) == data
-            else:
-                assert out.read_bytes() == data, rel
+    for dataset in REFERENCE_SOURCES:
+        for mirrored in sorted((reference_dir / dataset).rglob("*")):
+            rel = mirrored.relative_to(reference_dir / dataset).as_posix()
+            if (
+                mirrored.is_file()
+                and rel != "SOURCE.md"
+                and not (rel.startswith("results/") and "pythia-70m." not in rel)
+            ):
+                got, want = (path / dataset / rel).read_bytes(), mirrored.read_bytes()
+                if rel.endswith(".gz"):  # compressed here again: the same content, another gzip header
+                    got, want = gzip.decompress(got), gzip.decompress(want)
+                assert got == want, f"{dataset}/{rel}"
+
+
+def test_a_reference_of_another_version_is_fetched_again(tmp_path, reference_dir):
+    """Adding a dataset to the reference resource reaches copies fetched before: their manifest's version differs."""
+    core.fetch("reference", tmp_path, mirror=reference_dir)
+    assert core.is_complete("reference", tmp_path)
+    manifest = tmp_path / "reference" / core.MANIFEST
+    data = json.loads(manifest.read_text())
+    data["version"] = "older"
+    manifest.write_text(json.dumps(data))
+    assert not core.is_complete("reference", tmp_path)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from transformers import AutoTokenizer
 
 from unstereo.models import ModelSpec, load_causal_lm, load_tokenizer
 from unstereo.scoring import CausalScorer
@@ -73,9 +74,10 @@ def loaded(resource):
     def get(name):
         if name not in cache:
             path = str(resource(name) / MODELS[name])
-            model, raw = load_causal_lm(path, dtype="float32", device="cpu")
-            tok = load_tokenizer(ModelSpec.parse(path))
-            # the same repair as load_scoring_model (which the CLI uses)
+            model, tok = load_causal_lm(path, dtype="float32", device="cpu")
+            # the tokenizer transformers builds from the GGUF file itself (for Gemma: the Unigram one)
+            raw = AutoTokenizer.from_pretrained(resource(name), gguf_file=MODELS[name])
+            # the same repair as load_scoring_model (a no-op on folders converted since the repair moved there)
             cache[name] = (model, repair_gemma_tokenizer(tok) if needs_bpe_repair(model, tok) else tok, raw)
         return cache[name]
 
@@ -112,7 +114,7 @@ def test_scorer_matches_plain_forward_pass(loaded, name):
     )
 
 
-def test_gemma_gguf_tokenizer_is_repaired(loaded):
+def test_gemma_gguf_tokenizer_is_repaired(loaded, resource):
     """transformers turns Gemma's SentencePiece BPE tokenizer into a Unigram one when reading a GGUF file; the
     repaired BPE tokenizer splits text into whole words and the model finds it far more likely."""
     model, fixed, broken = loaded("gemma3")
@@ -133,6 +135,11 @@ def test_gemma_gguf_tokenizer_is_repaired(loaded):
     assert len(broken(s, add_special_tokens=False)["input_ids"]) > 11  # the Unigram model splits words
     for text in SENTENCES:  # lossless round trip
         assert fixed.decode(fixed(text, add_special_tokens=False)["input_ids"]) == text
+    # the converted folder holds the repaired tokenizer: plain transformers (or lm-eval) loading it tokenizes alike
+    folder = load_tokenizer(ModelSpec.parse(str(resource("gemma3") / MODELS["gemma3"])))
+    assert not needs_bpe_repair(model, folder)
+    for text in SENTENCES:
+        assert folder(text)["input_ids"] == fixed(text)["input_ids"]
     sample = SENTENCES[::3]
     lp_fixed = sum(lp for lp, _ in CausalScorer(model, fixed, batch_size=16).score(sample))
     lp_broken = sum(lp for lp, _ in CausalScorer(model, broken, batch_size=16).score(sample))

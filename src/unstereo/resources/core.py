@@ -60,7 +60,7 @@ def is_complete(name: str, external_dir: str | Path) -> bool:
     """Cheap check: the manifest exists and every listed file exists with its recorded size."""
     target = resource_dir(name, external_dir)
     manifest = _manifest(target)
-    if manifest is None:
+    if manifest is None or manifest.get("version", "") != RESOURCES[name].version:
         return False
     return all(
         (target / rel).is_file() and (target / rel).stat().st_size == meta["size"]
@@ -124,7 +124,7 @@ def fetch(
                 raise ChecksumError(
                     f"resource {name!r}: checksum mismatch for {rel}: expected {sha}, got {got or 'no such file'}"
                 )
-        write_json(tmp / MANIFEST, {"name": name, "files": files})
+        write_json(tmp / MANIFEST, {"name": name, "version": res.version, "files": files})
         if target.exists():
             shutil.rmtree(target)
         os.replace(tmp, target)
