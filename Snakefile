@@ -45,6 +45,7 @@ include: "rules/report.smk"
 include: "rules/fairpair.smk"
 include: "rules/sentiment.smk"
 include: "rules/robustness.smk"
+include: "rules/biastest.smk"
 
 
 rule all:

@@ -30,6 +30,7 @@ SUBCOMMANDS: dict[str, str] = {
     "fairpair": "unstereo.fairpair.cli:group",
     "sentiment": "unstereo.sentiment.cli:group",
     "robustness": "unstereo.robustness.cli:group",
+    "biastest": "unstereo.biastest.cli:group",
 }
 
 

@@ -44,6 +44,14 @@ def dag_outputs(configfile: str, snakefile: str) -> list[Path]:
 
 def schema_of(path: Path):
     """The table schema a workflow output follows, by its place in the results tree (None if it has none)."""
+    if "biastest" in path.parts:  # the biastest stage's own pair, score and summary tables
+        from .biastest.schemas import PAIRS as BT_PAIRS
+        from .biastest.schemas import SCORES as BT_SCORES
+        from .biastest.schemas import SUMMARY as BT_SUMMARY
+
+        return {"pairs.parquet": BT_PAIRS, "scores.parquet": BT_SCORES, "summary.parquet": BT_SUMMARY}.get(
+            path.name
+        )
     if path.name == "pairs.parquet" or path.stem.startswith("eta-"):
         return SCHEMAS["pairs"]
     if path.parent.parent.name == "scores":

@@ -104,6 +104,7 @@ class CheckResult:
     images_checked: int = 0
     html_checked: int = 0
     snakemake_report: bool = False
+    value: Any = None  # what the ``evaluate`` expression of check_html returned
 
     @property
     def ok(self) -> bool:
@@ -247,10 +248,12 @@ def check_html(
     timeout: float = 120,
     size: tuple[int, int] = (1400, 900),
     show: str | None = None,
+    evaluate: str | None = None,
 ) -> CheckResult:
     """Open ``path`` in headless Chromium, walk it (a Snakemake report: every section and result) and return the
     findings; ``screenshot``: a PNG of the page afterwards (a report is first set to ``show``, a category name,
-    when given). Raises ResourceError when no browser is found."""
+    when given); ``evaluate``: a JavaScript expression run after the walk, its JSON-able value in ``result.value``
+    (a page's own checks, e.g. how many table rows it shows). Raises ResourceError when no browser is found."""
     path = Path(path).resolve()
     if not path.is_file():
         raise FileNotFoundError(path)
@@ -299,6 +302,11 @@ def check_html(
                 session=session,
             )
             result.broken_images = list(broken.get("result", {}).get("value") or [])
+            if evaluate is not None:
+                got = cdp.send(
+                    "Runtime.evaluate", {"expression": evaluate, "returnByValue": True}, session=session
+                )
+                result.value = got.get("result", {}).get("value")
             if screenshot is not None:
                 if show and result.snakemake_report:
                     expr = (

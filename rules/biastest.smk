@@ -1,0 +1,181 @@
+# Rules of the biastest stage: BiasTestGPT (SPEC 5; logic in src/unstereo/biastest, rule helpers in
+# unstereo.biastest.workflow). Outputs under results/biastest/:
+#   {spec}/generated.parquet, generations.parquet   generated pairs and every try (specs of biastest.generate.specs)
+#   {spec}/pairs.parquet                            pairs of every source
+#   {model}/{spec}/scores.parquet                   scores of both sentences of every pair
+#   summary.parquet, comparison.parquet, sentences.parquet, page.html, summary.html, stereotype_score.png
+import re
+
+from unstereo.biastest import workflow as bt
+from unstereo.model_spec import resolve_model
+
+# The section with every default filled in (validated against workflow/schemas/biastest.schema.yaml).
+BT = config["biastest"]
+BT_SPECS = bt.specs(config) if BT["enabled"] else {}
+BT_GENERATED = bt.generated_specs(config) if BT["enabled"] else []
+BT_MODELS = bt.models(config) if BT["enabled"] else {}
+BT_SEED = BT["seed"] if BT["seed"] is not None else stage_seed("biastest")
+BT_REFERENCE = [] if BT["reference_dir"] else [resource_manifest("reference")]
+BT_GEN_MODEL = resolve_model(
+    BT["generate"]["model"], EXTERNAL, key="biastest.generate.model"
+)
+
+
+wildcard_constraints:
+    bt_spec="|".join(re.escape(s) for s in BT_SPECS) or "no-spec-configured",
+    bt_model="|".join(re.escape(m) for m in BT_MODELS) or "no-model-configured",
+
+
+rule biastest_generate:
+    """Generated test-sentence pairs of one specification (paper Algorithm 1), with every try and its fate."""
+    input:
+        spec=lambda wc: bt.spec_inputs(BT_SPECS[wc.bt_spec]),
+        reference=BT_REFERENCE,
+        model=(
+            [resource_manifest(BT_GEN_MODEL.resource)] if BT_GEN_MODEL.resource else []
+        ),
+    output:
+        pairs=results("biastest", "{bt_spec}", "generated.parquet"),
+        generations=results("biastest", "{bt_spec}", "generations.parquet"),
+        usage=results("biastest", "{bt_spec}", "usage.json"),
+    log:
+        f"{LOGS}/biastest/{{bt_spec}}.generate.log",
+    benchmark:
+        f"{BENCH}/biastest/{{bt_spec}}.generate.tsv"
+    conda:
+        "../envs/biastest.yaml"
+    threads: BT["threads"]
+    resources:
+        mem_mb=8000,
+        runtime=24 * 60,
+    params:
+        spec=lambda wc: bt.spec_arg(BT_SPECS[wc.bt_spec], wc.bt_spec),
+        settings=bt.settings_json(config),
+        reference=lambda wc, input: bt.reference_option(
+            config, input.reference[0] if input.reference else None
+        ),
+        external=f"--external-dir {EXTERNAL}",
+        cache=BT["generate"]["cache"] or results("llm-cache.sqlite"),
+        out_dir=lambda wc, output: Path(output.pairs).parent,
+        seed=BT_SEED,
+    shell:
+        "unstereo biastest generate {params.spec:q} -o {params.out_dir} --settings {params.settings:q}"
+        " {params.reference} {params.external} --cache {params.cache:q} --seed {params.seed}"
+        " --threads {threads} > {log} 2>&1"
+
+
+rule biastest_pairs:
+    """The sentence pairs of one specification: generated, the release's, the manual-template baseline."""
+    input:
+        spec=lambda wc: bt.spec_inputs(BT_SPECS[wc.bt_spec]),
+        reference=BT_REFERENCE,
+        generated=lambda wc: (
+            [results("biastest", wc.bt_spec, "generated.parquet")]
+            if wc.bt_spec in BT_GENERATED
+            else []
+        ),
+    output:
+        results("biastest", "{bt_spec}", "pairs.parquet"),
+    log:
+        f"{LOGS}/biastest/{{bt_spec}}.pairs.log",
+    conda:
+        "../envs/biastest.yaml"
+    resources:
+        mem_mb=2000,
+        runtime=20,
+    params:
+        spec=lambda wc: bt.spec_arg(BT_SPECS[wc.bt_spec], wc.bt_spec),
+        reference=lambda wc, input: bt.reference_option(
+            config, input.reference[0] if input.reference else None
+        ),
+        generated=lambda wc, input: (
+            f"--generated {input.generated[0]}" if input.generated else ""
+        ),
+        options=lambda wc: bt.pairs_options(config, BT_SPECS[wc.bt_spec], BT_SEED),
+    shell:
+        "unstereo biastest pairs {params.spec:q} -o {output:q} {params.reference} {params.generated}"
+        " {params.options} > {log} 2>&1"
+
+
+rule biastest_score:
+    """Scores of both sentences of every pair of every specification under one model (loaded once; resumable)."""
+    input:
+        pairs=expand(results("biastest", "{s}", "pairs.parquet"), s=BT_SPECS),
+        model=lambda wc: bt.model_inputs(config, wc.bt_model, resource_manifest),
+    output:
+        expand(results("biastest", "{{bt_model}}", "{s}", "scores.parquet"), s=BT_SPECS),
+    log:
+        f"{LOGS}/biastest/{{bt_model}}.score.log",
+    benchmark:
+        f"{BENCH}/biastest/{{bt_model}}.score.tsv"
+    conda:
+        "../envs/biastest.yaml"
+    threads: BT["threads"]
+    resources:
+        mem_mb=8000,
+        runtime=4 * 60,
+    params:
+        model=lambda wc, input: bt.model_arg(
+            config, wc.bt_model, input.model[0] if input.model else None
+        ),
+        outputs=lambda wc, output: " ".join(f"-o {o}" for o in output),
+        options=lambda wc: bt.score_options(config, wc.bt_model),
+    shell:
+        "unstereo biastest score {params.model:q} {input.pairs} {params.outputs} --name {wildcards.bt_model:q}"
+        " --threads {threads} {params.options} > {log} 2>&1"
+
+
+rule biastest_summary:
+    """Stereotype Score per model, specification, source and attribute term (bootstrap), the t-test against the
+    template baseline, the inspection page, the report table and figure."""
+    input:
+        pairs=expand(results("biastest", "{s}", "pairs.parquet"), s=BT_SPECS),
+        scores=expand(
+            results("biastest", "{m}", "{s}", "scores.parquet"),
+            m=BT_MODELS,
+            s=BT_SPECS,
+        ),
+    output:
+        summary=results("biastest", "summary.parquet"),
+        comparison=results("biastest", "comparison.parquet"),
+        sentences=results("biastest", "sentences.parquet"),
+        page=results("biastest", "page.html"),
+        table=report(
+            results("biastest", "summary.html"),
+            caption="../workflow/report/biastest_table.rst",
+            category="BiasTestGPT",
+        ),
+        figure=report(
+            results("biastest", "stereotype_score.png"),
+            caption="../workflow/report/biastest_figure.rst",
+            category="BiasTestGPT",
+        ),
+    log:
+        f"{LOGS}/biastest/summary.log",
+    conda:
+        "../envs/biastest.yaml"
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    params:
+        pairs=lambda wc, input: " ".join(f"--pairs {p}" for p in input.pairs),
+        scores=lambda wc, input: " ".join(f"--scores {p}" for p in input.scores),
+        out_dir=lambda wc, output: Path(output.summary).parent,
+        rounds=BT["bootstrap"]["rounds"],
+        per_attribute=BT["bootstrap"]["per_attribute"],
+        seed=BT_SEED,
+    shell:
+        "unstereo biastest summarize {params.pairs} {params.scores} -o {params.out_dir} --page {output.page}"
+        " --rounds {params.rounds} --per-attribute {params.per_attribute} --seed {params.seed} > {log} 2>&1"
+
+
+if BT["enabled"]:
+    ALL_TARGETS.extend(
+        results("biastest", name)
+        for name in (
+            "summary.parquet",
+            "comparison.parquet",
+            "page.html",
+            "summary.html",
+        )
+    )

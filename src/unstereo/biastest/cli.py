@@ -1,0 +1,230 @@
+"""``unstereo biastest``: BiasTestGPT (SPEC 5) - specifications, sentence pairs, generation, scoring, summary."""
+
+from __future__ import annotations
+
+import click
+
+from .. import cli_options
+
+REFERENCE_HELP = "folder of the BiasTestGPT release [default: {external-dir}/reference/biastestgpt]"
+
+
+def _reference_dir(reference_dir: str | None, external_dir: str | None) -> str:
+    from pathlib import Path
+
+    from ..model_spec import external_dir_default
+
+    if reference_dir:
+        return reference_dir
+    return str(Path(external_dir or external_dir_default()) / "reference" / "biastestgpt")
+
+
+def _spec(spec: str, reference_dir: str):
+    """(specification, is a release one) from a release name/tag or a file (``FILE:NAME`` when it holds several)."""
+    from .run import get_spec, is_spec_file
+    from .spec import load_spec_file, release_spec
+
+    path, _, name = spec.rpartition(":")
+    if not (name and is_spec_file(path)):
+        path, name = spec, ""
+    if not is_spec_file(path):
+        return release_spec(spec, reference_dir), True
+    specs = load_spec_file(path)
+    if not name and len(specs) > 1:
+        raise click.BadParameter(
+            f"{path} holds {len(specs)} specifications: give FILE:NAME", param_hint="SPEC"
+        )
+    return get_spec(path, name or specs[0].name, reference_dir), False
+
+
+@click.group("biastest")
+def group() -> None:
+    """BiasTestGPT: test sentences for a bias specification, Stereotype Score, an inspection page."""
+
+
+@group.command("specs")
+@click.option("--reference-dir", default=None, type=click.Path(file_okay=False), help=REFERENCE_HELP)
+@cli_options.external_dir
+def specs_cmd(reference_dir, external_dir) -> None:
+    """List the release's specifications: name, app tag, groups and attribute sets with their term counts."""
+    from .spec import release_aliases, release_specs
+
+    ref = _reference_dir(reference_dir, external_dir)
+    tags = {v: k for k, v in release_aliases().items()}
+    for name, s in release_specs(ref).items():
+        groups = " / ".join(f"{label} ({len(t)})" for label, t in s.groups)
+        attrs = " / ".join(f"{label} ({len(t)})" for label, t in s.attributes)
+        click.echo(f"{name}\t{tags.get(name, '')}\t{groups}\t{attrs}")
+
+
+@group.command("pairs")
+@click.argument("spec")
+@cli_options.output("pairs parquet to write (pair_id, spec, attribute, group_term_a/b, sentence_a/b, ...).")
+@click.option("--sources", default="released,template", show_default=True,
+              help="comma-separated: released (the release's generated pairs), template (manual templates)")  # fmt: skip
+@click.option("--generated", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="generated pairs (from `unstereo biastest generate`) to include")  # fmt: skip
+@click.option("--template", type=click.Choice(["release", "spec"]), default="release", show_default=True,
+              help="template baseline: the release's filled templates, or the specification's templates")  # fmt: skip
+@click.option("--generator", type=click.Choice(["gpt-3.5", "megatron"]), default="gpt-3.5", show_default=True)
+@click.option("--runs", default="1,2,3,4,5", show_default=True, help="the release's generation runs to load")
+@click.option("--max-pairs-per-spec", type=click.IntRange(1), default=None,
+              help="at most N pairs per source, attribute terms balanced (default: all)")  # fmt: skip
+@cli_options.seed(0, "seed of the sub-sampling")
+@click.option("--reference-dir", default=None, type=click.Path(file_okay=False), help=REFERENCE_HELP)
+@cli_options.external_dir
+def pairs_cmd(spec, output, sources, generated, template, generator, runs, max_pairs_per_spec, seed, reference_dir,
+              external_dir) -> None:  # fmt: skip
+    """Build the pair table of SPEC: a release name (Math_Arts_vs_Male_Female), an app tag (male_female__math_arts)
+    or a YAML/JSON specification file (FILE:NAME when it holds several)."""
+    from ..tables import write_table
+    from .run import build_pairs
+    from .schemas import PAIRS
+
+    ref = _reference_dir(reference_dir, external_dir)
+    s, release = _spec(spec, ref)
+    try:
+        run_list = tuple(int(r) for r in runs.split(",") if r.strip())
+    except ValueError as exc:
+        raise click.BadParameter(f"{runs!r}: comma-separated integers", param_hint="--runs") from exc
+    df = build_pairs(s, sources=[x.strip() for x in sources.split(",") if x.strip() not in ("", "none")], reference_dir=ref,
+                     release=release, generated=generated, template=template, generator=generator, runs=run_list,
+                     max_pairs=max_pairs_per_spec, seed=seed)  # fmt: skip
+    write_table(df, output, PAIRS)
+    click.echo(f"{output}: {len(df)} pairs of {s.name} ({df['source'].value_counts().to_dict()})", err=True)
+
+
+@group.command("generate")
+@click.argument("spec")
+@cli_options.output("writes generated.parquet (pairs), generations.parquet (every try), usage.json", kind="dir",
+                    dest="out_dir", flag="--out-dir")  # fmt: skip
+@click.option("--settings", default=None,
+              help="biastest config section (inline JSON or a YAML/JSON file; its `generate` key is used)")  # fmt: skip
+@click.option("--model", default=None, help="the chat model, overrides settings; " + cli_options.MODEL_FORMS)
+@cli_options.model_options
+@click.option("--cache", default=None, type=click.Path(dir_okay=False), help="SQLite cache of the LLM calls")
+@cli_options.seed(None, "seed of the group-term draws and the sampled calls; overrides settings")
+@click.option("--reference-dir", default=None, type=click.Path(file_okay=False), help=REFERENCE_HELP)
+@cli_options.threads
+def generate_cmd(
+    spec, out_dir, settings, model, api_key_env, external_dir, cache, seed, reference_dir, threads
+) -> None:
+    """Generate test-sentence pairs for SPEC with a chat model (paper Algorithm 1); every call is cached."""
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+    from pathlib import Path
+
+    from ..generate.settings import read_settings_arg
+    from ..llm import make_client
+    from ..tables import write_table
+    from .generate import GenerationSettings, generate_pairs
+    from .run import load_section
+    from .schemas import GENERATIONS, PAIRS
+
+    data = read_settings_arg(settings)
+    section = load_section(data.get("biastest", data))
+    g = section["generate"]
+    ref = _reference_dir(reference_dir, external_dir)
+    s, _ = _spec(spec, ref)
+    spec_model = cli_options.resolve_cli_model(model, api_key_env, external_dir) if model else None
+    from ..model_spec import resolve_model
+
+    spec_model = spec_model or resolve_model(g["model"], external_dir, key="biastest.generate.model",
+                                             api_key_env=api_key_env)  # fmt: skip
+    out = Path(out_dir)
+    client = make_client(spec_model, cache=cache or g["cache"] or str(out / "llm-cache.sqlite"),
+                         device=g["device"], dtype=g["dtype"], batch_size=g["batch_size"])  # fmt: skip
+    settings_ = GenerationSettings(
+        t=g["t"], max_tries=g["max_tries"], temperature=g["temperature"], rewrite_temperature=g["rewrite_temperature"],
+        max_tokens=g["max_tokens"], pairing=g["pairing"], case_sensitive=g["case_sensitive"],
+        max_attribute_terms=g["max_attribute_terms"], seed=seed if seed is not None else (section["seed"] or 0),
+    )  # fmt: skip
+    try:
+        pairs, gens = generate_pairs(s, client, settings_)
+        write_table(gens, out / "generations.parquet", GENERATIONS)
+        write_table(pairs, out / "generated.parquet", PAIRS)
+        client.write_usage(out / "usage.json", {"spec": s.name})
+    finally:
+        client.close()
+    click.echo(f"{s.name}: {len(pairs)} pairs kept of {len(gens)} generations ({client.model_id})", err=True)
+
+
+@group.command("score")
+@click.argument("model")
+@click.argument("pairs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", "outputs", multiple=True, required=True, type=click.Path(dir_okay=False),
+              help="scores parquet to write, once per PAIRS file in the same order (pair_id, score_a, score_b, "
+                   "logp_a/b, ntok_a/b, model, ...)")  # fmt: skip
+@click.option("--name", default=None, help="model name for the `model` column (default: MODEL as given)")
+@click.option("--gguf-file", default=None, help="GGUF file inside MODEL (a folder)")
+@click.option("--revision", default=None, help="hub revision of MODEL")
+@click.option("--masked", is_flag=True, help="MODEL is a masked LM: the group term's log-prob at [MASK]")
+@click.option("--causal-score", type=click.Choice(["mean", "sum"]), default="mean", show_default=True,
+              help="causal LM sentence score: mean token log-prob (the paper) or summed log-prob")  # fmt: skip
+@cli_options.batch_size
+@click.option(
+    "--dtype",
+    default="auto",
+    show_default=True,
+    type=click.Choice(["auto", "float32", "bfloat16", "float16"]),
+)
+@click.option(
+    "--device", default="auto", show_default=True, help="auto (cuda > mps > cpu), cpu, cuda, cuda:1, mps"
+)
+@click.option(
+    "--chunk-size", default=500, show_default=True, type=click.IntRange(1), help="sentences per chunk"
+)
+@cli_options.threads
+@cli_options.external_dir
+def score_cmd(model, pairs, outputs, name, gguf_file, revision, masked, causal_score, batch_size, dtype, device,
+              chunk_size, threads, external_dir) -> None:  # fmt: skip
+    """Score both sentences of every pair of each PAIRS file under MODEL (higher = more probable); the model is
+    loaded once, and only when some chunk is left to score; resumable."""
+    if len(pairs) != len(outputs):
+        raise click.UsageError(f"{len(pairs)} PAIRS file(s) but {len(outputs)} -o output(s)")
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+    from ..tables import read_table
+    from .schemas import PAIRS
+    from .score import score_pair_tables
+
+    spec = cli_options.resolve_cli_model(model, None, external_dir, gguf_file=gguf_file, revision=revision)
+    opts = {"batch_size": batch_size, "dtype": dtype, "device": device}
+    tables = [read_table(p, PAIRS) for p in pairs]
+    done = score_pair_tables(tables, spec, outputs, name=name or model, masked=masked, causal_score=causal_score,
+                             chunk_size=chunk_size, **opts)  # fmt: skip
+    for out, df in zip(outputs, done, strict=True):
+        click.echo(f"{out}: {len(df)} pairs scored with {name or model}", err=True)
+
+
+@group.command("summarize")
+@click.option("--pairs", "pairs_files", multiple=True, required=True, type=click.Path(exists=True, dir_okay=False),
+              help="pair tables (repeat)")  # fmt: skip
+@click.option("--scores", "scores_files", multiple=True, required=True,
+              type=click.Path(exists=True, dir_okay=False), help="scores tables (repeat)")  # fmt: skip
+@cli_options.output("writes summary.parquet, comparison.parquet, sentences.parquet, summary.html, "
+                    "stereotype_score.png, page.html", kind="dir", dest="out_dir", flag="--out-dir")  # fmt: skip
+@click.option(
+    "--page",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="the inspection page [default: OUT/page.html]",
+)
+@click.option("--rounds", default=30, show_default=True, type=click.IntRange(1), help="bootstrap rounds")
+@click.option("--per-attribute", default=4, show_default=True, type=click.IntRange(1),
+              help="pairs drawn per attribute term in a bootstrap round")  # fmt: skip
+@cli_options.seed(0, "seed of the bootstrap")
+def summarize_cmd(pairs_files, scores_files, out_dir, page, rounds, per_attribute, seed) -> None:
+    """Stereotype Score per model, specification, source and attribute term with bootstrap intervals; the t-test
+    against the template baseline; the inspection page."""
+    from .run import summarize_run
+
+    summary = summarize_run(pairs_files, scores_files, out_dir, rounds=rounds, per_attribute=per_attribute,
+                            seed=seed, page=page)  # fmt: skip
+    whole = summary[summary["attribute"] == "*"]
+    click.echo(whole[["model", "spec", "source", "n", "stereotype_score", "ci_low", "ci_high"]].to_string(index=False),
+               err=True)  # fmt: skip

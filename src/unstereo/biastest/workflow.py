@@ -1,0 +1,94 @@
+"""Helpers for ``rules/biastest.smk`` (kept here so that they are unit-tested and the rules file stays declarative)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+from typing import Any
+
+from ..scoring import rules as score_rules
+from .run import is_spec_file, spec_entries
+
+
+def models(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The stage's models: ``biastest.models``, else the score stage's."""
+    return config["biastest"]["models"] or config["score"]["models"]
+
+
+def specs(config: dict[str, Any]) -> dict[str, str]:
+    """Specification name -> entry (release name or file) of ``biastest.specs``."""
+    return spec_entries(config["biastest"]["specs"])
+
+
+def generated_specs(config: dict[str, Any]) -> list[str]:
+    """The specifications to generate sentences for (release names resolved; each must be in ``specs``)."""
+    from ..errors import ConfigError
+
+    known = specs(config)
+    out = []
+    for i, entry in enumerate(config["biastest"]["generate"]["specs"]):
+        names = [entry] if entry in known else list(spec_entries([entry]))
+        for name in names:
+            if name not in known:
+                raise ConfigError(
+                    f"{entry!r} is not among biastest.specs", key=f"biastest.generate.specs[{i}]"
+                )
+            out.append(name)
+    return out
+
+
+def spec_arg(entry: str, name: str) -> str:
+    """SPEC argument of the CLI: the release name, or ``FILE:NAME``."""
+    return f"{entry}:{name}" if is_spec_file(entry) else name
+
+
+def spec_inputs(entry: str) -> list[str]:
+    """The specification file as a rule input (none for a release specification)."""
+    return [entry] if is_spec_file(entry) else []
+
+
+def reference_option(config: dict[str, Any], manifest: str | None) -> str:
+    """``--reference-dir DIR``: the configured folder, else ``biastestgpt`` beside the reference resource's
+    manifest."""
+    ref = config["biastest"]["reference_dir"] or (
+        str(Path(manifest).parent / "biastestgpt") if manifest else None
+    )
+    return f"--reference-dir {shlex.quote(ref)}" if ref else ""
+
+
+def pairs_options(config: dict[str, Any], entry: str, seed: int) -> str:
+    b = config["biastest"]
+    opts = [f"--sources {','.join(b['sources']) or 'none'}", f"--template {b['template']}",
+            f"--generator {b['released']['generator']}", f"--runs {','.join(map(str, b['released']['runs']))}",
+            f"--seed {seed}"]  # fmt: skip
+    if b["max_pairs_per_spec"]:
+        opts.append(f"--max-pairs-per-spec {b['max_pairs_per_spec']}")
+    return " ".join(opts)
+
+
+def model_arg(config: dict[str, Any], name: str, manifest: str | None) -> str:
+    """MODEL argument of ``unstereo biastest score`` (as for ``unstereo score``)."""
+    return score_rules.model_arg({"models": models(config)}, name, manifest)
+
+
+def score_options(config: dict[str, Any], name: str) -> str:
+    """Options of ``unstereo biastest score`` (per-model entries override the stage's values)."""
+    b = config["biastest"]
+    entry = models(config)[name]
+    opts = [f"--batch-size {entry.get('batch_size', b['batch_size'])}", f"--dtype {entry.get('dtype', b['dtype'])}",
+            f"--device {b['device']}", f"--chunk-size {b['chunk_size']}", f"--causal-score {b['causal_score']}"]  # fmt: skip
+    if entry.get("revision"):
+        opts.append(f"--revision {entry['revision']}")
+    if entry.get("masked"):
+        opts.append("--masked")
+    return " ".join(opts)
+
+
+def model_inputs(config: dict[str, Any], name: str, manifest) -> list[str]:
+    entry = models(config)[name]
+    return [manifest(entry["resource"])] if entry.get("resource") else []
+
+
+def settings_json(config: dict[str, Any]) -> str:
+    return json.dumps({"biastest": config["biastest"]})

@@ -1,0 +1,147 @@
+"""The biastest stage's config and rule helpers, and a real Snakemake run of its rules on a tiny config: a user
+specification with generation (a scripted OpenAI-compatible server) and a release specification (the mirror),
+scored on a tiny random GPT-2 and a tiny random BERT (masked LM)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+import yaml
+from _scoring_models import tiny_bert, tiny_gpt2, word_tokenizer
+from llm_test_server import Reply, ScriptedServer
+
+from unstereo.biastest import workflow as bt
+from unstereo.config import load_config, validate_config
+from unstereo.errors import ConfigError
+
+
+def test_offline_default_config(repo_dir):
+    config = load_config(repo_dir / "config" / "config.yaml")
+    b = config["biastest"]
+    assert b["enabled"] and b["specs"] == ["core"] and b["bootstrap"] == {"rounds": 30, "per_attribute": 4}
+    assert (
+        len(bt.specs(config)) == 15 and bt.generated_specs(config) == []
+    )  # generation off offline (too slow)
+    assert set(bt.models(config)) == {"smollm2", "gemma3-270m"}  # the score stage's models
+
+
+@pytest.mark.parametrize(
+    ("bad", "key"),
+    [
+        ({"specs": ["nope"]}, r"biastest.specs\[0\]"),
+        ({"causal_score": "median"}, "biastest.causal_score"),
+        ({"released": {"runs": [6]}}, r"biastest.released.runs"),
+        ({"generate": {"pairing": "magic"}}, "biastest.generate.pairing"),
+        (
+            {"generate": {"specs": ["Professions_vs_Gender"]}, "specs": ["Math_Arts_vs_Male_Female"]},
+            r"biastest.generate.specs\[0\]",
+        ),
+    ],
+)
+def test_bad_config_names_the_key(bad, key):
+    with pytest.raises(ConfigError, match=key):
+        config = validate_config({"biastest": bad})
+        bt.specs(config)
+        bt.generated_specs(config)
+
+
+def test_rule_helpers(tmp_path):
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump({"name": "mine", "social_groups": {"A": ["x"], "B": ["y"]},
+                                                     "attributes": {"P": ["p"], "Q": ["q"]}}))  # fmt: skip
+    config = validate_config({"biastest": {"specs": ["male_female__math_arts", str(tmp_path / "s.yaml")],
+                                           "models": {"b": {"path": "bert", "masked": True}}}})  # fmt: skip
+    specs = bt.specs(config)
+    assert specs == {"Math_Arts_vs_Male_Female": "Math_Arts_vs_Male_Female", "mine": str(tmp_path / "s.yaml")}
+    assert bt.spec_arg(specs["mine"], "mine") == f"{tmp_path / 's.yaml'}:mine"
+    assert bt.spec_inputs(specs["mine"]) == [str(tmp_path / "s.yaml")] and bt.spec_inputs("X") == []
+    assert bt.score_options(config, "b").endswith("--causal-score mean --masked")
+    assert (
+        bt.reference_option(config, "ext/reference/RESOURCE.json")
+        == "--reference-dir ext/reference/biastestgpt"
+    )
+    assert "--runs 1,2,3,4,5" in bt.pairs_options(config, "X", 3)
+    # the outputs check validates the stage's tables against its own schemas (not the UnStereoEval pair table)
+    from pathlib import Path
+
+    from unstereo.biastest.schemas import PAIRS, SCORES
+    from unstereo.outputs_check import schema_of
+
+    assert schema_of(Path("results/biastest/Math/pairs.parquet")) is PAIRS
+    assert schema_of(Path("results/biastest/tiny/Math/scores.parquet")) is SCORES
+    assert schema_of(Path("results/benchmarks/USE-5/pairs.parquet")).name == "pairs"
+
+
+def answer(body, index):
+    prompt = body["messages"][-1]["content"]
+    if prompt.startswith("Rewrite"):
+        return Reply("unused")
+    group, attribute = re.search(r'target term "([^"]+)" and attribute term "([^"]+)"', prompt).groups()
+    return Reply(f"1. {group.capitalize()} gave a {attribute} to mary .")
+
+
+@pytest.mark.slow
+def test_snakemake_runs_the_biastest_rules(tmp_path, repo_dir, reference_dir):
+    ref = reference_dir / "biastestgpt"
+    if not ref.is_dir():
+        pytest.skip(f"no biastestgpt reference data under {reference_dir}")
+    tok = word_tokenizer()
+    gpt = tmp_path / "tiny-gpt2"
+    tiny_gpt2(len(tok)).save_pretrained(gpt)
+    tok.save_pretrained(gpt)
+    bert = tmp_path / "tiny-bert"
+    model, btok = tiny_bert(tmp_path)
+    model.save_pretrained(bert)
+    btok.save_pretrained(bert)
+    (tmp_path / "toy.yaml").write_text(yaml.safe_dump({
+        "name": "toy", "social_groups": {"F": ["she", "her"], "M": ["he", "his"]},
+        "attributes": {"X": ["book", "dog"], "Y": ["race", "city"]}, "templates": ["[T] gave a [A] ."]}))  # fmt: skip
+    with ScriptedServer(answer) as server:
+        config = {
+            "resources": [], "reference_mirror": None,
+            "biastest": {
+                "enabled": True, "specs": [str(tmp_path / "toy.yaml"), "Math_Arts_vs_Male_Female"],
+                "reference_dir": str(ref), "released": {"runs": [1]}, "max_pairs_per_spec": 3,
+                "models": {"tiny": {"path": str(gpt)}, "bert": {"path": str(bert), "masked": True}},
+                "device": "cpu", "threads": 1, "bootstrap": {"rounds": 5},
+                "generate": {"specs": ["toy"], "model": {"endpoint": server.base_url, "name": "m", "api_key_env": None},
+                             "t": 1, "max_tries": 2},
+            },
+        }  # fmt: skip
+        for stage in ("corpus", "vocabulary", "benchmarks", "generate", "score", "metrics", "report"):
+            config[stage] = {"enabled": False}
+        (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+        snakemake = shutil.which("snakemake", path=os.path.dirname(sys.executable)) or "snakemake"
+        env = {**os.environ, "PYTHONPATH": str(repo_dir / "src"),
+               "PATH": os.path.dirname(sys.executable) + ":" + os.environ["PATH"]}  # fmt: skip
+        cmd = [snakemake, "-s", str(repo_dir / "Snakefile"), "-d", str(tmp_path), "--configfile",
+               str(tmp_path / "config.yaml"), "--cores", "2", "--quiet", "rules"]  # fmt: skip
+        res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    out = tmp_path / "results" / "biastest"
+    gens = pd.read_parquet(out / "toy" / "generations.parquet")
+    assert len(gens) == 4 and gens.kept.all() and set(gens.pairing) == {"rule"}  # 4 attribute terms, t = 1
+    toy = pd.read_parquet(out / "toy" / "pairs.parquet")
+    assert toy.source.value_counts().to_dict() == {  # every source sub-sampled to max_pairs_per_spec = 3
+        "generated": 3,
+        "template": 3,
+    }
+    math = pd.read_parquet(out / "Math_Arts_vs_Male_Female" / "pairs.parquet")
+    assert math.source.value_counts().to_dict() == {"released": 3, "template": 3}
+    for model in ("tiny", "bert"):
+        for spec, pairs in (("toy", toy), ("Math_Arts_vs_Male_Female", math)):
+            scores = pd.read_parquet(out / model / spec / "scores.parquet")
+            assert list(scores.pair_id) == list(pairs.pair_id)
+    assert set(pd.read_parquet(out / "bert" / "toy" / "scores.parquet").score_kind) == {"masked-term"}
+    summary = pd.read_parquet(out / "summary.parquet")
+    whole = summary[summary.attribute == "*"]
+    assert len(whole) == 2 * 4 and whole.stereotype_score.between(0, 100).all()
+    comparison = pd.read_parquet(out / "comparison.parquet")
+    assert set(comparison.source) == {"generated", "released"} and len(comparison) == 4
+    for name in ("page.html", "summary.html", "stereotype_score.png", "sentences.parquet"):
+        assert (out / name).stat().st_size > 0
