@@ -39,4 +39,4 @@ lint: venv
 	$(VENV)/bin/snakefmt --check .
 
 clean:
-	rm -rf results results-paper .snakemake .test/results
+	rm -rf results results-paper results-biastest .snakemake .test/results
