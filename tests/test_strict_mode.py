@@ -98,7 +98,10 @@ def test_reference_fetched_by_the_workflow_is_found(scratch, tmp_path):
     env = {"UNSTEREO_EXTERNAL_DIR": str(ext), "UNSTEREO_STRICT": "1"}
     # without a manifest the fetch is not complete: not used
     assert _pytest(scratch, env, "-k", "reference").returncode == 1
-    manifest = {"name": "reference", "files": {"unstereo-eval/f.txt": {"sha256": "-", "size": 1}}}
+    from unstereo.resources import RESOURCES
+
+    files = {"unstereo-eval/f.txt": {"sha256": "-", "size": 1}}
+    manifest = {"name": "reference", "version": RESOURCES["reference"].version, "files": files}
     (ext / "reference" / "RESOURCE.json").write_text(json.dumps(manifest))
     run = _pytest(scratch, env, "-k", "reference")
     assert run.returncode == 0, run.stdout[-3000:]
