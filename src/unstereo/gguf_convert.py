@@ -14,13 +14,14 @@ A folder of another conversion version (e.g. made before the tokenizer repair) i
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
 from pathlib import Path
 
+from .defaults import RESOURCE_MANIFEST
 from .errors import UnstereoError
+from .io import sha256_file
 from .log import get_logger
 
 log = get_logger("models")
@@ -48,18 +49,14 @@ def is_current(folder: Path) -> bool:
 
 def gguf_sha256(path: Path) -> str:
     """sha256 of a GGUF file: from the resource manifest beside it when it lists the file, else computed."""
-    manifest = path.parent / "RESOURCE.json"
+    manifest = path.parent / RESOURCE_MANIFEST
     try:
         entry = json.loads(manifest.read_text())["files"][path.name]
         if entry["size"] == path.stat().st_size:
             return entry["sha256"]
     except (OSError, ValueError, KeyError, TypeError):
         pass
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 22), b""):
-            h.update(block)
-    return h.hexdigest()
+    return sha256_file(path)
 
 
 def dequantise(path: Path, gguf_file: str, out: Path) -> None:

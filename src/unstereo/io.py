@@ -9,7 +9,7 @@ import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -50,3 +50,32 @@ def write_text(path: str | Path, text: str) -> Path:
 def write_json(path: str | Path, obj: Any) -> Path:
     """Write ``obj`` as indented, key-sorted JSON atomically."""
     return write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def open_sqlite(path: Path | None, statements: Iterable[str]):
+    """A SQLite connection for an on-disk cache shared by parallel jobs (``path=None``: in memory): WAL journal,
+    60 s busy timeout, usable from several threads (callers hold their own lock), ``statements`` (the schema) run
+    once. Used by the LLM cache and the score cache."""
+    import sqlite3
+
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(":memory:" if path is None else str(path), check_same_thread=False, timeout=60)
+    if path is not None:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+    for statement in statements:
+        conn.execute(statement)
+    conn.commit()
+    return conn
+
+
+def sha256_file(path: str | Path) -> str:
+    """sha256 of a file's bytes, read in 1 MiB blocks."""
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

@@ -7,11 +7,11 @@ writes on its single connection. Rows hold the request (messages and parameters,
 from __future__ import annotations
 
 import json
-import sqlite3
 import threading
 import time
 from pathlib import Path
 
+from ..io import open_sqlite
 from .types import ChatResult, LLMRequest
 
 _SCHEMA = """
@@ -31,18 +31,8 @@ class ChatCache:
 
     def __init__(self, path: str | Path | None):
         self.path = None if path is None else Path(path)
-        if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(
-            ":memory:" if self.path is None else str(self.path), check_same_thread=False, timeout=60
-        )
-        with self._lock:
-            if self.path is not None:
-                self._conn.execute("PRAGMA journal_mode=WAL")
-                self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.execute(_SCHEMA)
-            self._conn.commit()
+        self._conn = open_sqlite(self.path, (_SCHEMA,))
 
     def get(self, key: str) -> ChatResult | None:
         with self._lock:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -11,7 +10,7 @@ from pathlib import Path
 
 from ..defaults import RESOURCE_MANIFEST
 from ..errors import ChecksumError, ResourceError
-from ..io import write_json
+from ..io import sha256_file, write_json
 from ..log import get_logger
 from .builders import RESOURCES, Resource
 
@@ -29,14 +28,6 @@ __all__ = [
 log = get_logger("resources")
 
 MANIFEST = RESOURCE_MANIFEST
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def resource_dir(name: str, external_dir: str | Path) -> Path:

@@ -30,13 +30,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..io import open_sqlite
 from ..log import get_logger
 
 log = get_logger("scoring")
@@ -131,19 +131,8 @@ class ScoreCache:
 
     def __init__(self, path: str | Path | None):
         self.path = None if path is None else Path(path)
-        if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(
-            ":memory:" if self.path is None else str(self.path), check_same_thread=False, timeout=60
-        )
-        with self._lock:
-            if self.path is not None:
-                self._conn.execute("PRAGMA journal_mode=WAL")
-                self._conn.execute("PRAGMA synchronous=NORMAL")
-            for statement in _SCHEMA:
-                self._conn.execute(statement)
-            self._conn.commit()
+        self._conn = open_sqlite(self.path, _SCHEMA)
 
     def get_many(self, key: str, texts: Iterable[str]) -> dict[str, tuple[float, int]]:
         """The cached (logp, ntok) of those of ``texts`` scored under model ``key``."""
