@@ -57,12 +57,23 @@ def open_sqlite(path: Path | None, statements: Iterable[str]):
     60 s busy timeout, usable from several threads (callers hold their own lock), ``statements`` (the schema) run
     once. Used by the LLM cache and the score cache."""
     import sqlite3
+    import time
 
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(":memory:" if path is None else str(path), check_same_thread=False, timeout=60)
     if path is not None:
-        conn.execute("PRAGMA journal_mode=WAL")
+        # Switching a new file to WAL while another job does the same can fail at once with "database is locked"
+        # (SQLite does not call the busy handler there): retry within the same 60 s the busy timeout allows.
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                break
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
         conn.execute("PRAGMA synchronous=NORMAL")
     for statement in statements:
         conn.execute(statement)
