@@ -1,12 +1,15 @@
-"""Speed of the corpus counters: the fast (numpy) counter against the naive reference, same file, one run.
+"""Speed of the corpus counters: the fast counter (compiled kernels and numpy paths) against the naive reference,
+same files, one run.
 
-    python benchmarks/bench_corpus.py [--file data/external/demo-corpus/brown.jsonl] [--repeat 3]
+    python benchmarks/bench_corpus.py [--file F ...] [--repeat 3]
 
-Both counters read the same file through the same reader (JSON parsing included) and must give identical counts.
-Prints MB/s per core (wall clock, and input per CPU-second of this single-threaded process), the speed ratio,
-peak memory (tracemalloc peak of one fast run, and the process's max RSS), and the extrapolated core-hours for the
-825 GB PILE. Targets of issue 3: fast >= 7x naive and >= 100 MB/s per core. "Steady state" counts the file a second
-time into a counter that already knows its vocabulary (a PILE shard of 28 GB is nearly all steady state).
+Default input: the demo corpus (brown.jsonl + nlp-corpus.jsonl, 23 MB). Every counter reads the same files through
+the same reader (JSON parsing included) and must give identical counts. A single pass starts from a cold vocabulary
+and includes building the final sorted tables. Prints MB/s per core (wall clock, and input per CPU-second of this
+single-threaded process), the speed ratios, peak memory (tracemalloc peak of one fast run, and the process's max
+RSS), and the extrapolated core-hours for the 825 GB PILE. Targets: fast >= 7x naive (issue 3), >= 100 MB/s per core
+single pass (issue 18). "Steady state" counts the files a second time into a counter that already knows their
+vocabulary (a PILE shard of 28 GB is nearly all steady state). For large inputs see bench_corpus_scale.py.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import pandas as pd  # noqa: E402
 
+from unstereo.corpus import kernels  # noqa: E402
 from unstereo.corpus.count import FastCounter, count_naive  # noqa: E402
 from unstereo.corpus.lexicon import load_stopwords, load_targets  # noqa: E402
 from unstereo.corpus.readers import DocumentReader  # noqa: E402
@@ -31,12 +35,18 @@ from unstereo.corpus.readers import DocumentReader  # noqa: E402
 PILE_MB = 825e3
 
 
-def run_fast(path, targets, stop, passes=1):
-    counter = FastCounter(targets, stop, 10)
+def batches(paths):
+    reader = DocumentReader(chunk_bytes=1 << 20)
+    for path in paths:
+        yield from reader.batches(path)
+
+
+def run_fast(paths, targets, stop, passes=1, compiled=None):
+    counter = FastCounter(targets, stop, 10, compiled=compiled)
     times = []
     for _ in range(passes):
         w0, c0 = time.perf_counter(), time.process_time()
-        for batch in DocumentReader(chunk_bytes=1 << 20).batches(path):
+        for batch in batches(paths):
             counter.add(batch)
         times.append((time.perf_counter() - w0, time.process_time() - c0))
     w0, c0 = time.perf_counter(), time.process_time()
@@ -45,61 +55,75 @@ def run_fast(path, targets, stop, passes=1):
     return counts, times, final
 
 
-def run_naive(path, targets, stop):
+def run_naive(paths, targets, stop):
     w0, c0 = time.perf_counter(), time.process_time()
-    texts = (t for batch in DocumentReader(chunk_bytes=1 << 20).batches(path) for t in batch)
-    counts = count_naive(texts, targets, stop, 10)
+    counts = count_naive((t for batch in batches(paths) for t in batch), targets, stop, 10)
     return counts, (time.perf_counter() - w0, time.process_time() - c0)
+
+
+def same_counts(a, b) -> bool:
+    if (a.n_tokens, a.n_pairs) != (b.n_tokens, b.n_pairs):
+        return False
+    try:
+        pd.testing.assert_frame_equal(a.unigrams, b.unigrams)
+        pd.testing.assert_frame_equal(a.cooccurrence, b.cooccurrence)
+    except AssertionError:
+        return False
+    return True
 
 
 def main() -> None:
     ext = Path(os.environ.get("UNSTEREO_EXTERNAL_DIR", "data/external"))
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--file", type=Path, default=ext / "demo-corpus" / "brown.jsonl")
-    ap.add_argument("--repeat", type=int, default=3, help="fast runs (best is reported); naive runs once")
+    ap.add_argument(
+        "--file", type=Path, action="append", help="input file (repeat for several; default: demo corpus)"
+    )
+    ap.add_argument(
+        "--repeat", type=int, default=3, help="fast runs per path (best is reported); naive runs once"
+    )
     args = ap.parse_args()
-    mb = args.file.stat().st_size / 1e6
+    paths = args.file or [ext / "demo-corpus" / "brown.jsonl", ext / "demo-corpus" / "nlp-corpus.jsonl"]
+    mb = sum(p.stat().st_size for p in paths) / 1e6
     targets, stop = load_targets(), load_stopwords("spacy")
-    run_fast(args.file, targets, stop)  # warm-up: imports, the isalpha table, page cache
-
-    best = None
-    for _ in range(args.repeat):
-        counts, times, final = run_fast(args.file, targets, stop)
-        wall, cpu = times[0][0] + final[0], times[0][1] + final[1]
-        if best is None or wall < best[0]:
-            best = (wall, cpu, final[1])
-    _, steady_times, _ = run_fast(args.file, targets, stop, passes=2)
-    naive_counts, (n_wall, n_cpu) = run_naive(args.file, targets, stop)
-
-    same = counts.n_tokens == naive_counts.n_tokens and counts.n_pairs == naive_counts.n_pairs
-    try:
-        pd.testing.assert_frame_equal(counts.unigrams, naive_counts.unigrams)
-        pd.testing.assert_frame_equal(counts.cooccurrence, naive_counts.cooccurrence)
-    except AssertionError:
-        same = False
+    paths_fast = [("fast, compiled", True)] if kernels.AVAILABLE else []
+    paths_fast.append(("fast, numpy", False))
+    rows, results = [], {}
+    for name, compiled in paths_fast:
+        run_fast(paths[:1], targets, stop, compiled=compiled)  # warm-up: imports, tables, compiled code
+        best = None
+        for _ in range(args.repeat):
+            counts, times, final = run_fast(paths, targets, stop, compiled=compiled)
+            wall, cpu = times[0][0] + final[0], times[0][1] + final[1]
+            if best is None or wall < best[0]:
+                best = (wall, cpu, final[1])
+        _, steady, _ = run_fast(paths, targets, stop, passes=2, compiled=compiled)
+        rows += [(name, best[0], best[1]), (f"{name}, steady state", *steady[1])]
+        results[name] = (counts, best)
+    naive_counts, (n_wall, n_cpu) = run_naive(paths, targets, stop)
+    rows.insert(0, ("naive", n_wall, n_cpu))
+    same = all(same_counts(c, naive_counts) for c, _ in results.values())
 
     tracemalloc.start()
-    run_fast(args.file, targets, stop)
+    run_fast(paths, targets, stop)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     maxrss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
-    f_wall, f_cpu, f_final = best
-    s_wall, s_cpu = steady_times[1]
-    rows = [
-        ("naive", n_wall, n_cpu),
-        ("fast", f_wall, f_cpu),
-        ("fast, steady state", s_wall, s_cpu),
-    ]
-    print(f"file: {args.file} ({mb:.1f} MB), {counts.n_tokens} tokens, {len(counts.unigrams)} types")
+    first = next(iter(results.values()))[0]
+    print(
+        f"files: {', '.join(map(str, paths))} ({mb:.1f} MB), {first.n_tokens} tokens, {len(first.unigrams)} types"
+    )
     print(f"identical counts: {same}")
     print(
-        f"{'counter':20s} {'wall s':>8s} {'cpu s':>8s} {'MB/s wall':>10s} {'MB/cpu-s':>10s} {'PILE core-h':>12s}"
+        f"{'counter':28s} {'wall s':>8s} {'cpu s':>8s} {'MB/s wall':>10s} {'MB/cpu-s':>10s} {'PILE core-h':>12s}"
     )
     for name, w, c in rows:
-        print(f"{name:20s} {w:8.3f} {c:8.3f} {mb / w:10.1f} {mb / c:10.1f} {PILE_MB / (mb / c) / 3600:12.1f}")
-    print(f"fast: {f_final:.3f} cpu s of the single pass build the final sorted tables")
-    print(f"speed ratio fast/naive: wall {n_wall / f_wall:.1f}x, cpu {n_cpu / f_cpu:.1f}x (target >= 7x)")
+        print(f"{name:28s} {w:8.3f} {c:8.3f} {mb / w:10.1f} {mb / c:10.1f} {PILE_MB / (mb / c) / 3600:12.1f}")
+    for name, (_, (f_wall, f_cpu, f_final)) in results.items():
+        print(f"{name}: {f_final:.3f} cpu s of the single pass build the final sorted tables")
+        print(
+            f"{name}: speed ratio to naive: wall {n_wall / f_wall:.1f}x, cpu {n_cpu / f_cpu:.1f}x (target >= 7x)"
+        )
     print(f"peak traced memory of one fast run: {peak / 2**20:.0f} MiB; process max RSS {maxrss_mb:.0f} MiB")
     print(f"cores: os.cpu_count() = {os.cpu_count()}, load average {os.getloadavg()[0]:.2f}")
     sys.exit(0 if same else 1)

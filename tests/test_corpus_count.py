@@ -64,6 +64,16 @@ def as_counters(counts):
     return uni, co
 
 
+@pytest.fixture(params=[False, True], ids=["numpy", "numba"])
+def compiled(request):
+    """Both paths of the fast counter: numpy, and the compiled kernels (when numba is installed)."""
+    from unstereo.corpus import kernels
+
+    if request.param and not kernels.AVAILABLE:
+        pytest.skip("numba is not installed")
+    return request.param
+
+
 def fast(docs, targets=TARGETS, stopwords=SPACY, window=10, batch=3, **kw):
     counter = FastCounter(targets, stopwords, window, **kw)
     for i in range(0, len(docs), batch):
@@ -90,10 +100,10 @@ EDGE_DOCS = [
 
 
 @pytest.mark.parametrize("window,dense_rows", [(2, 1 << 18), (5, 1 << 18), (10, 1 << 18), (10, 4), (3, 0)])
-def test_fast_equals_plain_reference_on_edge_cases(window, dense_rows):
+def test_fast_equals_plain_reference_on_edge_cases(window, dense_rows, compiled):
     # dense_rows: word ids below it are counted in a dense array, the others sparsely; both paths must agree
     uni, co, n_pairs = plain_counter(EDGE_DOCS, set(TARGETS), SPACY, window)
-    c = fast(EDGE_DOCS, window=window, dense_rows=dense_rows).counts()
+    c = fast(EDGE_DOCS, window=window, dense_rows=dense_rows, compiled=compiled).counts()
     assert as_counters(c) == (uni, co)
     assert c.n_pairs == n_pairs
     assert c.n_tokens == sum(uni.values())
@@ -101,12 +111,14 @@ def test_fast_equals_plain_reference_on_edge_cases(window, dense_rows):
     assert as_counters(lib) == (uni, co) and lib.n_pairs == n_pairs
 
 
-def test_hand_counted_example():
+def test_hand_counted_example(compiled):
     # No stop words, window 3 (offsets 1 and 2), targets she/he. Tokens: she(0) likes(1) cats(2) he(3) likes(4) she(5)
     # Windows: she@0 -> likes, cats; he@3 -> likes@1, cats, likes@4, she@5; she@5 -> he@3, likes@4.
     # c(likes, she) = 1 + 1 = 2; c(cats, she) = 1; c(he, she) = 1; c(likes, he) = 2; c(cats, he) = 1; c(she, he) = 1.
     # Ordered pairs: 2 * ((6 - 1) + (6 - 2)) = 18.
-    c = fast(["She likes cats, he likes she."], targets=["she", "he"], stopwords=[], window=3).counts()
+    c = fast(
+        ["She likes cats, he likes she."], targets=["she", "he"], stopwords=[], window=3, compiled=compiled
+    ).counts()
     uni, co = as_counters(c)
     assert uni == Counter({"she": 2, "likes": 2, "cats": 1, "he": 1})
     assert co == Counter(
@@ -122,9 +134,9 @@ def test_hand_counted_example():
     assert c.n_pairs == 18
 
 
-def test_identical_targets_count_from_both_ends():
+def test_identical_targets_count_from_both_ends(compiled):
     # "she x she", window 10: she@0 sees x, she@2; she@2 sees she@0, x -> c(she, she) = 2, c(x, she) = 2.
-    c = fast(["she x she"], targets=["she", "he"], stopwords=[], window=10).counts()
+    c = fast(["she x she"], targets=["she", "he"], stopwords=[], window=10, compiled=compiled).counts()
     assert as_counters(c)[1] == Counter({("she", "she"): 2, ("x", "she"): 2})
 
 
@@ -135,15 +147,15 @@ def test_pairs_in_document():
     assert list(pairs_in_document(np.array([0, 1, 2]), 10)) == [0, 0, 2]
 
 
-def test_spilled_counts_equal_in_memory(tmp_path):
+def test_spilled_counts_equal_in_memory(tmp_path, compiled):
     def word(i: int) -> str:  # distinct letter-only words: base 26
         return "w" + "".join(chr(97 + (i // 26**k) % 26) for k in range(3))
 
     docs = EDGE_DOCS * 3 + [
         " ".join(f"{word(i)} she" if i % 3 else word(i) for i in range(k, k + 90)) for k in range(0, 2700, 90)
     ]
-    mem = fast(docs).counts()
-    counter = fast(docs, spill_types=100, spill_dir=tmp_path / "spill")
+    mem = fast(docs, compiled=compiled).counts()
+    counter = fast(docs, spill_types=100, spill_dir=tmp_path / "spill", compiled=compiled)
     counter.finish(tmp_path / "out", {}, partitions=3)
     assert len(counter.runs) > 1  # it did spill
     uni, co, stats = read_counts(tmp_path / "out")
@@ -193,13 +205,13 @@ def test_merge_refuses_different_settings(tmp_path):
         merge_count_dirs([tmp_path / "w10", tmp_path / "w5"], tmp_path / "m")
 
 
-def test_demo_corpus_slice_fast_equals_plain(resource):
+def test_demo_corpus_slice_fast_equals_plain(resource, compiled):
     demo = resource("demo-corpus")
     docs = []
     for name, n in (("brown.jsonl", 8), ("nlp-corpus.jsonl", 1500)):
         with open(demo / name, encoding="utf-8") as fh:
             docs += [json.loads(next(fh))["text"] for _ in range(n)]
     uni, co, n_pairs = plain_counter(docs, set(TARGETS), SPACY, 10)
-    c = fast(docs, batch=97).counts()
+    c = fast(docs, batch=97, compiled=compiled).counts()
     assert sum(co.values()) > 1000  # the slice does hold targets
     assert as_counters(c) == (uni, co) and c.n_pairs == n_pairs

@@ -13,9 +13,11 @@ Definitions (both counters):
   sum_{d=1}^{window-1} 2 * max(n - d, 0). Delta does not depend on these constant factors.
 
 The fast counter works on batches of documents as byte arrays (see tokenize.py), maps tokens to integer ids with a
-hash table over 64-bit keys (one Python string per distinct word, not per token), counts windows with vectorised
-offsets around target positions, and keeps memory bounded by spilling partial counts to parquet runs that
-:mod:`~unstereo.corpus.merge` sums partition by partition.
+hash table over 64-bit keys (one Python string per distinct word, not per token), counts the windows around target
+positions, and keeps memory bounded by spilling partial counts to parquet runs that :mod:`~unstereo.corpus.merge`
+sums partition by partition. Two paths do the per-token work: compiled kernels (:mod:`.kernels`, numba; one pass
+over the bytes, the default where numba is installed) and numpy (vectorised passes); the tests hold both to the
+naive reference.
 """
 
 from __future__ import annotations
@@ -62,10 +64,10 @@ class Counts:
     meta: dict = field(default_factory=dict)
 
 
-def _as_tables(words: list[str], uni, co_word, targets: list[str], co_target, co_count):
-    """Count tables from sorted ``words`` and ``targets`` and index columns already in (word, target) order,
-    zero rows dropped. Built through arrow (``take`` on the distinct strings), ~10x faster than pandas'
-    object-to-string conversion."""
+def _as_tables(words, uni, co_word, targets: list[str], co_target, co_count):
+    """Count tables from sorted ``words`` (a list or an arrow array) and ``targets`` and index columns already in
+    (word, target) order, zero rows dropped. Built through arrow (``take`` on the distinct strings), ~10x faster
+    than pandas' object-to-string conversion."""
     import pyarrow as pa
 
     w, t = pa.array(words, type=pa.string()), pa.array(targets, type=pa.string())
@@ -141,15 +143,30 @@ class _Grow:
         return self.a[: self.n]
 
 
-def _word_keys(words: list[str]) -> np.ndarray:
-    """Keys of single alphabetic words, as the fast counter computes them for tokens."""
+def _word_keys(words: list[str], kernels=None) -> np.ndarray:
+    """Keys of single alphabetic words, as the fast counter computes them for tokens (numpy, or the compiled
+    kernels when given: their keys of words longer than 32 bytes differ)."""
     if not words:
         return np.empty(0, np.uint64)
     buf, n = tk.encode_batch([w.lower() for w in words])
     starts, ends = tk.token_spans(np.frombuffer(buf, np.uint8), n)
     if starts.size != len(words):
         raise ValueError("every word must be one alphabetic token")
-    return tk.token_keys(buf, starts, ends)[0]
+    if kernels is None:
+        return tk.token_keys(buf, starts, ends)[0]
+    keys, checks = np.empty(len(words), np.uint64), np.empty(len(words), np.uint64)
+    kernels.word_keys(np.frombuffer(buf, np.uint8), starts, ends, keys, checks)
+    return keys
+
+
+def _decode_spans(arr: np.ndarray, s: np.ndarray, e: np.ndarray) -> list[str]:
+    """The strings ``arr[s[i]:e[i]]`` (UTF-8), gathered and decoded in one go."""
+    lens = e - s
+    inword = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
+    out_off = np.cumsum(lens + 1) - (lens + 1)  # one \x01 (never part of a word) after each word
+    joined = np.ones(int(out_off[-1] + lens[-1]), np.uint8)
+    joined[np.repeat(out_off, lens) + inword] = arr[np.repeat(s, lens) + inword]
+    return joined.tobytes().decode("utf-8", "surrogatepass").split("\x01")
 
 
 class _KeyTable:
@@ -184,8 +201,8 @@ class FastCounter:
     Memory stays bounded: once the run holds ``spill_types`` distinct words or ``spill_rows`` sparse co-occurrence
     rows, the run is written to ``spill_dir`` as parquet and started afresh; :meth:`finish` sums the runs. Per run:
     about 150 bytes per distinct word (hash table, string, arrays), a dense ``dense_rows x len(targets)`` int64
-    array for the co-occurrences of the first words seen (the frequent ones; 161 MB at the defaults and 77 targets,
-    allocated as the vocabulary grows) and 16 bytes per sparse co-occurrence row beyond it.
+    array for the co-occurrences of the first words seen (the frequent ones; up to 161 MB at the defaults and 77
+    targets, mapped as the vocabulary grows) and 16 bytes per sparse co-occurrence row beyond it.
     """
 
     def __init__(
@@ -197,18 +214,25 @@ class FastCounter:
         spill_types: int = 2_000_000,
         spill_rows: int = 20_000_000,
         dense_rows: int = 1 << 18,
+        compiled: bool | None = None,
     ):
         if window < 1:
             raise ValueError("window must be >= 1")
+        from . import kernels
+
+        if compiled and not kernels.AVAILABLE:
+            raise RuntimeError("compiled counting needs numba (pip install numba)")
+        # the compiled kernels when numba is there (None: auto), else the numpy path
+        self._kernels = kernels if (kernels.AVAILABLE if compiled is None else compiled) else None
         self.targets = sorted(set(targets))
         self._tindex = {t: i for i, t in enumerate(self.targets)}
         self.stopwords = frozenset(stopwords) - set(self.targets)
         self.window = int(window)
         # keys of the stop words (those that can be a token at all: alphabetic) plus the separator's key 0
         self._stop_keys = np.append(
-            _word_keys(sorted(w for w in self.stopwords if w.isalpha())), np.uint64(0)
+            _word_keys(sorted(w for w in self.stopwords if w.isalpha()), self._kernels), np.uint64(0)
         )
-        self._target_keys = _word_keys(self.targets)
+        self._target_keys = _word_keys(self.targets, self._kernels)
         self._target_ids = np.arange(len(self.targets), dtype=np.int16)
         d = np.arange(1, self.window, dtype=np.int64)
         self._offsets = np.concatenate([d, -d])
@@ -222,15 +246,24 @@ class FastCounter:
         self.n_pairs = 0
         self._reset()
 
+    @property
+    def accelerator(self) -> str:
+        """``numba`` (compiled kernels) or ``numpy``."""
+        return "numba" if self._kernels is not None else "numpy"
+
     # -- state of the current run
     def _reset(self) -> None:
-        self._gid = _KeyTable()
+        self._gid = _KeyTable()  # numpy path: key -> id
+        self._table = np.zeros(2 << 16, np.uint64)  # compiled path: open addressing, (key, id) per slot
         self._words: list[str] = []
         self._uni = _Grow(np.int64)
         self._stop = _Grow(bool, False)
         self._tid = _Grow(np.int16, -1)
         self._check = _Grow(np.uint64)  # check hash of long words by id (0 = not seen yet)
-        self._dense = np.zeros(0, np.int64)  # c(w, g) at w * T + g for word ids below dense_rows
+        # c(w, g) at g * dense_rows + w for word ids below dense_rows (target-major: the frequent words of a target
+        # share cache lines); allocated whole but zero pages are only mapped when touched (calloc), so memory grows
+        # with the vocabulary without the copies of a growing array
+        self._dense = np.zeros(self.dense_rows * len(self.targets), np.int64)
         self._co_keys: list[np.ndarray] = []
         self._co_vals: list[np.ndarray] = []
         self._co_len = 0
@@ -238,13 +271,7 @@ class FastCounter:
 
     def _new_words(self, keys: np.ndarray, reps: np.ndarray, arr: np.ndarray, starts, ends, chk) -> None:
         """Register words first seen in this batch: their bytes are gathered and decoded in one go."""
-        s, e = starts[reps], ends[reps]
-        lens = e - s
-        inword = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
-        out_off = np.cumsum(lens + 1) - (lens + 1)  # one \x01 (never part of a word) after each word
-        joined = np.ones(int(out_off[-1] + lens[-1]), np.uint8)
-        joined[np.repeat(out_off, lens) + inword] = arr[np.repeat(s, lens) + inword]
-        words = joined.tobytes().decode("utf-8", "surrogatepass").split("\x01")
+        words = _decode_spans(arr, starts[reps], ends[reps])
         first = len(self._words)
         n = first + len(words)
         self._gid.add(keys, np.arange(first, n, dtype=np.int64))
@@ -264,6 +291,90 @@ class FastCounter:
         """Count one batch of documents."""
         if not texts:
             return
+        if self._kernels is not None:
+            self._add_compiled(texts)
+        else:
+            self._add_numpy(texts)
+        if len(self._words) >= self.spill_types or self._co_len >= self.spill_rows:
+            self._spill()
+
+    def _add_compiled(self, texts: list[str]) -> None:
+        K = self._kernels
+        buf, n = tk.encode_batch(texts)
+        arr = np.frombuffer(buf, dtype=np.uint8)
+        starts, ends = tk.token_spans(arr, n, separators=True)
+        ntok = starts.size
+        ids, new_tok = np.empty(ntok, np.int64), np.empty(ntok, np.int64)
+        words = np.frombuffer(buf, "<u8", count=len(buf) // 8)
+        t = 0
+        while True:  # assign stops when the hash table or the per-word arrays are full: grow, go on
+            first = len(self._words)
+            t, nnew, bad, bad_t = K.assign(
+                arr, words, starts, ends, t, self._table, self._check.a, first, ids, new_tok
+            )
+            if nnew:
+                self._register(_decode_spans(arr, starts[new_tok[:nnew]], ends[new_tok[:nnew]]))
+            if bad >= 0:
+                raise HashCollisionError(
+                    f"hash collision between {self._words[bad]!r} and "
+                    f"{buf[starts[bad_t] : ends[bad_t]].decode('utf-8', 'surrogatepass')!r}; rerun with --engine naive"
+                )
+            if t >= ntok:
+                break
+            self._grow_table()
+        m, n_pairs, sparse = K.count(
+            ids,
+            ntok,
+            self._stop.a,
+            self._tid.a,
+            self._uni.a,
+            self._dense,
+            self.dense_rows,
+            len(self.targets),
+            self.window,
+            np.empty(ntok, np.int64),
+        )
+        self.n_tokens += int(m)
+        self.n_pairs += int(n_pairs)
+        if sparse.size:
+            self._add_sparse(sparse)
+
+    def _grow_table(self) -> None:
+        """Compiled path: twice the room in the hash table and the per-word arrays."""
+        words = len(self._words)
+        for g in (self._uni, self._stop, self._tid, self._check):
+            g.ensure(2 * max(words, 1024))
+        if 8 * words >= self._table.size:  # words fill half the slots (table.size / 2 slots of 2 entries)
+            table = np.zeros(2 * self._table.size, np.uint64)
+            self._kernels.rehash(self._table, table)
+            self._table = table
+
+    def _register(self, words: list[str]) -> None:
+        """Compiled path: words that got the next ids in this batch; flag stop words and targets among them."""
+        first = len(self._words)
+        n = first + len(words)
+        self._words.extend(words)
+        for g in (self._uni, self._stop, self._tid, self._check):
+            g.n = n
+        for keys, flag in ((self._stop_keys, None), (self._target_keys, self._target_ids)):
+            gid = np.empty(keys.size, np.int64)
+            self._kernels.lookup(self._table, keys, gid)
+            hit = gid >= first
+            if flag is None:
+                self._stop.a[gid[hit]] = True
+            else:
+                self._tid.a[gid[hit]] = flag[hit]
+
+    def _add_sparse(self, codes: np.ndarray) -> None:
+        """Co-occurrences ``w * T + g`` of words beyond the dense rows (one code per occurrence)."""
+        pair_codes, pair_keys = pd.factorize(codes)
+        self._co_keys.append(pair_keys)
+        self._co_vals.append(np.bincount(pair_codes).astype(np.int64))
+        self._co_len += pair_keys.size
+        if self._co_len > max(4_000_000, 2 * self._co_compact):
+            self._compact()
+
+    def _add_numpy(self, texts: list[str]) -> None:
         buf, n = tk.encode_batch(texts)
         arr = np.frombuffer(buf, dtype=np.uint8)
         starts, ends = tk.token_spans(arr, n, separators=True)
@@ -290,13 +401,13 @@ class FastCounter:
                     f"hash collision between {self._words[gids[i]]!r} and "
                     f"{buf[starts[i] : ends[i]].decode('utf-8', 'surrogatepass')!r}; rerun with --engine naive"
                 )
-        # document of each token: separators (key 0) before it; then stop words (and separators) out
+        # stop words (and the separators) out; documents end where the separators (key 0) were
         keep = np.flatnonzero(~self._stop.a[gids])
         kg = gids[keep]
-        kd = np.searchsorted(np.flatnonzero(keys == 0), keep)  # separators before each kept token
         m = kg.size
         self.n_tokens += m
-        per_doc = np.bincount(kd, minlength=len(texts))
+        ends = np.searchsorted(keep, np.flatnonzero(keys == 0))  # kept tokens before each document end
+        per_doc = np.diff(ends, prepend=0, append=m)
         self.n_pairs += int(pairs_in_document(per_doc, self.window).sum())
         np.add.at(self._uni.a, kg, 1)
         # co-occurrence: all offsets around the target positions at once, same document only
@@ -305,29 +416,18 @@ class FastCounter:
         if pos.size == 0:
             return
         T = len(self.targets)
-        j = (pos[:, None] + self._offsets[None, :]).ravel()
-        p = np.repeat(pos, self._offsets.size)
-        ok = (j >= 0) & (j < m)
-        j, p = j[ok], p[ok]
-        same = kd[j] == kd[p]
-        wg, wt = kg[j[same]], tids[p[same]].astype(np.int64)
+        # the window of a target stays inside its document: [first kept token of the document, its end)
+        bounds = np.concatenate(([0], ends, [m]))
+        doc = np.searchsorted(ends, pos, side="right")
+        j = pos[:, None] + self._offsets[None, :]
+        ok = (j >= bounds[doc][:, None]) & (j < bounds[doc + 1][:, None])
+        j, p = j[ok], np.broadcast_to(pos[:, None], ok.shape)[ok]
+        wg, wt = kg[j], tids[p].astype(np.int64)
         # dense counts for the first `dense_rows` word ids (frequent words come first), sparse beyond
         dense = wg < self.dense_rows
-        need = int(wg[dense].max()) + 1 if dense.any() else 0
-        if need * T > self._dense.size:
-            grown = np.zeros(min(self.dense_rows, max(need, 2 * self._dense.size // T)) * T, np.int64)
-            grown[: self._dense.size] = self._dense
-            self._dense = grown
-        np.add.at(self._dense, wg[dense] * T + wt[dense], 1)
+        np.add.at(self._dense, wt[dense] * self.dense_rows + wg[dense], 1)
         if not dense.all():
-            pair_codes, pair_keys = pd.factorize(wg[~dense] * T + wt[~dense])
-            self._co_keys.append(pair_keys)
-            self._co_vals.append(np.bincount(pair_codes).astype(np.int64))
-            self._co_len += pair_keys.size
-            if self._co_len > max(4_000_000, 2 * self._co_compact):
-                self._compact()
-        if len(self._words) >= self.spill_types or self._co_len >= self.spill_rows:
-            self._spill()
+            self._add_sparse(wg[~dense] * T + wt[~dense])
 
     def _compact(self) -> None:
         if len(self._co_keys) > 1:
@@ -340,22 +440,28 @@ class FastCounter:
         self._co_compact = self._co_len
 
     def _run_tables(self) -> tuple[pd.DataFrame, pd.DataFrame]:
-        nz = np.flatnonzero(self._dense)
-        if nz.size:
-            self._co_keys.append(nz.astype(np.int64))
-            self._co_vals.append(self._dense[nz])
-            self._dense = np.zeros(0, np.int64)
-        self._compact()
         T = len(self.targets)
+        used = self._dense.reshape(T, self.dense_rows)[:, : min(len(self._words), self.dense_rows)]
+        g, w = np.nonzero(used)  # only the rows of words seen: untouched pages stay unmapped
+        if g.size:
+            self._co_keys.append(w.astype(np.int64) * T + g)
+            self._co_vals.append(used[g, w])
+        self._dense = np.zeros(self._dense.size, np.int64)  # its counts moved to the sparse rows
+        self._compact()
         keys = self._co_keys[0] if self._co_keys else np.empty(0, np.int64)
         vals = self._co_vals[0] if self._co_vals else np.empty(0, np.int64)
-        # sort once by word (Python string order) and reuse the ranks for the co-occurrence rows
-        order = np.array(sorted(range(len(self._words)), key=self._words.__getitem__), dtype=np.int64)
+        # sort once by word and reuse the ranks for the co-occurrence rows. Arrow sorts by UTF-8 bytes, which is
+        # code point order, i.e. Python's string order (words are letters only: no surrogates).
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        all_words = pa.array(self._words, type=pa.string())
+        order = pc.sort_indices(all_words).to_numpy().astype(np.int64, copy=False)
         rank = np.empty_like(order)
         rank[order] = np.arange(order.size)
         wrank = rank[keys // T]
         co_order = np.argsort(wrank * T + keys % T, kind="stable")  # targets are sorted already
-        words = [self._words[i] for i in order.tolist()]
+        words = all_words.take(pa.array(order))
         return _as_tables(
             words, self._uni.view[order], wrank[co_order], self.targets, (keys % T)[co_order], vals[co_order]
         )
@@ -472,6 +578,7 @@ def count_files(
                 spill_types=spill_types,
                 spill_rows=spill_rows,
             )
+            meta["accelerator"] = counter.accelerator
             try:
                 for texts in batches():
                     counter.add(texts)

@@ -32,9 +32,7 @@ def load_stopwords(spec: str | Path | None = "spacy") -> frozenset[str]:
     if spec is None or str(spec) == "none":
         return frozenset()
     if str(spec) == "spacy":
-        from spacy.lang.en.stop_words import STOP_WORDS
-
-        return frozenset(w.lower() for w in STOP_WORDS)
+        return frozenset(w.lower() for w in _spacy_stop_words())
     path = Path(spec)
     if not path.is_file():
         raise InputError("stop-word file not found (use 'spacy', 'none' or a path)", path=path)
@@ -46,6 +44,22 @@ def load_stopwords(spec: str | Path | None = "spacy") -> frozenset[str]:
                 raise InputError(f"stop word {w!r} is not one alphabetic token", path=path, line=i)
             words.append(w)
     return frozenset(words)
+
+
+def _spacy_stop_words() -> set[str]:
+    """spaCy's English STOP_WORDS. The module holds only the list, but importing it imports spaCy (~3 s, in every
+    count job), so its file is run on its own when it can be found."""
+    import importlib.util
+    import runpy
+
+    spec = importlib.util.find_spec("spacy")  # finds the package without importing it
+    if spec is not None and spec.origin:
+        path = Path(spec.origin).parent / "lang" / "en" / "stop_words.py"
+        if path.is_file():
+            return set(runpy.run_path(str(path))["STOP_WORDS"])
+    from spacy.lang.en.stop_words import STOP_WORDS  # pragma: no cover - another layout
+
+    return set(STOP_WORDS)
 
 
 def load_pairs(path: str | Path | None = None) -> list[Pair]:

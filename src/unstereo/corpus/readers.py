@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from ..errors import InputError
 from ..log import get_logger
 
@@ -92,43 +94,78 @@ def _raw_blocks(path: Path) -> Iterator[bytes]:
             yield blk
 
 
-def iter_line_batches(path: str | Path, chunk_bytes: int) -> Iterator[tuple[int, list[bytes]]]:
-    """Yield ``(first_line_number, lines)`` with about ``chunk_bytes`` of complete lines (newline stripped).
+def iter_chunks(path: str | Path, chunk_bytes: int) -> Iterator[tuple[int, bytes, np.ndarray]]:
+    """Yield ``(first_line_number, chunk, newlines)``: about ``chunk_bytes`` of complete lines, newlines kept (only
+    the last line of a file may lack its newline), and the offsets of its newlines. Each chunk is one copy of the
+    blocks read (no per-line objects).
 
     A truncated ``.zst`` raises ``_Truncated`` after the complete lines before the cut have been yielded; the
     incomplete last line (if any) is carried in the exception as ``partial``.
     """
     path = Path(path)
     blocks = _zst_blocks(path) if input_kind(path) == "jsonl.zst" else _raw_blocks(path)
-    rest = b""
     lineno = 1
-    pending: list[bytes] = []
+    pending: list = []  # memoryviews of complete lines
+    carry: list = []  # the start of a line not complete yet
     size = 0
+
+    def flush() -> tuple[int, bytes, np.ndarray]:
+        nonlocal lineno, pending, size
+        chunk = b"".join(pending)
+        first = lineno
+        newlines = np.flatnonzero(np.frombuffer(chunk, np.uint8) == 10)
+        lineno += newlines.size + (not chunk.endswith(b"\n"))
+        pending, size = [], 0
+        return first, chunk, newlines
+
     try:
         for blk in blocks:
-            parts = (rest + blk).split(b"\n")
-            rest = parts.pop()
-            pending.extend(parts)
-            size += len(blk)
+            cut = blk.rfind(b"\n") + 1
+            if not cut:
+                carry.append(blk)
+                continue
+            view = memoryview(blk)
+            pending += carry
+            pending.append(view[:cut])
+            size += cut + sum(map(len, carry))
+            carry = [view[cut:]] if cut < len(blk) else []
             if size >= chunk_bytes:
-                yield lineno, pending
-                lineno += len(pending)
-                pending, size = [], 0
+                yield flush()
     except _Truncated as exc:
         if pending:
-            yield lineno, pending
-            lineno += len(pending)
-        exc.partial = rest  # type: ignore[attr-defined]
+            yield flush()
+        exc.partial = b"".join(carry)  # type: ignore[attr-defined]
         exc.lineno = lineno  # type: ignore[attr-defined]
         raise
-    if rest:
-        pending.append(rest)
+    pending += carry
     if pending:
-        yield lineno, pending
+        yield flush()
+
+
+def chunk_lines(chunk: bytes) -> list[bytes]:
+    """The lines of a chunk of :func:`iter_chunks`, newlines stripped."""
+    lines = chunk.split(b"\n")
+    if chunk.endswith(b"\n"):
+        lines.pop()
+    return lines
+
+
+_SPACE = np.zeros(256, bool)
+_SPACE[list(b" \t\n\r\x0b\x0c")] = True  # bytes.isspace
+
+
+def _has_blank_line(chunk: bytes, newlines: np.ndarray) -> bool:
+    """Does a line of the chunk hold nothing or only whitespace? (A look at the first byte of every line first: a
+    well-formed JSONL chunk has no line starting with whitespace.)"""
+    arr = np.frombuffer(chunk, np.uint8)
+    firsts = arr[newlines[newlines + 1 < arr.size] + 1]
+    if (arr.size and _SPACE[arr[0]]) or _SPACE[firsts].any():
+        return any(not ln or ln.isspace() for ln in chunk_lines(chunk))
+    return False
 
 
 def _text_decoder(key: str):
-    """A msgspec decoder of a JSON array of objects that keeps only ``key`` (a string); None without msgspec.
+    """A msgspec decoder of JSON objects that keeps only ``key`` (a string); None without msgspec.
 
     It is a fast path only: any batch it rejects (bad line, lone surrogate escapes, ...) is parsed again with the
     standard json module, line by line where needed, which decides what is valid and names the bad line."""
@@ -137,7 +174,7 @@ def _text_decoder(key: str):
     except ImportError:  # pragma: no cover - optional accelerator
         return None
     doc = msgspec.defstruct("Doc", [("text", str)], rename={"text": key})
-    return msgspec.json.Decoder(list[doc])
+    return msgspec.json.Decoder(doc)
 
 
 class DocumentReader:
@@ -167,24 +204,28 @@ class DocumentReader:
         if self._file_bad <= MAX_LOGGED:
             log.warning("skipped bad line %s", where)
 
-    def _parse_jsonl(self, path: Path, first: int, lines: list[bytes]) -> list[str]:
-        # Fast path: one json.loads for the whole batch; on any problem fall back to line by line to name the line.
+    def _parse_jsonl(self, path: Path, first: int, chunk: bytes, newlines: np.ndarray) -> list[str]:
+        # Fast path: msgspec decodes the chunk's lines at once, text field only. It skips blank lines and would read
+        # two values on one line, so its result counts only when it gives one document per line and no line is
+        # blank; otherwise (or on any error: bad line, lone surrogate escape, ...) the json module decides line by
+        # line and names the line.
+        key = self.text_key
+        if self._decoder is not None:
+            nlines = newlines.size + (not chunk.endswith(b"\n"))
+            try:
+                docs = self._decoder.decode_lines(chunk)
+                if len(docs) == nlines and not _has_blank_line(chunk, newlines):
+                    return [d.text for d in docs]
+            except (ValueError, TypeError):  # msgspec errors (and UnicodeDecodeError) are ValueErrors
+                pass
+        lines = chunk_lines(chunk)
         body = [ln for ln in lines if ln and not ln.isspace()]
         if len(body) != len(lines):
             self.stats.blank_lines += len(lines) - len(body)
         if not body:
             return []
-        key = self.text_key
-        batch = b"[" + b",".join(body) + b"]"
-        if self._decoder is not None:  # msgspec decodes only the text field: 4x faster on small documents
-            try:
-                docs = self._decoder.decode(batch)
-                if len(docs) == len(body):
-                    return [d.text for d in docs]
-            except (ValueError, TypeError):  # msgspec errors (and UnicodeDecodeError) are ValueErrors
-                pass
         try:
-            docs = json.loads(batch)
+            docs = json.loads(b"[" + b",".join(body) + b"]")
             if len(docs) == len(body):
                 texts = [d[key] for d in docs]
                 if all(type(t) is str for t in texts):
@@ -218,12 +259,14 @@ class DocumentReader:
             texts.append(doc[key])
         return texts
 
-    def _parse_txt(self, path: Path, first: int, lines: list[bytes]) -> list[str]:
+    def _parse_txt(self, path: Path, first: int, chunk: bytes, newlines: np.ndarray) -> list[str]:
         try:
-            texts = b"\n".join(lines).decode("utf-8").split("\n")
+            texts = chunk.decode("utf-8").split("\n")
+            if chunk.endswith(b"\n"):
+                texts.pop()
         except UnicodeDecodeError:
             texts = []
-            for i, ln in enumerate(lines):
+            for i, ln in enumerate(chunk_lines(chunk)):
                 try:
                     texts.append(ln.decode("utf-8"))
                 except UnicodeDecodeError as exc:
@@ -244,11 +287,12 @@ class DocumentReader:
         nlines = 0
         truncated = False
         try:
-            for first, lines in iter_line_batches(path, self.chunk_bytes):
-                nlines += len(lines)
-                self.stats.lines += len(lines)
-                self.stats.bytes_in += sum(map(len, lines)) + len(lines)
-                texts = parse(path, first, lines)
+            for first, chunk, newlines in iter_chunks(path, self.chunk_bytes):
+                lines = newlines.size + (not chunk.endswith(b"\n"))
+                nlines += lines
+                self.stats.lines += lines
+                self.stats.bytes_in += len(chunk) + (not chunk.endswith(b"\n"))
+                texts = parse(path, first, chunk, newlines)
                 self.stats.docs += len(texts)
                 if texts:
                     yield texts

@@ -1,0 +1,142 @@
+"""Counting at scale: one core vs shard-parallel, peak memory, exact totals, the PILE in core-hours.
+
+    python benchmarks/make_synthetic_corpus.py /tmp/synthetic --gb 5 --shards 5
+    python benchmarks/bench_corpus_scale.py /tmp/synthetic [--jobs 2] [--work /tmp/synthetic-counts]
+
+Each shard is counted by its own ``unstereo corpus count`` process (whole process: imports, reading and
+decompressing, counting, writing the tables), as the workflow's count jobs do: first one after the other (one
+core), then ``--jobs`` at a time. Then ``unstereo corpus merge`` sums them. Prints MB/s per core (uncompressed
+input over the one-core wall time), the parallel speed-up (target >= 1.8x on 2 cores), the peak RSS of the largest
+count and merge processes (target < 2 GiB), and whether the totals are exact: the merged n_tokens and n_pairs equal
+the generator's, the merged unigrams equal the generator's per-shard word counts summed, and the merged tables equal
+the per-shard tables summed with pandas. Extrapolates to the 825 GB PILE in core-hours.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pandas as pd
+
+REPO = Path(__file__).resolve().parents[1]
+PILE_MB = 825e3
+
+
+def unstereo(*args: str) -> tuple[float, float]:
+    """Run ``unstereo ARGS`` in a fresh single-threaded process; (wall seconds, its max RSS in MiB)."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "unstereo.cli", *args], env=env, stderr=subprocess.PIPE, text=True
+    )
+    _, err = proc.communicate()
+    wall = time.perf_counter() - t0
+    if proc.returncode:
+        raise SystemExit(f"unstereo {' '.join(args)} failed:\n{err[-3000:]}")
+    return wall, max_child_rss()
+
+
+def max_child_rss() -> float:
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+
+
+def count_all(shards: list[Path], work: Path, jobs: int) -> float:
+    """Count every shard into work/<name>, ``jobs`` processes at a time; wall seconds of the whole."""
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(jobs) as pool:
+        list(
+            pool.map(
+                lambda s: unstereo("corpus", "count", str(s), "-o", str(work / s.name.split(".")[0])), shards
+            )
+        )
+    return time.perf_counter() - t0
+
+
+def check_exact(corpus: Path, work: Path, merged: Path, shards: list[Path]) -> dict[str, bool]:
+    from unstereo.corpus.merge import read_counts
+
+    expected = json.loads((corpus / "expected.json").read_text())
+    uni, co, stats = read_counts(merged)
+    parts = [read_counts(work / s.name.split(".")[0]) for s in shards]
+    summed_uni = pd.concat([p[0] for p in parts]).groupby("word", as_index=False)["count"].sum()
+    summed_co = pd.concat([p[1] for p in parts]).groupby(["word", "target"], as_index=False)["count"].sum()
+    truth = pd.concat(pd.read_parquet(corpus / f"unigrams_{s.name.split('.')[0]}.parquet") for s in shards)
+    truth = truth.groupby("word", as_index=False)["count"].sum()
+
+    def same(a: pd.DataFrame, b: pd.DataFrame, keys: list[str]) -> bool:
+        a = a.sort_values(keys).reset_index(drop=True)
+        b = b.sort_values(keys).reset_index(drop=True)
+        return a.astype({"count": "int64"}).equals(b.astype({"count": "int64"}))
+
+    return {
+        "n_tokens = generator's": stats["n_tokens"] == expected["n_tokens"],
+        "n_pairs = generator's": stats["n_pairs"] == expected["n_pairs"],
+        "documents = generator's": stats["read"]["docs"]
+        == sum(v["docs"] for v in expected["shards"].values()),
+        "unigrams = generator's word counts": same(uni, truth, ["word"]),
+        "unigrams = per-shard sum": same(uni, summed_uni, ["word"]),
+        "co-occurrences = per-shard sum": same(co, summed_co, ["word", "target"]),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("corpus", type=Path, help="folder of make_synthetic_corpus.py (shards + expected.json)")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--work", type=Path, help="where the counts go (default: <corpus>-counts)")
+    args = ap.parse_args()
+    work = args.work or args.corpus.with_name(args.corpus.name + "-counts")
+    expected = json.loads((args.corpus / "expected.json").read_text())
+    shards = [args.corpus / name for name in expected["shards"]]
+    mb = sum(v["bytes"] for v in expected["shards"].values()) / 1e6
+    on_disk = sum(s.stat().st_size for s in shards) / 1e6
+
+    unstereo(
+        "corpus", "count", str(shards[0]), "-o", str(work.with_name(work.name + "-warmup"))
+    )  # compiled code
+    shutil.rmtree(work.with_name(work.name + "-warmup"), ignore_errors=True)
+    t1 = count_all(shards, work / "one", 1)
+    rss_count = max_child_rss()
+    tn = count_all(shards, work / "par", args.jobs)
+    t0 = time.perf_counter()
+    unstereo(
+        "corpus",
+        "merge",
+        *(str(work / "one" / s.name.split(".")[0]) for s in shards),
+        "-o",
+        str(work / "merged"),
+    )
+    t_merge = time.perf_counter() - t0
+    rss_all = max_child_rss()
+    exact = check_exact(args.corpus, work / "one", work / "merged", shards)
+
+    rate = mb / t1
+    print(
+        f"corpus: {len(shards)} shards, {mb:.0f} MB uncompressed ({on_disk:.0f} MB on disk), {os.cpu_count()} cores"
+    )
+    print(f"one core:  {t1:8.1f} s  {rate:7.1f} MB/s per core (whole processes)")
+    print(f"{args.jobs} jobs:    {tn:8.1f} s  speed-up {t1 / tn:.2f}x (target >= 1.8x on 2 cores)")
+    print(f"merge:     {t_merge:8.1f} s")
+    print(
+        f"peak RSS: largest count process {rss_count:.0f} MiB, count or merge {rss_all:.0f} MiB (target < 2048)"
+    )
+    for what, ok in exact.items():
+        print(f"exact: {what}: {ok}")
+    print(f"PILE (825 GB): counting {PILE_MB / rate / 3600:.2f} core-hours at this rate (the merge is extra)")
+    print(f"load average {os.getloadavg()[0]:.2f}")
+    sys.exit(0 if all(exact.values()) else 1)
+
+
+if __name__ == "__main__":
+    main()

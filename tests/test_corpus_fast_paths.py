@@ -1,0 +1,144 @@
+"""The fast counter's building blocks against their plain definitions, on inputs made to hit the edge cases:
+byte-level lowercasing, the alphabetic table, chunked reading, and the compiled kernels' hash table."""
+
+from __future__ import annotations
+
+import itertools
+import random
+import unicodedata
+
+import numpy as np
+import pytest
+from test_corpus_count import SPACY, TARGETS, as_counters, plain_counter
+
+from unstereo.corpus import kernels
+from unstereo.corpus import tokenize as tk
+from unstereo.corpus.count import FastCounter
+from unstereo.corpus.readers import chunk_lines, iter_chunks
+
+# characters whose lowercase is special: final sigma (context dependent), İ (two code points), the Kelvin sign
+# (lowercases to ASCII k), ẞ, a combining mark, titlecase ǅ, a lone surrogate, NUL, letters of several widths
+SPECIAL = "ΣσςΑΣİKẞ\u0301ǅ\ud800\x00Éé日本𝔘😀'.-_ \n\t"
+ASCII = "abcXYZ she He HER his 42 . , ' "
+
+
+def random_text(rng: random.Random, n: int) -> str:
+    return "".join(rng.choice(SPECIAL if rng.random() < 0.3 else ASCII) for _ in range(n))
+
+
+def test_encode_batch_equals_lowering_the_whole_text():
+    rng = random.Random(7)
+    for _ in range(300):
+        texts = [random_text(rng, rng.randrange(0, 40)) for _ in range(rng.randrange(1, 6))]
+        buf, n = tk.encode_batch(texts)
+        joined = tk.DOC_SEP.join(t.replace(tk.SEP, " ") for t in texts)
+        assert buf == (joined + tk.SEP * tk.PAD).lower().encode("utf-8", "surrogatepass")
+        assert n == len(buf) - tk.PAD
+
+
+def test_final_sigma_is_lowered_in_context():
+    # "ΑΣ" ends a word: final ς; "ΑΣΑ": medial σ; the context reaches across case-ignorable "'" but not a space
+    buf, n = tk.encode_batch(["ΑΣ ΑΣΑ Α'Σ ΑΣ'Α x"])
+    assert buf[:n].decode() == "ας ασα α'ς ασ'α x"
+
+
+def test_alpha_table_is_isalpha_everywhere():
+    table = tk.alpha_table()
+    slow = np.fromiter((chr(i).isalpha() for i in range(0x110000)), dtype=bool, count=0x110000)
+    assert np.array_equal(table, slow)
+    assert table[ord("a")] and table[ord("ǅ")] and not table[ord("½")] and not table[ord("Ⅻ")]
+    assert unicodedata.numeric("Ⅻ") == 12  # a numeral that re's [^\W\d_] matches: the table must not
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 64, 1 << 20])
+def test_chunks_hold_whole_lines(tmp_path, chunk):
+    path = tmp_path / "x.jsonl"
+    lines = [b'{"text": "line %d"}' % i for i in range(50)] + [b"", b"  ", b'{"text": "last"}']
+    path.write_bytes(b"\n".join(lines))  # no newline at the end
+    got, expect_first = [], 1
+    for first, data, newlines in iter_chunks(path, chunk):
+        assert list(newlines) == [i for i, c in enumerate(data) if c == 10]
+        assert first == expect_first
+        got += chunk_lines(data)
+        expect_first += len(chunk_lines(data))
+    assert got == lines
+
+
+@pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
+def test_compiled_and_numpy_agree_on_random_unicode_and_long_words():
+    rng = random.Random(3)
+    words = [
+        "she",
+        "he",
+        "her",
+        "his",
+        "the",
+        "and",
+        "naïve",
+        "ΣΊΣΥΦΟΣ",
+        "x" * 33,
+        "y" * 9,
+        "z" * 8,
+        "straße",
+    ]
+    docs = [
+        " ".join(
+            rng.choice(words) if rng.random() < 0.7 else random_text(rng, 6) for _ in range(rng.randrange(30))
+        )
+        for _ in range(400)
+    ]
+    uni, co, n_pairs = plain_counter(docs, set(TARGETS), SPACY, 10)
+    for compiled in (False, True):
+        c = FastCounter(TARGETS, SPACY, 10, compiled=compiled)
+        for i in range(0, len(docs), 37):
+            c.add(docs[i : i + 37])
+        out = c.counts()
+        assert as_counters(out) == (uni, co) and out.n_pairs == n_pairs, compiled
+
+
+@pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
+def test_compiled_hash_table_grows_without_losing_words():
+    # batches of 1,000, 30,000 and 60,000 new words (plus repeats): the table (65,536 slots at first) is rehashed
+    # with words already in it
+    def word(i: int) -> str:
+        return "".join(chr(97 + (i // 26**k) % 26) for k in range(4))
+
+    c = FastCounter(["she"], [], 10, compiled=True)
+    sizes, bounds = [], [0, 1_000, 31_000, 91_000]
+    for b, (lo, hi) in enumerate(itertools.pairwise(bounds)):
+        c.add([" ".join(word(i) for i in range(lo, hi)), "she " + word(5) + " " + word(b)])
+        sizes.append(c._table.size)
+    assert sizes[0] < sizes[1]  # it grew with 1,000 words in it
+    counts = c.counts().unigrams
+    uni = dict(zip(counts["word"], counts["count"], strict=True))
+    assert len(uni) == 91_001 and uni[word(5)] == 4 and uni[word(1)] == 2 and uni[word(90_999)] == 1
+
+
+def test_lower_changes_table_is_lower_everywhere():
+    table = tk.lower_changes_table()
+    slow = np.fromiter((chr(i).lower() != chr(i) for i in range(0x110000)), dtype=bool, count=0x110000)
+    assert np.array_equal(table, slow)
+    assert table[ord("A")] and table[0x130] and table[0x212A] and not table[ord("é")] and not table[ord("—")]
+
+
+def test_reader_fast_path_reads_well_formed_chunks_and_defers_the_rest(tmp_path, monkeypatch):
+    import json
+
+    from unstereo.corpus import readers
+
+    good = "".join(json.dumps({"text": f"doc {i} é", "meta": {"i": [i]}}) + "\n" for i in range(300))
+    (tmp_path / "good.jsonl").write_text(good)
+    (tmp_path / "blank.jsonl").write_text(good + " \t\n" + good)
+    calls, loads = [], json.loads
+    monkeypatch.setattr(readers.json, "loads", lambda *a: calls.append(a) or loads(*a))
+    reader = readers.DocumentReader()
+    texts = [t for b in reader.batches(tmp_path / "good.jsonl") for t in b]
+    assert texts == [f"doc {i} é" for i in range(300)] and not calls  # msgspec alone
+    texts = [t for b in reader.batches(tmp_path / "blank.jsonl") for t in b]
+    assert len(texts) == 600 and calls and reader.stats.blank_lines == 1  # the json module decided
+
+    def blank(chunk: bytes) -> bool:
+        return readers._has_blank_line(chunk, np.flatnonzero(np.frombuffer(chunk, np.uint8) == 10))
+
+    assert blank(b'{"a": 1}\n\n{"b": 2}') and blank(b"x\n  ") and blank(b" \r\nx") and blank(b"x\n \ny\n")
+    assert not blank(b'{"a": 1}\n{"b": 2}\n') and not blank(b"x\ny") and not blank(b"x\n  y\n")
