@@ -98,20 +98,27 @@ def test_compiled_and_numpy_agree_on_random_unicode_and_long_words():
 
 @pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
 def test_compiled_hash_table_grows_without_losing_words():
-    # batches of 1,000, 30,000 and 60,000 new words (plus repeats): the table (65,536 slots at first) is rehashed
-    # with words already in it
+    # batches of 1,000, 39,000 and 60,000 new words (plus repeats, targets among them): the table (32,768 words at
+    # most at first, then 65,536) fills up in the middle of batches 2 and 3, grows and the count goes on from there
     def word(i: int) -> str:
         return "".join(chr(97 + (i // 26**k) % 26) for k in range(4))
 
-    c = FastCounter(["she"], [], 10, compiled=True)
-    sizes, bounds = [], [0, 1_000, 31_000, 91_000]
+    counters = [FastCounter(["she", "he"], ["the"], 10, compiled=c) for c in (True, False)]
+    sizes, bounds = [], [0, 1_000, 40_000, 100_000]
     for b, (lo, hi) in enumerate(itertools.pairwise(bounds)):
-        c.add([" ".join(word(i) for i in range(lo, hi)), "she " + word(5) + " " + word(b)])
-        sizes.append(c._table.size)
-    assert sizes[0] < sizes[1]  # it grew with 1,000 words in it
-    counts = c.counts().unigrams
-    uni = dict(zip(counts["word"], counts["count"], strict=True))
-    assert len(uni) == 91_001 and uni[word(5)] == 4 and uni[word(1)] == 2 and uni[word(90_999)] == 1
+        docs = [
+            " ".join(word(i) + (" she the" if i % 7 == 0 else "") for i in range(lo, hi)),
+            f"he {word(5)} {word(b)}",
+        ]
+        for c in counters:
+            c.add(docs)
+        sizes.append(counters[0]._table.size)
+    assert sizes[1] == 2 * sizes[0] and sizes[2] == 2 * sizes[1]  # it grew in the middle of batches 2 and 3
+    compiled, plain = (c.counts() for c in counters)
+    uni = dict(zip(compiled.unigrams["word"], compiled.unigrams["count"], strict=True))
+    assert len(uni) == 100_002 and uni[word(5)] == 4 and uni[word(1)] == 2 and uni[word(99_999)] == 1
+    assert as_counters(compiled) == as_counters(plain) and compiled.n_pairs == plain.n_pairs
+    assert compiled.n_tokens == plain.n_tokens
 
 
 def test_lower_changes_table_is_lower_everywhere():

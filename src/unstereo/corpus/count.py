@@ -143,20 +143,25 @@ class _Grow:
         return self.a[: self.n]
 
 
-def _word_keys(words: list[str], kernels=None) -> np.ndarray:
+def _word_keys(words: list[str], kernels=None, with_checks: bool = False):
     """Keys of single alphabetic words, as the fast counter computes them for tokens (numpy, or the compiled
-    kernels when given: their keys of words longer than 32 bytes differ)."""
+    kernels when given: their keys of words longer than 32 bytes differ); with ``with_checks``, (keys, check
+    hashes)."""
     if not words:
-        return np.empty(0, np.uint64)
+        empty = np.empty(0, np.uint64)
+        return (empty, empty) if with_checks else empty
     buf, n = tk.encode_batch([w.lower() for w in words])
     starts, ends = tk.token_spans(np.frombuffer(buf, np.uint8), n)
     if starts.size != len(words):
         raise ValueError("every word must be one alphabetic token")
     if kernels is None:
-        return tk.token_keys(buf, starts, ends)[0]
-    keys, checks = np.empty(len(words), np.uint64), np.empty(len(words), np.uint64)
-    kernels.word_keys(np.frombuffer(buf, np.uint8), starts, ends, keys, checks)
-    return keys
+        keys, long_idx, check = tk.token_keys(buf, starts, ends)
+        checks = np.zeros(len(words), np.uint64)
+        checks[long_idx] = check
+    else:
+        keys, checks = np.empty(len(words), np.uint64), np.empty(len(words), np.uint64)
+        kernels.word_keys(np.frombuffer(buf, np.uint8), starts, ends, keys, checks)
+    return (keys, checks) if with_checks else keys
 
 
 def _decode_spans(arr: np.ndarray, s: np.ndarray, e: np.ndarray) -> list[str]:
@@ -230,9 +235,9 @@ class FastCounter:
         self.window = int(window)
         # keys of the stop words (those that can be a token at all: alphabetic) plus the separator's key 0
         self._stop_keys = np.append(
-            _word_keys(sorted(w for w in self.stopwords if w.isalpha()), self._kernels), np.uint64(0)
+            _word_keys(sorted(w for w in self.stopwords if w.isalpha())), np.uint64(0)
         )
-        self._target_keys = _word_keys(self.targets, self._kernels)
+        self._target_keys = _word_keys(self.targets)
         self._target_ids = np.arange(len(self.targets), dtype=np.int16)
         d = np.arange(1, self.window, dtype=np.int64)
         self._offsets = np.concatenate([d, -d])
@@ -254,8 +259,9 @@ class FastCounter:
     # -- state of the current run
     def _reset(self) -> None:
         self._gid = _KeyTable()  # numpy path: key -> id
-        self._table = np.zeros(2 << 16, np.uint64)  # compiled path: open addressing, (key, id) per slot
         self._words: list[str] = []
+        if self._kernels is not None:
+            self._reset_table()
         self._uni = _Grow(np.int64)
         self._stop = _Grow(bool, False)
         self._tid = _Grow(np.int16, -1)
@@ -298,22 +304,44 @@ class FastCounter:
         if len(self._words) >= self.spill_types or self._co_len >= self.spill_rows:
             self._spill()
 
+    def _reset_table(self) -> None:
+        """Compiled path: an empty hash table holding the stop words and the targets (ids 0, 1, ... in that order)."""
+        K = self._kernels
+        stop = sorted(w for w in self.stopwords if w.isalpha())
+        words = stop + self.targets
+        keys, checks = _word_keys(words, K, with_checks=True)
+        ids = np.arange(len(words), dtype=np.uint64)
+        tid = np.concatenate(
+            [np.zeros(len(stop), np.uint64), np.arange(1, len(self.targets) + 1, dtype=np.uint64)]
+        )
+        stop_flag = (ids < len(stop)).astype(np.uint64)
+        self._table = np.zeros(K.SLOT << max(16, (4 * len(words)).bit_length()), np.uint64)
+        bad = K.insert(self._table, keys, checks, ids | tid << np.uint64(32) | stop_flag << np.uint64(48))
+        if bad >= 0:  # pragma: no cover - two of the given words share a 64-bit key
+            raise HashCollisionError(f"hash collision of {words[bad]!r} with another stop word or target")
+        self._words = words
+
     def _add_compiled(self, texts: list[str]) -> None:
         K = self._kernels
         buf, n = tk.encode_batch(texts)
         arr = np.frombuffer(buf, dtype=np.uint8)
         starts, ends = tk.token_spans(arr, n, separators=True)
         ntok = starts.size
-        ids, new_tok = np.empty(ntok, np.int64), np.empty(ntok, np.int64)
+        new_tok, kept = np.empty(ntok, np.int64), np.empty(ntok, np.uint64)
         words = np.frombuffer(buf, "<u8", count=len(buf) // 8)
-        t = 0
-        while True:  # assign stops when the hash table or the per-word arrays are full: grow, go on
-            first = len(self._words)
-            t, nnew, bad, bad_t = K.assign(
-                arr, words, starts, ends, t, self._table, self._check.a, first, ids, new_tok
-            )
+        t = m = 0
+        T = len(self.targets)
+        while True:  # count stops when the hash table is half full: grow it, go on
+            t, nnew, m, n_tokens, n_pairs, sparse, bad, bad_t = K.count(
+                arr, words, starts, ends, t, self._table, len(self._words), new_tok, kept, m,
+                self._dense, self.dense_rows, T, self.window,
+            )  # fmt: skip
+            self.n_tokens += int(n_tokens)
+            self.n_pairs += int(n_pairs)
+            if sparse.size:
+                self._add_sparse(sparse)
             if nnew:
-                self._register(_decode_spans(arr, starts[new_tok[:nnew]], ends[new_tok[:nnew]]))
+                self._words += _decode_spans(arr, starts[new_tok[:nnew]], ends[new_tok[:nnew]])
             if bad >= 0:
                 raise HashCollisionError(
                     f"hash collision between {self._words[bad]!r} and "
@@ -321,49 +349,17 @@ class FastCounter:
                 )
             if t >= ntok:
                 break
-            self._grow_table()
-        m, n_pairs, sparse = K.count(
-            ids,
-            ntok,
-            self._stop.a,
-            self._tid.a,
-            self._uni.a,
-            self._dense,
-            self.dense_rows,
-            len(self.targets),
-            self.window,
-            np.empty(ntok, np.int64),
-        )
-        self.n_tokens += int(m)
-        self.n_pairs += int(n_pairs)
-        if sparse.size:
-            self._add_sparse(sparse)
-
-    def _grow_table(self) -> None:
-        """Compiled path: twice the room in the hash table and the per-word arrays."""
-        words = len(self._words)
-        for g in (self._uni, self._stop, self._tid, self._check):
-            g.ensure(2 * max(words, 1024))
-        if 8 * words >= self._table.size:  # words fill half the slots (table.size / 2 slots of 2 entries)
             table = np.zeros(2 * self._table.size, np.uint64)
-            self._kernels.rehash(self._table, table)
+            K.rehash(self._table, table)
             self._table = table
 
-    def _register(self, words: list[str]) -> None:
-        """Compiled path: words that got the next ids in this batch; flag stop words and targets among them."""
-        first = len(self._words)
-        n = first + len(words)
-        self._words.extend(words)
-        for g in (self._uni, self._stop, self._tid, self._check):
-            g.n = n
-        for keys, flag in ((self._stop_keys, None), (self._target_keys, self._target_ids)):
-            gid = np.empty(keys.size, np.int64)
-            self._kernels.lookup(self._table, keys, gid)
-            hit = gid >= first
-            if flag is None:
-                self._stop.a[gid[hit]] = True
-            else:
-                self._tid.a[gid[hit]] = flag[hit]
+    def _unigram_counts(self) -> np.ndarray:
+        """Unigram counts by word id of the current run."""
+        if self._kernels is None:
+            return self._uni.view
+        uni = np.zeros(len(self._words), np.int64)
+        self._kernels.unigrams(self._table, uni)
+        return uni
 
     def _add_sparse(self, codes: np.ndarray) -> None:
         """Co-occurrences ``w * T + g`` of words beyond the dense rows (one code per occurrence)."""
@@ -460,10 +456,15 @@ class FastCounter:
         rank = np.empty_like(order)
         rank[order] = np.arange(order.size)
         wrank = rank[keys // T]
-        co_order = np.argsort(wrank * T + keys % T, kind="stable")  # targets are sorted already
+        co_order = np.argsort(wrank * T + keys % T)  # codes are distinct; targets are sorted already
         words = all_words.take(pa.array(order))
         return _as_tables(
-            words, self._uni.view[order], wrank[co_order], self.targets, (keys % T)[co_order], vals[co_order]
+            words,
+            self._unigram_counts()[order],
+            wrank[co_order],
+            self.targets,
+            (keys % T)[co_order],
+            vals[co_order],
         )
 
     def _spill(self) -> None:

@@ -6,12 +6,15 @@ installs it); without it the counter stays on numpy (:data:`AVAILABLE`).
 
 - tokens are found by numpy (:func:`~unstereo.corpus.tokenize.token_spans`: vectorised, no branch per byte, which a
   byte loop cannot avoid at every token boundary);
-- :func:`assign` gives every token a 64-bit key (tokens of <= 8 bytes are their bytes, low byte = first letter,
-  never 0; longer tokens a hash with low byte 0 plus an independent check hash compared on every hit, so a
-  collision is reported, never counted) and maps it to a run-wide word id through an open-addressing hash table,
-  inserting unseen words (their token indices are returned, so Python decodes only new words).
-- :func:`count` walks the token ids document by document: stop words out, unigram counts, ordered position pairs,
-  and the co-occurrences of every target occurrence within the window (dense rows in place, others returned).
+- :func:`count` walks the tokens once: gives every token a 64-bit key (tokens of <= 8 bytes are their bytes, low
+  byte = first letter, never 0; longer tokens a hash with low byte 0 plus an independent check hash compared on
+  every hit, so a collision is reported, never counted), finds its word in an open-addressing hash table (inserting
+  unseen words; their token indices are returned, so Python decodes only new words), and counts it in the same
+  slot. A slot holds everything the count needs about a word, so a token costs one cache line however large the
+  vocabulary: ``[key, info, count, check]`` with ``info = id | (target index + 1) << 32 | stop << 48``. Stop words
+  and targets are inserted first (:func:`insert`), so every word met later is neither. At each document end the
+  document's ordered position pairs and the co-occurrences of its target occurrences within the window are counted
+  (dense rows in place, other words returned).
 
 Compiled once per machine (``cache=True``: numba's on-disk cache), about 5 s.
 """
@@ -64,35 +67,97 @@ def _slot(key, mask):
     return ((key * _GOLDEN) >> np.uint64(32)) & mask  # high bits of the product: short keys spread too
 
 
-def _find(table, key):
-    """Id of ``key`` in the table, -1 if absent (key 0 marks empty slots: never a word)."""
-    if key == 0:
-        return -1
-    mask = np.uint64(table.size // 2 - 1)
+SLOT = 4  # uint64 entries per slot: key (0 = empty), info, count, check
+_ID = np.uint64(0xFFFFFFFF)
+
+
+def _probe(table, key):
+    """Index (in entries) of the slot holding ``key``, or of the empty slot where it goes."""
+    mask = np.uint64(table.size // SLOT - 1)
     s = _slot(key, mask)
     while True:
-        k = table[2 * s]
-        if k == key:
-            return np.int64(table[2 * s + 1])
-        if k == 0:
-            return -1
+        k = table[SLOT * s]
+        if k == key or k == 0:
+            return SLOT * s
         s = (s + np.uint64(1)) & mask
 
 
-def _assign(buf, words, starts, ends, t, table, word_checks, nwords, ids, new_tok):
-    """Word ids of the tokens ``buf[starts[k]:ends[k]]``, k = t, t + 1, ... (spans of
-    :func:`~unstereo.corpus.tokenize.token_spans`; NUL separators are tokens of key 0) into ``ids`` (SEPARATOR for
-    separators), inserting unseen words with the ids ``nwords, nwords + 1, ...`` (their token indices into
-    ``new_tok``). ``words`` is ``buf`` viewed as little-endian uint64 (a key of <= 8 bytes is cut out of two of them,
-    without a branch). ``table`` is the hash table: slot s holds a key at ``2s`` (0 = empty) and its id at ``2s + 1``
-    (one cache line per probe). Iterations are independent, so the CPU overlaps the cache misses of a large table.
+def _insert(table, keys, checks, infos):
+    """Put words with their info (see the module doc) into the table; returns the index of a key already there
+    with another check hash (a collision) or -1."""
+    for i in range(keys.size):
+        e = _probe(table, keys[i])
+        if table[e] == keys[i] and table[e + 3] != checks[i]:
+            return i
+        table[e] = keys[i]
+        table[e + 1] = infos[i]
+        table[e + 3] = checks[i]
+    return -1
 
-    Stops early, at a token, when one more word would fill the table beyond half or ``word_checks`` (per word id)
-    is full: the caller grows them and calls again from the returned token. Returns (token reached, new words, id
-    of a word whose key collides with a token's or -1, that token's index); a collision stops it too."""
-    mask = np.uint64(table.size // 2 - 1)
-    limit = min(table.size // 4, word_checks.size)
+
+def _rehash(table, new_table):
+    """Insert every slot of ``table`` into the empty ``new_table``."""
+    for s in range(0, table.size, SLOT):
+        if table[s] != 0:
+            e = _probe(new_table, table[s])
+            for k in range(SLOT):
+                new_table[e + k] = table[s + k]
+
+
+def _unigrams(table, out):
+    """Counts per word id (``out[id]``) from the table."""
+    for s in range(0, table.size, SLOT):
+        if table[s] != 0:
+            out[np.int64(table[s + 1] & _ID)] = np.int64(table[s + 2])
+
+
+def _document(kept, m, dense, dense_rows, n_targets, window, sparse, nsparse):
+    """Co-occurrences of one document's kept tokens (infos): returns (sparse codes, their number)."""
+    w1 = window - 1
+    for p in range(m):
+        g = np.int64((kept[p] >> np.uint64(32)) & np.uint64(0xFFFF)) - 1
+        if g < 0:
+            continue
+        lo = max(0, p - w1)
+        hi = min(m, p + window)
+        row = g * dense_rows
+        for q in range(lo, hi):
+            if q == p:
+                continue
+            w = np.int64(kept[q] & _ID)
+            if w < dense_rows:
+                dense[row + w] += 1
+            else:
+                if nsparse == sparse.size:
+                    grown = np.empty(2 * sparse.size, np.int64)
+                    grown[:nsparse] = sparse[:nsparse]
+                    sparse = grown
+                sparse[nsparse] = w * n_targets + g
+                nsparse += 1
+    return sparse, nsparse
+
+
+def _count(
+    buf, words, starts, ends, t, table, nwords, new_tok, kept, m, dense, dense_rows, n_targets, window
+):
+    """Count the tokens ``buf[starts[k]:ends[k]]``, k = t, t + 1, ... (spans of
+    :func:`~unstereo.corpus.tokenize.token_spans`; a NUL, key 0, ends a document). ``words`` is ``buf`` viewed as
+    little-endian uint64 (a key of <= 8 bytes is cut out of two of them, without a branch). Unseen words get the ids
+    ``nwords, nwords + 1, ...`` (their token indices into ``new_tok``). ``kept[:m]`` holds the infos of the kept
+    tokens of the document in progress (carried over when the call stops early; the batch's last document ends
+    with the batch).
+
+    Stops early, at a token, when one more word would fill the table beyond half: the caller grows it and calls
+    again from the returned token. Returns (token reached, new words, m, kept tokens, ordered position pairs, sparse
+    co-occurrence codes ``w * n_targets + g`` of the words beyond the dense rows, the id of a word whose key collides
+    with a token's or -1, that token's index); a collision stops it too."""
+    limit = table.size // SLOT // 2
+    w1 = window - 1
     nnew = 0
+    n_tokens = 0
+    n_pairs = 0
+    sparse = np.empty(1024, np.int64)
+    nsparse = 0
     ntok = starts.size
     while t < ntok:
         start = starts[t]
@@ -105,100 +170,36 @@ def _assign(buf, words, starts, ends, t, table, word_checks, nwords, ids, new_to
         check = np.uint64(0)
         if length > 8:
             key, check = _key(buf, start, start + length)
-        if key == 0:
-            ids[t] = SEPARATOR
+        if key == 0:  # a document ends
+            n_tokens += m
+            n_pairs += 2 * (w1 * m - w1 * (w1 + 1) // 2) if m > w1 else m * (m - 1)
+            sparse, nsparse = _document(kept, m, dense, dense_rows, n_targets, window, sparse, nsparse)
+            m = 0
             t += 1
             continue
-        s = _slot(key, mask)
-        while True:
-            k = table[2 * s]
-            if k == key:
-                wid = np.int64(table[2 * s + 1])
-                if word_checks[wid] != check:
-                    return t, nnew, wid, t
-                break
-            if k == 0:
-                if nwords + nnew + 1 > limit:
-                    return t, nnew, -1, -1
-                wid = nwords + nnew
-                table[2 * s] = key
-                table[2 * s + 1] = wid
-                word_checks[wid] = check
-                new_tok[nnew] = t
-                nnew += 1
-                break
-            s = (s + np.uint64(1)) & mask
-        ids[t] = wid
+        e = _probe(table, key)
+        if table[e] == 0:
+            if nwords + nnew + 1 > limit:
+                return t, nnew, m, n_tokens, n_pairs, sparse[:nsparse], -1, -1
+            table[e] = key
+            table[e + 1] = nwords + nnew
+            table[e + 3] = check
+            new_tok[nnew] = t
+            nnew += 1
+        elif table[e + 3] != check:
+            return t, nnew, m, n_tokens, n_pairs, sparse[:nsparse], np.int64(table[e + 1] & _ID), t
+        info = table[e + 1]
+        keep = np.int64(1) - np.int64(info >> np.uint64(48))
+        table[e + 2] += np.uint64(keep)
+        kept[m] = info
+        m += keep  # no branch: stop words are ~45 % of tokens, a branch would mispredict
         t += 1
-    return t, nnew, -1, -1
-
-
-def _rehash(table, new_table):
-    """Insert every entry of ``table`` into the empty ``new_table``."""
-    mask = np.uint64(new_table.size // 2 - 1)
-    for s in range(table.size // 2):
-        key = table[2 * s]
-        if key != 0:
-            t = _slot(key, mask)
-            while new_table[2 * t] != 0:
-                t = (t + np.uint64(1)) & mask
-            new_table[2 * t] = key
-            new_table[2 * t + 1] = table[2 * s + 1]
-
-
-def _lookup(table, keys, out):
-    for i in range(keys.size):
-        out[i] = _find(table, keys[i])
-
-
-def _count(ids, ntok, stop, tid, uni, dense, dense_rows, n_targets, window, kept):
-    """Count the tokens ``ids[:ntok]`` document by document (documents end at SEPARATOR).
-
-    Updates ``uni`` (per word id) and ``dense`` (``g * dense_rows + w`` for word ids below ``dense_rows``) in place;
-    ``kept`` is scratch space of ``ntok`` ids. Returns (kept tokens, ordered position pairs, sparse co-occurrence
-    codes ``w * n_targets + g`` of the other words, one per pair occurrence)."""
-    sparse = np.empty(1024, np.int64)
-    nsparse = 0
-    n_tokens = 0
-    n_pairs = 0
-    w1 = window - 1
-    i = 0
-    while i <= ntok:
-        # one document: ids[i:j]
-        j = i
-        m = 0
-        while j < ntok and ids[j] != SEPARATOR:
-            wid = ids[j]
-            kept[m] = wid
-            m += not stop[wid]  # no branch: stop words are ~45 % of tokens, a branch would mispredict
-            j += 1
+    if t >= ntok:  # the batch's last document ends here
         n_tokens += m
         n_pairs += 2 * (w1 * m - w1 * (w1 + 1) // 2) if m > w1 else m * (m - 1)
-        for p in range(m):
-            wid = kept[p]
-            uni[wid] += 1
-            g = tid[wid]
-            if g < 0:
-                continue
-            lo = max(0, p - w1)
-            hi = min(m, p + window)
-            row = g * dense_rows
-            for q in range(lo, hi):
-                if q == p:
-                    continue
-                w = kept[q]
-                if w < dense_rows:
-                    dense[row + w] += 1
-                else:
-                    code = w * n_targets + g
-                    if nsparse == sparse.size:
-                        grown = np.empty(2 * sparse.size, np.int64)
-                        grown[:nsparse] = sparse[:nsparse]
-                        sparse = grown
-                    sparse[nsparse] = code
-                    nsparse += 1
-        i = j + 1
-    return n_tokens, n_pairs, sparse[:nsparse]
+        sparse, nsparse = _document(kept, m, dense, dense_rows, n_targets, window, sparse, nsparse)
+        m = 0
+    return t, nnew, m, n_tokens, n_pairs, sparse[:nsparse], -1, -1
 
 
 def _word_keys(buf, starts, ends, keys, checks):
@@ -210,9 +211,10 @@ if AVAILABLE:
     _mix = njit(cache=True, inline="always")(_mix)
     _key = njit(cache=True)(_key)
     _slot = njit(cache=True, inline="always")(_slot)
-    _find = njit(cache=True)(_find)
-    assign = njit(cache=True, nogil=True)(_assign)
+    _probe = njit(cache=True, inline="always")(_probe)
+    _document = njit(cache=True)(_document)
+    insert = njit(cache=True)(_insert)
     rehash = njit(cache=True, nogil=True)(_rehash)
-    lookup = njit(cache=True, nogil=True)(_lookup)
+    unigrams = njit(cache=True, nogil=True)(_unigrams)
     count = njit(cache=True, nogil=True)(_count)
     word_keys = njit(cache=True)(_word_keys)
