@@ -72,14 +72,14 @@ def _as_tables(words, uni, co_word, targets: list[str], co_target, co_count):
 
     w, t = pa.array(words, type=pa.string()), pa.array(targets, type=pa.string())
     uni, co_count = np.asarray(uni, np.int64), np.asarray(co_count, np.int64)
-    nz, cz = np.flatnonzero(uni > 0), np.flatnonzero(co_count > 0)
+    co_word, co_target = np.asarray(co_word, np.int64), np.asarray(co_target, np.int64)
+    nz = np.flatnonzero(uni > 0)
     unigrams = pa.table({"word": w.take(pa.array(nz)), "count": pa.array(uni[nz])})
+    if not co_count.all():  # (the fast counter has no zero rows: no copies of its millions of rows then)
+        cz = np.flatnonzero(co_count)
+        co_word, co_target, co_count = co_word[cz], co_target[cz], co_count[cz]
     cooc = pa.table(
-        {
-            "word": w.take(pa.array(np.asarray(co_word, np.int64)[cz])),
-            "target": t.take(pa.array(np.asarray(co_target, np.int64)[cz])),
-            "count": pa.array(co_count[cz]),
-        }
+        {"word": w.take(pa.array(co_word)), "target": t.take(pa.array(co_target)), "count": pa.array(co_count)}
     )
     return unigrams.to_pandas(), cooc.to_pandas()
 
@@ -442,7 +442,9 @@ class FastCounter:
         if g.size:
             self._co_keys.append(w.astype(np.int64) * T + g)
             self._co_vals.append(used[g, w])
-        self._dense = np.zeros(self._dense.size, np.int64)  # its counts moved to the sparse rows
+        del g, w, used
+        # its counts moved to the sparse rows; a fresh array maps no page until used
+        self._dense = np.zeros(self._dense.size, np.int64)
         self._compact()
         keys = self._co_keys[0] if self._co_keys else np.empty(0, np.int64)
         vals = self._co_vals[0] if self._co_vals else np.empty(0, np.int64)
@@ -455,16 +457,25 @@ class FastCounter:
         order = pc.sort_indices(all_words).to_numpy().astype(np.int64, copy=False)
         rank = np.empty_like(order)
         rank[order] = np.arange(order.size)
-        wrank = rank[keys // T]
-        co_order = np.argsort(wrank * T + keys % T)  # codes are distinct; targets are sorted already
-        words = all_words.take(pa.array(order))
+        # (word rank, target) codes of the rows, sorted; temporaries freed as soon as possible: a shard's table
+        # has millions of rows and this is the peak of the count's memory
+        code = rank[keys // T]
+        del rank
+        code *= T
+        code += keys % T
+        co_order = np.argsort(code)  # codes are distinct; targets are sorted already
+        code = code[co_order]
+        vals = vals[co_order]
+        del co_order
+        co_target = code % T
+        code //= T
         return _as_tables(
-            words,
+            all_words.take(pa.array(order)),
             self._unigram_counts()[order],
-            wrank[co_order],
+            code,
             self.targets,
-            (keys % T)[co_order],
-            vals[co_order],
+            co_target,
+            vals,
         )
 
     def _spill(self) -> None:
@@ -475,7 +486,7 @@ class FastCounter:
             self._spill_dir = self._own_spill_dir
         run = self._spill_dir / f"run-{len(self.runs):05d}"
         uni, co = self._run_tables()
-        write_counts(run, uni, co, {})
+        write_counts(run, uni, co, {}, distinct=True)
         self.runs.append(run)
         log.info("spilled run %d: %d words, %d co-occurrence rows", len(self.runs), len(uni), len(co))
         self._reset()
@@ -495,7 +506,7 @@ class FastCounter:
         try:
             if not self.runs:
                 uni, co = self._run_tables()
-                write_counts(out_dir, uni, co, meta)
+                write_counts(out_dir, uni, co, meta, distinct=True)
             else:
                 if self._words:
                     self._spill()
@@ -568,7 +579,7 @@ def count_files(
             counts = count_naive((t for b in batches() for t in b), targets, stopwords, window)
             meta.update(n_tokens=counts.n_tokens, n_pairs=counts.n_pairs)
             meta["read"] = reader.stats.as_dict()
-            write_counts(out, counts.unigrams, counts.cooccurrence, meta)
+            write_counts(out, counts.unigrams, counts.cooccurrence, meta, distinct=True)
         else:
             spill_dir = out.parent / f".{out.name}.spill"  # beside the output: /tmp may be small
             counter = FastCounter(

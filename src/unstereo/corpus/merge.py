@@ -7,6 +7,7 @@ the word into partitions (temporary parquet files), and each partition is summed
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import shutil
@@ -34,12 +35,18 @@ SETTINGS = ("window", "targets", "stopwords", "text_key")
 SUMMED = ("n_tokens", "n_pairs")
 
 
-def write_counts(out_dir: str | Path, unigrams: pd.DataFrame, cooc: pd.DataFrame, meta: dict) -> Path:
-    """Write a count directory (each file atomically; stats.json last, so its presence means complete)."""
+def write_counts(
+    out_dir: str | Path, unigrams: pd.DataFrame, cooc: pd.DataFrame, meta: dict, distinct: bool = False
+) -> Path:
+    """Write a count directory (each file atomically; stats.json last, so its presence means complete).
+
+    ``distinct``: the caller built the rows from distinct keys (the counters do), so the duplicate-key check, which
+    hashes every string of a table of millions of rows (seconds and hundreds of MB), is left out."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     for name, df in ((UNI, unigrams), (CO, cooc)):
-        validate(df, SCHEMA[name], source=out / name)
+        schema = SCHEMA[name]
+        validate(df, dataclasses.replace(schema, unique=()) if distinct else schema, source=out / name)
         with atomic_path(out / name) as tmp:
             pa_table = pa.Table.from_pandas(df.reset_index(drop=True), preserve_index=False)
             pq.write_table(pa_table, tmp)
