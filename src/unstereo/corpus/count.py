@@ -79,7 +79,11 @@ def _as_tables(words, uni, co_word, targets: list[str], co_target, co_count):
         cz = np.flatnonzero(co_count)
         co_word, co_target, co_count = co_word[cz], co_target[cz], co_count[cz]
     cooc = pa.table(
-        {"word": w.take(pa.array(co_word)), "target": t.take(pa.array(co_target)), "count": pa.array(co_count)}
+        {
+            "word": w.take(pa.array(co_word)),
+            "target": t.take(pa.array(co_target)),
+            "count": pa.array(co_count),
+        }
     )
     return unigrams.to_pandas(), cooc.to_pandas()
 
