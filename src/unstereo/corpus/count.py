@@ -439,7 +439,9 @@ class FastCounter:
             self._co_len = uk.size
         self._co_compact = self._co_len
 
-    def _run_tables(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+    def _run_tables(self, ordered: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The run's tables, sorted by word (and target) when ``ordered``; a spilled run need not be (the merge
+        sorts), which saves sorting millions of strings and rows per spill."""
         T = len(self.targets)
         used = self._dense.reshape(T, self.dense_rows)[:, : min(len(self._words), self.dense_rows)]
         g, w = np.nonzero(used)  # only the rows of words seen: untouched pages stay unmapped
@@ -458,7 +460,10 @@ class FastCounter:
         import pyarrow.compute as pc
 
         all_words = pa.array(self._words, type=pa.string())
-        order = pc.sort_indices(all_words).to_numpy().astype(np.int64, copy=False)
+        if ordered:
+            order = pc.sort_indices(all_words).to_numpy().astype(np.int64, copy=False)
+        else:
+            order = np.arange(len(self._words), dtype=np.int64)
         rank = np.empty_like(order)
         rank[order] = np.arange(order.size)
         # (word rank, target) codes of the rows, sorted; temporaries freed as soon as possible: a shard's table
@@ -467,10 +472,11 @@ class FastCounter:
         del rank
         code *= T
         code += keys % T
-        co_order = np.argsort(code)  # codes are distinct; targets are sorted already
-        code = code[co_order]
-        vals = vals[co_order]
-        del co_order
+        if ordered:
+            co_order = np.argsort(code)  # codes are distinct; targets are sorted already
+            code = code[co_order]
+            vals = vals[co_order]
+            del co_order
         co_target = code % T
         code //= T
         return _as_tables(
@@ -489,7 +495,7 @@ class FastCounter:
             self._own_spill_dir = Path(tempfile.mkdtemp(prefix="unstereo-spill-"))
             self._spill_dir = self._own_spill_dir
         run = self._spill_dir / f"run-{len(self.runs):05d}"
-        uni, co = self._run_tables()
+        uni, co = self._run_tables(ordered=False)
         write_counts(run, uni, co, {}, distinct=True)
         self.runs.append(run)
         log.info("spilled run %d: %d words, %d co-occurrence rows", len(self.runs), len(uni), len(co))
