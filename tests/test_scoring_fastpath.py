@@ -333,3 +333,20 @@ def test_batcher_cells_bound_uses_the_longest_item_of_the_batch():
         [2, 6, 2, 2, 2], lambda idx: sizes.append(len(idx)) or [0] * len(idx), order=[0, 1, 2, 3, 4]
     )
     assert sizes == [2, 3]
+
+
+def test_tree_batches_keep_sentences_times_length_bounded(tok, monkeypatch):
+    # 6 sentences of 3 tokens (BOS + 2 words), batch size 32, at most 7 cells per tree: 7 // 3 = 2 sentences per
+    # tree -> 3 trees; a tree's nodes are the distinct prefixes of lengths 1 and 2.
+    from unstereo.scoring import causal
+
+    monkeypatch.setattr(causal, "TREE_MAX_CELLS", 7)
+    model = tiny_model("gpt2", len(tok))
+    shapes = record_input_shapes(model.transformer)
+    scorer = CausalScorer(model, tok, batch_size=32, path="tree")
+    scorer.score(["she"])  # the path check runs its probe here
+    shapes.clear()
+    scorer.score(["she went", "he went", "her dog", "his dog", "she asked", "he asked"])
+    # token-id order (she 4, he 5, her 6, his 7): she went, she asked | he went, he asked | her dog, his dog
+    # -> nodes BOS she | BOS he | BOS her his
+    assert shapes == [(1, 2), (1, 2), (1, 3)]

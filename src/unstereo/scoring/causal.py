@@ -98,9 +98,9 @@ def token_logprobs(logits: Any, targets: Any) -> Any:
 
 
 SCORING_PATHS = ("auto", "tree", "padded", "full")
-# Sentences per batch on the tree path: one row of ~12 new positions per sentence (1,000 USE-10 pairs), so the
-# attention over the row (quadratic in its length) stays small next to the matrix products.
-AUTO_TREE_BATCH_SIZE = {"cuda": 128, "mps": 64, "cpu": 32}
+# Positions (sentences x longest sentence) of one prefix tree: the attention over a tree's row is quadratic in its
+# length, so long texts get fewer sentences per tree (32 USE-10 sentences make ~370 positions).
+TREE_MAX_CELLS = 1024
 # The probe's score may differ from the full forward pass by float rounding only: 2e-3 (the acceptance tolerance)
 # in fp32; half precision rounds each logit to ~3 significant digits.
 PROBE_TOLERANCE = {"float32": 2e-3, "float64": 2e-3}
@@ -111,7 +111,7 @@ class CausalScorer:
     """Scores sentences with a causal LM: :meth:`score` returns (ln p(s), number of scored tokens) per sentence.
 
     ``batch_size`` is an int or ``"auto"`` (start at a device-dependent size, bound the logits' memory on the full
-    path, halve on out-of-memory). ``model`` is anything called as ``model(input_ids=..., attention_mask=...)``
+    path, halve on out-of-memory); on the tree path a batch also keeps sentences x longest sentence <= 1024. ``model`` is anything called as ``model(input_ids=..., attention_mask=...)``
     returning an object with ``.logits`` (a transformers causal LM in practice). ``path`` is auto, tree, padded or
     full (see the module doc); an explicit tree or padded path that fails its check is an error.
     """
@@ -136,13 +136,11 @@ class CausalScorer:
         self.prefix = resolve_prefix(tokenizer, bos_policy)
         self.path_requested = path
         self.path: str | None = "full" if path == "full" else None  # resolved at the first batch
-        self._dev = device.split(":")[0]
-        self._auto = batch_size == "auto"
-        self._max_batch_size = max_batch_size
-        if self._auto:
-            start = max_batch_size or AUTO_BATCH_SIZE.get(self._dev, 32)
+        dev = device.split(":")[0]
+        if batch_size == "auto":
+            start = max_batch_size or AUTO_BATCH_SIZE.get(dev, 32)
             vocab = _vocab_size(model, tokenizer)
-            cells = max(1, LOGITS_BUDGET.get(self._dev, 2**28) // vocab)
+            cells = max(1, LOGITS_BUDGET.get(dev, 2**28) // vocab)
             self.batcher = Batcher(start, max_cells=cells)
         else:
             self.batcher = Batcher(int(batch_size))
@@ -286,13 +284,11 @@ class CausalScorer:
 
     def _use(self, path: str) -> None:
         self.path = path
-        if path == "full" or not self._auto:
-            return
-        # the fast paths hold no batch x length x vocabulary logits: no logits budget
-        self.batcher.max_cells = None
-        if path == "tree":
-            self.batcher.batch_size = self._max_batch_size or AUTO_TREE_BATCH_SIZE.get(self._dev, 32)
         log.info("scoring path: %s", path)
+        if path == "tree":
+            self.batcher.max_cells = TREE_MAX_CELLS
+        elif path == "padded":  # no batch x length x vocabulary logits: no logits budget
+            self.batcher.max_cells = None
 
     def _check(self, path: str) -> str | None:
         """None when ``path`` gives the full forward pass's scores on the probe, else what went wrong."""
