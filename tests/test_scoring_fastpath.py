@@ -115,7 +115,7 @@ TINY = dict(
 )
 
 
-def tiny_model(kind: str, vocab_size: int):
+def tiny_model(kind: str, vocab_size: int, sliding_window: int = 6):
     """A randomly initialised 2-layer model of ``kind`` (fp32, eval mode)."""
     import transformers as tf
 
@@ -130,7 +130,7 @@ def tiny_model(kind: str, vocab_size: int):
             **common,
             head_dim=8,
             final_logit_softcapping=3.0,
-            sliding_window=6,
+            sliding_window=sliding_window,
             layer_types=["sliding_attention", "full_attention"],
         )
         return tf.Gemma3ForCausalLM(config).eval()
@@ -225,6 +225,17 @@ def test_tree_falls_back_to_padded_beyond_a_sliding_window(tok):
     shapes.clear()
     scorer.score([SENTENCES[3], "he went"])  # 16 tokens: two padded rows of 15 positions
     assert shapes == [(2, 15)]
+
+
+def test_window_shorter_than_the_probe_means_no_tree(tok, caplog):
+    # the probe's longest input is 5 positions: a window of 3 cannot be checked, so auto takes the padded path
+    model = tiny_model("gemma3", len(tok), sliding_window=3)
+    with caplog.at_level(logging.WARNING, logger="unstereo"):
+        scorer = CausalScorer(model, tok, batch_size=4)
+        got = scorer.score(SENTENCES)
+    assert scorer.path == "padded" and "sliding window of 3" in caplog.text
+    want = CausalScorer(model, tok, batch_size=4, path="full").score(SENTENCES)
+    assert [x for x, _ in got] == pytest.approx([x for x, _ in want], abs=1e-4)
 
 
 @pytest.mark.parametrize("batch_size", [1, 2, 7])

@@ -111,8 +111,9 @@ class CausalScorer:
     """Scores sentences with a causal LM: :meth:`score` returns (ln p(s), number of scored tokens) per sentence.
 
     ``batch_size`` is an int or ``"auto"`` (start at a device-dependent size, bound the logits' memory on the full
-    path, halve on out-of-memory); on the tree path a batch also keeps sentences x longest sentence <= 1024. ``model`` is anything called as ``model(input_ids=..., attention_mask=...)``
-    returning an object with ``.logits`` (a transformers causal LM in practice). ``path`` is auto, tree, padded or
+    path, halve on out-of-memory); on the tree path a batch also keeps sentences x longest sentence <= 1024.
+    ``model`` is anything called as ``model(input_ids=..., attention_mask=...)`` returning an object with
+    ``.logits`` (a transformers causal LM in practice). ``path`` is auto, tree, padded or
     full (see the module doc); an explicit tree or padded path that fails its check is an error.
     """
 
@@ -295,6 +296,8 @@ class CausalScorer:
         if self._parts is None:
             return "no body and linear LM head found (get_output_embeddings, base_model)"
         probe = probe_sequences(self._parts[1].weight.shape[0], self.prefix.token_id)
+        if path == "tree" and max(len(s) for s in probe) - 1 > self._tree_span:
+            return f"a sliding window of {self._tree_span} positions, shorter than the probe"
         want = [self._forward([s])[0][0] for s in probe]
         try:
             got = (self._forward_tree if path == "tree" else self._forward_padded)(probe)

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 # Logits computed at once: nodes x vocabulary block <= CHUNK_CELLS floats (2 MiB in fp32: the block and its slice
-# of the head stay in cache; 8 MiB blocks ran at 2/3 of the speed on a 2-core AMD EPYC).
+# of the head stay in cache). On 2 threads of a 2-core AMD EPYC, 370 nodes x Gemma's 262k vocabulary: 141 GFLOP/s,
+# against 127 with 4 MiB blocks and ~100 for one [nodes, vocabulary] product plus log_softmax.
 CHUNK_CELLS = 2**19
 MIN_CHUNK = 256
 
