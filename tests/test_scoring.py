@@ -111,9 +111,10 @@ def gpt2():
     return tiny_gpt2(len(tok)), tok
 
 
-def test_tiny_gpt2_matches_manual_loop(gpt2):
+@pytest.mark.parametrize("path", ["auto", "full"])
+def test_tiny_gpt2_matches_manual_loop(gpt2, path):
     model, tok = gpt2
-    got = CausalScorer(model, tok, batch_size=3).score(SENTENCES)
+    got = CausalScorer(model, tok, batch_size=3, path=path).score(SENTENCES)
     for s, (lp, n) in zip(SENTENCES, got, strict=True):
         want, n_want = manual_logprob(model, tok, s)
         assert n == n_want
@@ -122,17 +123,19 @@ def test_tiny_gpt2_matches_manual_loop(gpt2):
     assert abs(got[0][0] - got[0][1] * math.log(1 / len(tok))) > 0.5
 
 
+@pytest.mark.parametrize("path", ["auto", "tree", "padded", "full"])
 @pytest.mark.parametrize("batch_size", [1, 2, 3, 7, "auto"])
-def test_batch_independence(gpt2, batch_size):
-    # The score of a sentence must not depend on its batch mates (lengths 2..16 tokens padded together).
+def test_batch_independence(gpt2, batch_size, path):
+    # The score of a sentence must not depend on its batch mates (lengths 2..16 tokens padded together, or sharing
+    # a prefix tree), whichever scoring path runs the batches.
     model, tok = gpt2
-    alone = [CausalScorer(model, tok, batch_size=1).score([s])[0] for s in SENTENCES]
-    together = CausalScorer(model, tok, batch_size=batch_size).score(SENTENCES)
+    alone = [CausalScorer(model, tok, batch_size=1, path=path).score([s])[0] for s in SENTENCES]
+    together = CausalScorer(model, tok, batch_size=batch_size, path=path).score(SENTENCES)
     for (a, na), (b, nb) in zip(alone, together, strict=True):
         assert na == nb
         assert a == pytest.approx(b, abs=1e-5)
     # and in reverse order with duplicates
-    again = CausalScorer(model, tok, batch_size=batch_size).score(SENTENCES[::-1] + SENTENCES[:2])
+    again = CausalScorer(model, tok, batch_size=batch_size, path=path).score(SENTENCES[::-1] + SENTENCES[:2])
     assert [x for x, _ in again[: len(SENTENCES)]] == pytest.approx([x for x, _ in alone[::-1]], abs=1e-5)
 
 

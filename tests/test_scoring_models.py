@@ -1,7 +1,7 @@
 """Acceptance: on the offline models the scorer agrees with a plain forward pass per sentence (SPEC 1.4).
 
-For SmolLM2-135M-Instruct and Gemma-3-270M (GGUF, dequantised to fp32 on CPU), the scorer's ln p(s) for batch sizes
-1, 7 and 32 over mixed-length sentences must match, within 2e-3 per sentence, an independent computation: one
+For SmolLM2-135M-Instruct and Gemma-3-270M (GGUF, dequantised to fp32 on CPU), the scorer's ln p(s) on each scoring
+path (tree, padded, full) for batch sizes 1, 7 and 32 over mixed-length sentences must match, within 2e-3 per sentence, an independent computation: one
 sentence per forward pass, no padding and no attention mask, BOS prepended by hand, fp64 log_softmax.
 (fp32 forward passes on CPU differ by up to ~2e-3 per sentence with the padded length alone on SmolLM2.)
 """
@@ -101,16 +101,20 @@ def test_scorer_matches_plain_forward_pass(loaded, name):
     lengths = [len(tokenizer(s, add_special_tokens=False)["input_ids"]) for s in SENTENCES]
     assert min(lengths) <= 2 and max(lengths) >= 35  # mixed lengths indeed
     report = {}
-    for batch_size in (1, 7, 32):
-        scorer = CausalScorer(model, tokenizer, device="cpu", batch_size=batch_size)
-        got = scorer.score(SENTENCES)
-        assert [n for _, n in got] == lengths
-        diffs = [abs(g - w) for (g, _), w in zip(got, want, strict=True)]
-        report[batch_size] = max(diffs)
-        assert max(diffs) <= 2e-3, (name, batch_size, max(diffs))
+    for path in ("auto", "padded", "full"):
+        for batch_size in (1, 7, 32):
+            scorer = CausalScorer(model, tokenizer, device="cpu", batch_size=batch_size, path=path)
+            got = scorer.score(SENTENCES)
+            assert scorer.path == (
+                "tree" if path == "auto" else path
+            )  # both models pass the fast paths' check
+            assert [n for _, n in got] == lengths
+            diffs = [abs(g - w) for (g, _), w in zip(got, want, strict=True)]
+            report[path, batch_size] = max(diffs)
+            assert max(diffs) <= 2e-3, (name, path, batch_size, max(diffs))
     print(
-        f"\n{name}: max |scorer - plain forward| per sentence by batch size: "
-        + ", ".join(f"{b}: {d:.2e}" for b, d in report.items())
+        f"\n{name}: max |scorer - plain forward| per sentence by path and batch size: "
+        + ", ".join(f"{p} {b}: {d:.2e}" for (p, b), d in report.items())
     )
 
 
@@ -145,3 +149,30 @@ def test_gemma_gguf_tokenizer_is_repaired(loaded, resource):
     lp_broken = sum(lp for lp, _ in CausalScorer(model, broken, batch_size=16).score(sample))
     print(f"\ngemma3: total ln p of {len(sample)} sentences: BPE {lp_fixed:.1f}, Unigram {lp_broken:.1f}")
     assert lp_fixed > lp_broken + 5 * len(sample)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_converted_folder_scores_in_plain_transformers(loaded, resource, name):
+    """Any consumer of the converted folder (plain transformers here; lm-eval loads it the same way) gets the
+    scorer's scores: its tokenizer as saved, the model as saved, BOS as the tokenizer adds it (prepended by hand
+    when it does not), a plain fp64 log_softmax. For Gemma this fails with the Unigram tokenizer of the GGUF file."""
+    from transformers import AutoModelForCausalLM
+
+    folder = ModelSpec.parse(str(resource(name) / MODELS[name])).converted_dir
+    tok = AutoTokenizer.from_pretrained(folder)
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+    sample = SENTENCES[::4]
+    plain = []
+    for s in sample:
+        ids = tok(s)["input_ids"]
+        ids = ids if ids[0] == tok.bos_token_id else [tok.bos_token_id, *ids]
+        with torch.no_grad():
+            logits = model(input_ids=torch.tensor([ids])).logits[0, :-1].double()
+        plain.append(
+            float(torch.log_softmax(logits, -1).gather(-1, torch.tensor(ids[1:]).unsqueeze(-1)).sum())
+        )
+    scorer_model, scorer_tok, _ = loaded(name)
+    ours = [lp for lp, _ in CausalScorer(scorer_model, scorer_tok, batch_size=8).score(sample)]
+    diff = max(abs(a - b) for a, b in zip(plain, ours, strict=True))
+    print(f"\n{name}: max |plain transformers on the folder - scorer| = {diff:.2e}")
+    assert diff <= 2e-3

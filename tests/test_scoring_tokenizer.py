@@ -39,3 +39,27 @@ def test_bpe_tokenizer_from_merges_prefers_whole_words():
     bpe = Tokenizer(models.BPE({p: i for i, (p, _) in enumerate(vocab)}, merges))
     assert bpe.encode("▁the").tokens == ["▁the"]
     assert bpe.encode("▁he▁t").tokens == ["▁", "he", "▁t"]
+
+
+def test_needs_bpe_repair_only_for_gemma_with_a_unigram_backend():
+    # a Gemma model type with a Unigram backend (what transformers builds from the GGUF file) needs the repair;
+    # a BPE or word-level backend, or another model type, does not.
+    from types import SimpleNamespace
+
+    from _scoring_models import word_tokenizer
+    from tokenizers import Tokenizer, models
+    from transformers import PreTrainedTokenizerFast
+
+    from unstereo.gguf_tokenizer import needs_bpe_repair
+
+    unigram = PreTrainedTokenizerFast(
+        tokenizer_object=Tokenizer(models.Unigram([("<unk>", 0.0), ("a", -1.0)], 0))
+    )
+    bpe = PreTrainedTokenizerFast(
+        tokenizer_object=Tokenizer(models.BPE({"a": 0, "b": 1, "ab": 2}, [("a", "b")]))
+    )
+    gemma, llama = (SimpleNamespace(config=SimpleNamespace(model_type=t)) for t in ("gemma3_text", "llama"))
+    assert needs_bpe_repair(gemma, unigram)
+    assert not needs_bpe_repair(gemma, bpe)
+    assert not needs_bpe_repair(gemma, word_tokenizer())
+    assert not needs_bpe_repair(llama, unigram)

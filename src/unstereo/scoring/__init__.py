@@ -1,6 +1,7 @@
 """The score stage: sentence log-likelihoods of pair tables under causal LMs (and PLL under masked LMs).
 
-- :mod:`.causal`: :class:`CausalScorer`, BOS policy, fp32 token log-probs, length-sorted right-padded batches;
+- :mod:`.causal`: :class:`CausalScorer`, BOS policy, fp32 token log-probs, the scoring paths (prefix tree,
+  padded, full forward pass); :mod:`.prefix_tree` and :mod:`.lm_head` (the head only on scored positions);
 - :mod:`.masked`: :class:`MaskedScorer`, pseudo-log-likelihood;
 - :mod:`unstereo.gguf_tokenizer`: repair of the tokenizer transformers builds for Gemma GGUF files;
 - :mod:`.batching`: length sorting and the batch size that halves on out-of-memory;

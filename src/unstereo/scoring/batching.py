@@ -67,10 +67,13 @@ class Batcher:
         self.n_batches = 0  # forward passes that returned (tests count them)
         self.n_oom = 0
 
-    def _size_for(self, length: int) -> int:
-        size = self.batch_size
+    def _size_for(self, lengths: Sequence[int], start: int) -> int:
+        """Items in the batch that starts at ``start`` of ``lengths`` (the items' lengths in run order)."""
+        size = min(self.batch_size, len(lengths) - start)
         if self.max_cells is not None:
-            size = min(size, max(1, self.max_cells // max(1, length)))
+            while size > 1 and size * max(lengths[start : start + size]) > self.max_cells:
+                longest = max(1, max(lengths[start : start + size]))
+                size = max(1, min(size - 1, self.max_cells // longest))
         return size
 
     def run(
@@ -79,9 +82,15 @@ class Batcher:
         fn: Callable[[list[int]], list[R]],
         desc: str = "scoring",
         unit: str = "sent",
+        order: Sequence[int] | None = None,
     ) -> list[R]:
-        """Call ``fn(indices)`` on batches of item indices (longest items first); return results in input order."""
-        order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
+        """Call ``fn(indices)`` on batches of item indices (longest items first, or in ``order``: a permutation of
+        the indices); return results in input order."""
+        if order is None:
+            order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
+        elif sorted(order) != list(range(len(lengths))):
+            raise ValueError("order must be a permutation of the item indices")
+        ordered_lengths = [lengths[i] for i in order]
         results: list[R | None] = [None] * len(lengths)
         # Same settings as unstereo.log.progress: plain lines every 10 s when stderr is a log file.
         bar = tqdm(
@@ -93,7 +102,7 @@ class Batcher:
         )
         pos = 0
         while pos < len(order):
-            size = self._size_for(lengths[order[pos]])
+            size = self._size_for(ordered_lengths, pos)
             batch = order[pos : pos + size]
             try:
                 out = fn(batch)
