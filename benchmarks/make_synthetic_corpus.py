@@ -18,18 +18,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "src"))
-
-from unstereo.corpus.count import pairs_in_document  # noqa: E402
-from unstereo.corpus.lexicon import load_stopwords, load_targets  # noqa: E402
+from unstereo.corpus.count import pairs_in_document
+from unstereo.corpus.lexicon import load_stopwords, load_targets
 
 WINDOW = 10
 BLOCK_WORDS = 1 << 20  # words assembled at once

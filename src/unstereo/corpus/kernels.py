@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .tokenize import _MASKS, _mix
+
 try:
     from numba import njit
 except ImportError:  # pragma: no cover - exercised where numba is missing
@@ -30,16 +32,7 @@ except ImportError:  # pragma: no cover - exercised where numba is missing
 else:
     AVAILABLE = True
 
-SEPARATOR = -1  # id of a document separator in assign's output
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_MASKS = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
-
-
-def _mix(z):
-    """splitmix64 finaliser (wrapping uint64 arithmetic)."""
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
 
 
 def _key(buf, start, end):
@@ -208,7 +201,7 @@ def _word_keys(buf, starts, ends, keys, checks):
 
 
 if AVAILABLE:
-    _mix = njit(cache=True, inline="always")(_mix)
+    _mix = njit(cache=True, inline="always")(_mix)  # the numpy path's splitmix64 finaliser, on scalars
     _key = njit(cache=True)(_key)
     _slot = njit(cache=True, inline="always")(_slot)
     _probe = njit(cache=True, inline="always")(_probe)
