@@ -215,3 +215,26 @@ def test_demo_corpus_slice_fast_equals_plain(resource, compiled):
     c = fast(docs, batch=97, compiled=compiled).counts()
     assert sum(co.values()) > 1000  # the slice does hold targets
     assert as_counters(c) == (uni, co) and c.n_pairs == n_pairs
+
+
+def test_write_counts_takes_arrow_tables_as_dataframes(tmp_path):
+    import pyarrow as pa
+
+    from unstereo.corpus.merge import write_counts
+    from unstereo.errors import InputError
+
+    uni = pd.DataFrame({"word": ["cat", "dog"], "count": np.array([3, 1], np.int64)})
+    co = pd.DataFrame({"word": ["cat"], "target": ["she"], "count": np.array([2], np.int64)})
+    write_counts(tmp_path / "pandas", uni, co, {"n_tokens": 4})
+    write_counts(tmp_path / "arrow", pa.Table.from_pandas(uni), pa.Table.from_pandas(co), {"n_tokens": 4})
+    for got, expect in zip(read_counts(tmp_path / "arrow"), read_counts(tmp_path / "pandas"), strict=True):
+        if isinstance(expect, dict):
+            assert got == expect
+        else:
+            pd.testing.assert_frame_equal(got, expect)
+    bad = pa.table({"word": pa.array(["cat", None]), "count": pa.array([3, 1], pa.int64())})
+    with pytest.raises(InputError, match=r"unigrams.parquet.*word.*1 missing"):
+        write_counts(tmp_path / "bad", bad, pa.Table.from_pandas(co), {}, distinct=True)
+    dup = pa.table({"word": ["cat", "cat"], "count": pa.array([3, 1], pa.int64())})
+    with pytest.raises(InputError, match="duplicated"):
+        write_counts(tmp_path / "dup", dup, pa.Table.from_pandas(co), {})

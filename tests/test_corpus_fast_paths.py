@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import random
 import unicodedata
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -149,3 +150,56 @@ def test_reader_fast_path_reads_well_formed_chunks_and_defers_the_rest(tmp_path,
 
     assert blank(b'{"a": 1}\n\n{"b": 2}') and blank(b"x\n  ") and blank(b" \r\nx") and blank(b"x\n \ny\n")
     assert not blank(b'{"a": 1}\n{"b": 2}\n') and not blank(b"x\ny") and not blank(b"x\n  y\n")
+
+
+@pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
+def test_sparse_table_sums_codes_and_grows():
+    # 8 slots to start; past 70 % load it doubles: at the 6th distinct code (16 slots), the 12th (32) and the 23rd
+    # (64), and 43 distinct codes stay below the next step (45); each code's count is the times it was added
+    codes = [5, 5, 0, 7, 5] + list(range(100, 140)) + [0, 139]
+    sp, nsp = np.zeros(16, np.uint64), 0
+    for c in codes:
+        sp, nsp = kernels._sparse_add(sp, nsp, c)
+    assert nsp == 43 and sp.size == 2 * 64
+    keys, vals = np.empty(nsp, np.int64), np.empty(nsp, np.int64)
+    kernels.sparse_items(sp, keys, vals)
+    assert dict(zip(keys.tolist(), vals.tolist(), strict=True)) == Counter(codes)
+
+
+@pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
+def test_sorted_rows_orders_by_word_rank_then_target():
+    # 3 targets; words 0, 1, 2 rank 2, 0, 1. Rows (w, g, count): (0, 1, 10) (1, 2, 11) (0, 0, 12) (2, 0, 13)
+    # (1, 0, 14) -> by (rank, g): (0, 0, 14) (0, 2, 11) (1, 0, 13) (2, 0, 12) (2, 1, 10)
+    keys = np.array([0 * 3 + 1, 1 * 3 + 2, 0 * 3 + 0, 2 * 3 + 0, 1 * 3 + 0], np.int64)
+    counts = np.array([10, 11, 12, 13, 14], np.int64)
+    word, target, count = kernels.sorted_rows(keys, counts, np.array([2, 0, 1], np.int64), 3)
+    assert word.tolist() == [0, 0, 1, 2, 2]
+    assert target.tolist() == [0, 2, 0, 0, 1]
+    assert count.tolist() == [14, 11, 13, 12, 10]
+
+
+def test_sparse_rows_beyond_the_dense_ones_match_numpy_and_hand_count():
+    # dense_rows 0: every co-occurrence goes to the sparse table; 50,000 distinct words each once beside "she"
+    # (and "he" at the start) give ~50,000 distinct codes, past the first table's 70 % load (45,875)
+    def word(i: int) -> str:
+        return "".join(chr(97 + (i // 26**k) % 26) for k in range(4))
+
+    docs = [" ".join(f"{word(i)} she" for i in range(k, k + 5_000)) for k in range(0, 50_000, 5_000)]
+    docs.append("he " + word(7) + " she")
+    outs = []
+    for compiled in [False] + ([True] if kernels.AVAILABLE else []):
+        c = FastCounter(["she", "he"], ["the"], 10, dense_rows=0, compiled=compiled)
+        c.add(docs[:4])
+        c.add(docs[4:])
+        outs.append(c.counts())
+    co = as_counters(outs[-1])[1]
+    # word(7) is token 14 of the first document, the "she"s are its odd tokens: its window (tokens 5..23) holds
+    # ten of them; the last document adds one "she" and one "he"
+    toks = docs[0].split()
+    i = toks.index(word(7))
+    expect_she = (
+        sum(1 for j in range(max(0, i - 9), min(len(toks), i + 10)) if j != i and toks[j] == "she") + 1
+    )
+    assert co[(word(7), "she")] == expect_she == 11 and co[(word(7), "he")] == 1
+    for out in outs[1:]:
+        assert as_counters(out) == as_counters(outs[0]) and out.n_pairs == outs[0].n_pairs

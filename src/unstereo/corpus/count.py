@@ -64,10 +64,10 @@ class Counts:
     meta: dict = field(default_factory=dict)
 
 
-def _as_tables(words, uni, co_word, targets: list[str], co_target, co_count):
-    """Count tables from sorted ``words`` (a list or an arrow array) and ``targets`` and index columns already in
-    (word, target) order, zero rows dropped. Built through arrow (``take`` on the distinct strings), ~10x faster
-    than pandas' object-to-string conversion."""
+def _arrow_tables(words, uni, co_word, targets: list[str], co_target, co_count):
+    """Count tables (arrow) from sorted ``words`` (a list or an arrow array) and ``targets`` and index columns
+    already in (word, target) order, zero rows dropped. Strings are gathered with arrow's ``take`` on the distinct
+    strings: no Python string per row."""
     import pyarrow as pa
 
     w, t = pa.array(words, type=pa.string()), pa.array(targets, type=pa.string())
@@ -85,6 +85,12 @@ def _as_tables(words, uni, co_word, targets: list[str], co_target, co_count):
             "count": pa.array(co_count),
         }
     )
+    return unigrams, cooc
+
+
+def _as_tables(words, uni, co_word, targets: list[str], co_target, co_count):
+    """:func:`_arrow_tables` as pandas DataFrames (~10x faster than pandas' own object-to-string conversion)."""
+    unigrams, cooc = _arrow_tables(words, uni, co_word, targets, co_target, co_count)
     return unigrams.to_pandas(), cooc.to_pandas()
 
 
@@ -274,7 +280,12 @@ class FastCounter:
         # share cache lines); allocated whole but zero pages are only mapped when touched (calloc), so memory grows
         # with the vocabulary without the copies of a growing array
         self._dense = np.zeros(self.dense_rows * len(self.targets), np.int64)
-        self._co_keys: list[np.ndarray] = []
+        # compiled path: c(w, g) of the words beyond the dense rows, summed in a hash table as they come
+        self._sp = np.zeros(2 << 16, np.uint64)
+        self._nsp = 0
+        self._co_keys: list[
+            np.ndarray
+        ] = []  # numpy path: codes and counts of the words beyond the dense rows
         self._co_vals: list[np.ndarray] = []
         self._co_len = 0
         self._co_compact = 0
@@ -336,14 +347,13 @@ class FastCounter:
         t = m = 0
         T = len(self.targets)
         while True:  # count stops when the hash table is half full: grow it, go on
-            t, nnew, m, n_tokens, n_pairs, sparse, bad, bad_t = K.count(
+            t, nnew, m, n_tokens, n_pairs, self._sp, self._nsp, bad, bad_t = K.count(
                 arr, words, starts, ends, t, self._table, len(self._words), new_tok, kept, m,
-                self._dense, self.dense_rows, T, self.window,
+                self._dense, self.dense_rows, T, self.window, self._sp, self._nsp,
             )  # fmt: skip
             self.n_tokens += int(n_tokens)
             self.n_pairs += int(n_pairs)
-            if sparse.size:
-                self._add_sparse(sparse)
+            self._co_len = int(self._nsp)
             if nnew:
                 self._words += _decode_spans(arr, starts[new_tok[:nnew]], ends[new_tok[:nnew]])
             if bad >= 0:
@@ -439,21 +449,33 @@ class FastCounter:
             self._co_len = uk.size
         self._co_compact = self._co_len
 
-    def _run_tables(self, ordered: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
-        """The run's tables, sorted by word (and target) when ``ordered``; a spilled run need not be (the merge
-        sorts), which saves sorting millions of strings and rows per spill."""
+    def _co_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """The run's co-occurrences: (distinct codes ``w * T + g``, counts), in no particular order. The dense
+        array's counts move out (a fresh array maps no page until used)."""
         T = len(self.targets)
         used = self._dense.reshape(T, self.dense_rows)[:, : min(len(self._words), self.dense_rows)]
         g, w = np.nonzero(used)  # only the rows of words seen: untouched pages stay unmapped
-        if g.size:
-            self._co_keys.append(w.astype(np.int64) * T + g)
-            self._co_vals.append(used[g, w])
+        keys, vals = w.astype(np.int64) * T + g, used[g, w]
         del g, w, used
-        # its counts moved to the sparse rows; a fresh array maps no page until used
         self._dense = np.zeros(self._dense.size, np.int64)
-        self._compact()
-        keys = self._co_keys[0] if self._co_keys else np.empty(0, np.int64)
-        vals = self._co_vals[0] if self._co_vals else np.empty(0, np.int64)
+        if self._kernels is None:
+            self._co_keys.append(keys)
+            self._co_vals.append(vals)
+            self._compact()
+            if not self._co_keys:
+                return np.empty(0, np.int64), np.empty(0, np.int64)
+            return self._co_keys[0], self._co_vals[0]
+        # compiled: the sparse table's codes are words beyond the dense rows, so the two parts never share a code
+        sparse_keys, sparse_vals = np.empty(self._nsp, np.int64), np.empty(self._nsp, np.int64)
+        self._kernels.sparse_items(self._sp, sparse_keys, sparse_vals)
+        self._sp, self._nsp = np.zeros(2 << 16, np.uint64), 0
+        return np.concatenate([keys, sparse_keys]), np.concatenate([vals, sparse_vals])
+
+    def _run_tables(self, ordered: bool = True):
+        """The run's tables (arrow), sorted by word (and target) when ``ordered``; a spilled run need not be (the
+        merge sorts), which saves sorting millions of strings and rows per spill."""
+        T = len(self.targets)
+        keys, vals = self._co_rows()
         # sort once by word and reuse the ranks for the co-occurrence rows. Arrow sorts by UTF-8 bytes, which is
         # code point order, i.e. Python's string order (words are letters only: no surrogates).
         import pyarrow as pa
@@ -466,23 +488,24 @@ class FastCounter:
             order = np.arange(len(self._words), dtype=np.int64)
         rank = np.empty_like(order)
         rank[order] = np.arange(order.size)
-        # (word rank, target) codes of the rows, sorted; temporaries freed as soon as possible: a shard's table
-        # has millions of rows and this is the peak of the count's memory
-        code = rank[keys // T]
-        del rank
-        code *= T
-        code += keys % T
-        if ordered:
-            co_order = np.argsort(code)  # codes are distinct; targets are sorted already
-            code = code[co_order]
-            vals = vals[co_order]
-            del co_order
-        co_target = code % T
-        code //= T
-        return _as_tables(
+        # temporaries freed as soon as possible: a shard's table has millions of rows and this is the peak of the
+        # count's memory
+        if ordered and self._kernels is not None:  # counting sorts, O(rows)
+            co_word, co_target, vals = self._kernels.sorted_rows(keys, vals, rank, T)
+            del keys, rank
+        else:
+            co_word = rank[keys // T]
+            del rank
+            co_target = keys % T
+            del keys
+            if ordered:
+                co_order = np.argsort(co_word * T + co_target)  # codes are distinct
+                co_word, co_target, vals = co_word[co_order], co_target[co_order], vals[co_order]
+                del co_order
+        return _arrow_tables(
             all_words.take(pa.array(order)),
             self._unigram_counts()[order],
-            code,
+            co_word,
             self.targets,
             co_target,
             vals,
@@ -506,7 +529,7 @@ class FastCounter:
         if self.runs:
             raise RuntimeError("counts were spilled to disk; use finish(out_dir)")
         uni, co = self._run_tables()
-        return Counts(uni, co, self.n_tokens, self.n_pairs)
+        return Counts(uni.to_pandas(), co.to_pandas(), self.n_tokens, self.n_pairs)
 
     def finish(self, out_dir: str | Path, meta: dict, partitions: int | None = None) -> Path:
         """Write ``unigrams.parquet``, ``cooccurrence.parquet`` and ``stats.json`` to ``out_dir``."""

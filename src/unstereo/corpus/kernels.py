@@ -32,6 +32,36 @@ except ImportError:  # pragma: no cover - exercised where numba is missing
 else:
     AVAILABLE = True
 
+PREFETCH = 16  # tokens ahead whose hash-table slot is requested from memory before it is needed
+
+
+def _prefetch_intrinsic():
+    """``prefetch(array, index)``: ask for the cache line of ``array[index]`` (LLVM's prefetch; a hint, never a
+    fault). The table of a shard's vocabulary (~100 MB) is far larger than the caches: without it every rare word
+    is a stall of a memory round trip the loop cannot hide, as the next token's lookup depends on this one's."""
+    from llvmlite import ir
+    from numba import types
+    from numba.core import cgutils
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def prefetch(typingctx, array, index):
+        def codegen(context, builder, signature, args):
+            ary = context.make_array(signature.args[0])(context, builder, args[0])
+            i8p = ir.IntType(8).as_pointer()
+            i32 = ir.IntType(32)
+            fn = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]), "llvm.prefetch.p0i8"
+            )
+            ptr = builder.bitcast(builder.gep(ary.data, [args[1]]), i8p)
+            # read, high temporal locality, data cache
+            builder.call(fn, [ptr, ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+            return context.get_dummy_value()
+
+        return types.void(array, index), codegen
+
+    return prefetch
+
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
@@ -54,6 +84,16 @@ def _key(buf, start, end):
         c = _mix((c + w) * _GOLDEN)
         pos += 8
     return h & np.uint64(0xFFFFFFFFFFFFFF00), c
+
+
+def _short_key(words, start, end):
+    """The key of a token of <= 8 bytes at ``start`` (its first 8 bytes for a longer one), cut out of ``words``
+    (the buffer as little-endian uint64) without a branch."""
+    q = start >> 3
+    shift = np.uint64((start & 7) * 8)
+    # (x << (63 - shift)) << 1: a shift by 64 when shift is 0 would be undefined
+    key = (words[q] >> shift) | ((words[q + 1] << (np.uint64(63) - shift)) << np.uint64(1))
+    return key & _MASKS[min(end - start, 8)]
 
 
 def _slot(key, mask):
@@ -104,34 +144,136 @@ def _unigrams(table, out):
             out[np.int64(table[s + 1] & _ID)] = np.int64(table[s + 2])
 
 
-def _document(kept, m, dense, dense_rows, n_targets, window, sparse, nsparse):
-    """Co-occurrences of one document's kept tokens (infos): returns (sparse codes, their number)."""
-    w1 = window - 1
+def _sparse_grow(sp):
+    """The sparse table ``sp`` rehashed into one twice its size."""
+    new = np.zeros(2 * sp.size, np.uint64)
+    mask = new.size // 2 - 1
+    for s in range(0, sp.size, 2):
+        if sp[s] != 0:
+            e = np.int64(_slot(sp[s], np.uint64(mask)))
+            while new[2 * e] != 0:
+                e = (e + 1) & mask
+            new[2 * e] = sp[s]
+            new[2 * e + 1] = sp[s + 1]
+    return new
+
+
+def _sparse_add(sp, nsp, code):
+    """Count one co-occurrence ``code`` (``w * n_targets + g``) in the open-addressing table ``sp`` (slots
+    ``[code + 1, count]``), grown past 70 % load; returns (table, distinct codes)."""
+    key = np.uint64(code + 1)
+    mask = sp.size // 2 - 1
+    s = np.int64(_slot(key, np.uint64(mask)))
+    while True:
+        k = sp[2 * s]
+        if k == key:
+            sp[2 * s + 1] += np.uint64(1)
+            return sp, nsp
+        if k == 0:
+            sp[2 * s] = key
+            sp[2 * s + 1] = np.uint64(1)
+            nsp += 1
+            if 10 * nsp > 7 * (sp.size // 2):
+                sp = _sparse_grow(sp)
+            return sp, nsp
+        s = (s + 1) & mask
+
+
+def _sparse_items(sp, codes, counts):
+    """The table's (code, count) pairs into ``codes``, ``counts`` (slot order)."""
+    j = 0
+    for s in range(0, sp.size, 2):
+        if sp[s] != 0:
+            codes[j] = np.int64(sp[s] - np.uint64(1))
+            counts[j] = np.int64(sp[s + 1])
+            j += 1
+
+
+def _document(kept, m, dense, dense_rows, n_targets, window, sp, nsp, at):
+    """Co-occurrences of one document's kept tokens (infos): words below ``dense_rows`` in ``dense``, the others
+    in the sparse table; returns (sparse table, its distinct codes). The cells of the next target's window are
+    prefetched while this one's are counted (``at``: scratch for the target positions)."""
+    nt = 0
     for p in range(m):
-        g = np.int64((kept[p] >> np.uint64(32)) & np.uint64(0xFFFF)) - 1
-        if g < 0:
-            continue
-        lo = max(0, p - w1)
-        hi = min(m, p + window)
-        row = g * dense_rows
-        for q in range(lo, hi):
-            if q == p:
-                continue
-            w = np.int64(kept[q] & _ID)
-            if w < dense_rows:
-                dense[row + w] += 1
-            else:
-                if nsparse == sparse.size:
-                    grown = np.empty(2 * sparse.size, np.int64)
-                    grown[:nsparse] = sparse[:nsparse]
-                    sparse = grown
-                sparse[nsparse] = w * n_targets + g
-                nsparse += 1
-    return sparse, nsparse
+        at[nt] = p
+        nt += ((kept[p] >> np.uint64(32)) & np.uint64(0xFFFF)) != 0
+    for i in range(nt + 1):
+        if i < nt:
+            _fetch_window(kept, at[i], m, window, dense, dense_rows, n_targets, sp)
+        if i > 0:
+            p = at[i - 1]
+            g = np.int64((kept[p] >> np.uint64(32)) & np.uint64(0xFFFF)) - 1
+            row = g * dense_rows
+            for q in range(max(0, p - window + 1), min(m, p + window)):
+                if q == p:
+                    continue
+                w = np.int64(kept[q] & _ID)
+                if w < dense_rows:
+                    dense[row + w] += 1
+                else:
+                    sp, nsp = _sparse_add(sp, nsp, w * n_targets + g)
+    return sp, nsp
+
+
+def _fetch_window(kept, p, m, window, dense, dense_rows, n_targets, sp):
+    """Prefetch the cells the window of the target at ``p`` will count."""
+    g = np.int64((kept[p] >> np.uint64(32)) & np.uint64(0xFFFF)) - 1
+    mask = np.uint64(sp.size // 2 - 1)
+    for q in range(max(0, p - window + 1), min(m, p + window)):
+        w = np.int64(kept[q] & _ID)
+        if w < dense_rows:
+            _prefetch(dense, g * dense_rows + w)
+        else:
+            _prefetch(sp, 2 * np.int64(_slot(np.uint64(w * n_targets + g + 1), mask)))
+
+
+def _sorted_rows(keys, counts, rank, n_targets):
+    """Co-occurrence rows ``keys = w * n_targets + g`` (distinct) with ``counts`` as (rank[w], g, count) columns in
+    (rank, g) order: two stable counting sorts (by g, then by rank), O(rows), where a comparison sort of millions
+    of codes takes seconds."""
+    n = keys.size
+    bins = np.zeros(n_targets + 1, np.int64)
+    for i in range(n):
+        bins[keys[i] % n_targets + 1] += 1
+    for g in range(n_targets):
+        bins[g + 1] += bins[g]
+    by_target = np.empty(n, np.int64)
+    for i in range(n):
+        g = keys[i] % n_targets
+        by_target[bins[g]] = i
+        bins[g] += 1
+    bins = np.zeros(rank.size + 1, np.int64)
+    for i in range(n):
+        bins[rank[keys[i] // n_targets] + 1] += 1
+    for r in range(rank.size):
+        bins[r + 1] += bins[r]
+    word, target, count = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64)
+    for j in range(n):
+        i = by_target[j]
+        r = rank[keys[i] // n_targets]
+        d = bins[r]
+        word[d], target[d], count[d] = r, keys[i] % n_targets, counts[i]
+        bins[r] += 1
+    return word, target, count
 
 
 def _count(
-    buf, words, starts, ends, t, table, nwords, new_tok, kept, m, dense, dense_rows, n_targets, window
+    buf,
+    words,
+    starts,
+    ends,
+    t,
+    table,
+    nwords,
+    new_tok,
+    kept,
+    m,
+    dense,
+    dense_rows,
+    n_targets,
+    window,
+    sp,
+    nsp,
 ):
     """Count the tokens ``buf[starts[k]:ends[k]]``, k = t, t + 1, ... (spans of
     :func:`~unstereo.corpus.tokenize.token_spans`; a NUL, key 0, ends a document). ``words`` is ``buf`` viewed as
@@ -141,46 +283,46 @@ def _count(
     with the batch).
 
     Stops early, at a token, when one more word would fill the table beyond half: the caller grows it and calls
-    again from the returned token. Returns (token reached, new words, m, kept tokens, ordered position pairs, sparse
-    co-occurrence codes ``w * n_targets + g`` of the words beyond the dense rows, the id of a word whose key collides
-    with a token's or -1, that token's index); a collision stops it too."""
+    again from the returned token. Returns (token reached, new words, m, kept tokens, ordered position pairs, the
+    sparse table of the co-occurrences ``w * n_targets + g`` of the words beyond the dense rows (``sp``, or a grown
+    copy), its distinct codes, the id of a word whose key collides with a token's or -1, that token's index); a
+    collision stops it too."""
     limit = table.size // SLOT // 2
+    mask = np.uint64(table.size // SLOT - 1)
+    at = np.empty(kept.size, np.int64)
     w1 = window - 1
     nnew = 0
     n_tokens = 0
     n_pairs = 0
-    sparse = np.empty(1024, np.int64)
-    nsparse = 0
     ntok = starts.size
     while t < ntok:
+        if t + PREFETCH < ntok:  # the slot of a token ahead (its short key: a wrong slot for a long word, no harm)
+            ahead = _short_key(words, starts[t + PREFETCH], ends[t + PREFETCH])
+            _prefetch(table, np.int64(_slot(ahead, mask)) * SLOT)
         start = starts[t]
         length = ends[t] - start
-        q = start >> 3
-        shift = np.uint64((start & 7) * 8)
-        # (x << (63 - shift)) << 1: a shift by 64 when shift is 0 would be undefined
-        key = (words[q] >> shift) | ((words[q + 1] << (np.uint64(63) - shift)) << np.uint64(1))
-        key &= _MASKS[min(length, 8)]
+        key = _short_key(words, start, ends[t])
         check = np.uint64(0)
         if length > 8:
             key, check = _key(buf, start, start + length)
         if key == 0:  # a document ends
             n_tokens += m
             n_pairs += 2 * (w1 * m - w1 * (w1 + 1) // 2) if m > w1 else m * (m - 1)
-            sparse, nsparse = _document(kept, m, dense, dense_rows, n_targets, window, sparse, nsparse)
+            sp, nsp = _document(kept, m, dense, dense_rows, n_targets, window, sp, nsp, at)
             m = 0
             t += 1
             continue
         e = _probe(table, key)
         if table[e] == 0:
             if nwords + nnew + 1 > limit:
-                return t, nnew, m, n_tokens, n_pairs, sparse[:nsparse], -1, -1
+                return t, nnew, m, n_tokens, n_pairs, sp, nsp, -1, -1
             table[e] = key
             table[e + 1] = nwords + nnew
             table[e + 3] = check
             new_tok[nnew] = t
             nnew += 1
         elif table[e + 3] != check:
-            return t, nnew, m, n_tokens, n_pairs, sparse[:nsparse], np.int64(table[e + 1] & _ID), t
+            return t, nnew, m, n_tokens, n_pairs, sp, nsp, np.int64(table[e + 1] & _ID), t
         info = table[e + 1]
         keep = np.int64(1) - np.int64(info >> np.uint64(48))
         table[e + 2] += np.uint64(keep)
@@ -190,9 +332,9 @@ def _count(
     if t >= ntok:  # the batch's last document ends here
         n_tokens += m
         n_pairs += 2 * (w1 * m - w1 * (w1 + 1) // 2) if m > w1 else m * (m - 1)
-        sparse, nsparse = _document(kept, m, dense, dense_rows, n_targets, window, sparse, nsparse)
+        sp, nsp = _document(kept, m, dense, dense_rows, n_targets, window, sp, nsp, at)
         m = 0
-    return t, nnew, m, n_tokens, n_pairs, sparse[:nsparse], -1, -1
+    return t, nnew, m, n_tokens, n_pairs, sp, nsp, -1, -1
 
 
 def _word_keys(buf, starts, ends, keys, checks):
@@ -204,8 +346,15 @@ if AVAILABLE:
     _mix = njit(cache=True, inline="always")(_mix)  # the numpy path's splitmix64 finaliser, on scalars
     _key = njit(cache=True)(_key)
     _slot = njit(cache=True, inline="always")(_slot)
+    _short_key = njit(cache=True, inline="always")(_short_key)
+    _prefetch = _prefetch_intrinsic()
     _probe = njit(cache=True, inline="always")(_probe)
+    _sparse_grow = njit(cache=True)(_sparse_grow)
+    _sparse_add = njit(cache=True, inline="always")(_sparse_add)
+    _fetch_window = njit(cache=True, inline="always")(_fetch_window)
     _document = njit(cache=True)(_document)
+    sparse_items = njit(cache=True, nogil=True)(_sparse_items)
+    sorted_rows = njit(cache=True, nogil=True)(_sorted_rows)
     insert = njit(cache=True)(_insert)
     rehash = njit(cache=True, nogil=True)(_rehash)
     unigrams = njit(cache=True, nogil=True)(_unigrams)

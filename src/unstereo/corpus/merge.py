@@ -36,22 +36,48 @@ SUMMED = ("n_tokens", "n_pairs")
 
 
 def write_counts(
-    out_dir: str | Path, unigrams: pd.DataFrame, cooc: pd.DataFrame, meta: dict, distinct: bool = False
+    out_dir: str | Path,
+    unigrams: pd.DataFrame | pa.Table,
+    cooc: pd.DataFrame | pa.Table,
+    meta: dict,
+    distinct: bool = False,
 ) -> Path:
     """Write a count directory (each file atomically; stats.json last, so its presence means complete).
 
+    Tables are DataFrames or arrow tables (the fast counter's: written as they are, no pandas strings in between).
     ``distinct``: the caller built the rows from distinct keys (the counters do), so the duplicate-key check, which
     hashes every string of a table of millions of rows (seconds and hundreds of MB), is left out."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    for name, df in ((UNI, unigrams), (CO, cooc)):
+    for name, table in ((UNI, unigrams), (CO, cooc)):
         schema = SCHEMA[name]
-        validate(df, dataclasses.replace(schema, unique=()) if distinct else schema, source=out / name)
+        if distinct:
+            schema = dataclasses.replace(schema, unique=())
+        if isinstance(table, pa.Table):
+            _validate_arrow(table, schema, out / name)
+        else:
+            validate(table, schema, source=out / name)
+            table = pa.Table.from_pandas(table.reset_index(drop=True), preserve_index=False)
         with atomic_path(out / name) as tmp:
-            pa_table = pa.Table.from_pandas(df.reset_index(drop=True), preserve_index=False)
-            pq.write_table(pa_table, tmp)
+            pq.write_table(table, tmp)
     write_json(out / STATS, meta)
     return out
+
+
+def _validate_arrow(table: pa.Table, schema, source: Path) -> None:
+    """:func:`~unstereo.tables.validate` for an arrow table: columns and kinds on an empty slice, then nulls on the
+    whole table (and duplicate keys, through pandas, when the schema asks)."""
+    if schema.unique:
+        validate(table.to_pandas(), schema, source=source)
+        return
+    validate(table.slice(0, 0).to_pandas(), schema, source=source)
+    for col in schema.columns:
+        if not col.nullable and table.column(col.name).null_count:
+            raise InputError(
+                f"{schema.name} column '{col.name}' must be {col.kind}: "
+                f"{table.column(col.name).null_count} missing value(s)",
+                path=source,
+            )
 
 
 def read_stats(count_dir: str | Path) -> dict:
