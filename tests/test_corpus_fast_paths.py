@@ -27,20 +27,42 @@ def random_text(rng: random.Random, n: int) -> str:
     return "".join(rng.choice(SPECIAL if rng.random() < 0.3 else ASCII) for _ in range(n))
 
 
-def test_encode_batch_equals_lowering_the_whole_text():
+WITH_KERNELS = [None] + ([kernels] if kernels.AVAILABLE else [])
+
+
+@pytest.mark.parametrize("compiled", WITH_KERNELS, ids=lambda k: "numba" if k else "numpy")
+def test_encode_batch_equals_lowering_the_whole_text(compiled):
     rng = random.Random(7)
     for _ in range(300):
         texts = [random_text(rng, rng.randrange(0, 40)) for _ in range(rng.randrange(1, 6))]
-        buf, n = tk.encode_batch(texts)
+        buf, n = tk.encode_batch(texts, compiled)
         joined = tk.DOC_SEP.join(t.replace(tk.SEP, " ") for t in texts)
         assert buf == (joined + tk.SEP * tk.PAD).lower().encode("utf-8", "surrogatepass")
         assert n == len(buf) - tk.PAD
 
 
-def test_final_sigma_is_lowered_in_context():
+@pytest.mark.parametrize("compiled", WITH_KERNELS, ids=lambda k: "numba" if k else "numpy")
+def test_final_sigma_is_lowered_in_context(compiled):
     # "ΑΣ" ends a word: final ς; "ΑΣΑ": medial σ; the context reaches across case-ignorable "'" but not a space
-    buf, n = tk.encode_batch(["ΑΣ ΑΣΑ Α'Σ ΑΣ'Α x"])
+    buf, n = tk.encode_batch(["ΑΣ ΑΣΑ Α'Σ ΑΣ'Α x"], compiled)
     assert buf[:n].decode() == "ας ασα α'ς ασ'α x"
+
+
+@pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
+def test_compiled_spans_equal_numpy_spans():
+    # hand-made: "ab\x00 ç1d" -> tokens "ab\x00" (a NUL joins letters: the separator is spaced by encode_batch),
+    # "ç" (2 bytes), "d"
+    arr = np.frombuffer("ab\x00 ç1d".encode() + b"\x00" * tk.PAD, np.uint8)
+    starts, ends = kernels.spans(arr, 8, tk.alpha_table())
+    assert starts.tolist() == [0, 4, 7] and ends.tolist() == [3, 6, 8]
+    rng = random.Random(11)
+    for _ in range(300):
+        texts = [random_text(rng, rng.randrange(0, 40)) for _ in range(rng.randrange(1, 6))]
+        buf, n = tk.encode_batch(texts)
+        arr = np.frombuffer(buf, np.uint8)
+        got = kernels.spans(arr, n, tk.alpha_table())
+        expect = tk.token_spans(arr, n, separators=True)
+        assert [g.tolist() for g in got] == [e.tolist() for e in expect]
 
 
 def test_alpha_table_is_isalpha_everywhere():

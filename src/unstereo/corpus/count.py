@@ -338,9 +338,9 @@ class FastCounter:
 
     def _add_compiled(self, texts: list[str]) -> None:
         K = self._kernels
-        buf, n = tk.encode_batch(texts)
+        buf, n = tk.encode_batch(texts, K)
         arr = np.frombuffer(buf, dtype=np.uint8)
-        starts, ends = tk.token_spans(arr, n, separators=True)
+        starts, ends = K.spans(arr, n, tk.alpha_table())
         ntok = starts.size
         new_tok, kept = np.empty(ntok, np.int64), np.empty(ntok, np.uint64)
         words = np.frombuffer(buf, "<u8", count=len(buf) // 8)

@@ -62,6 +62,7 @@ def _prefetch_intrinsic():
 
     return prefetch
 
+
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
@@ -257,6 +258,68 @@ def _sorted_rows(keys, counts, rank, n_targets):
     return word, target, count
 
 
+def _code_point(arr, i):
+    """The code point of the UTF-8 character whose lead byte (>= 0xC0) is at ``i`` (as tokenize.code_points)."""
+    b0 = np.int64(arr[i])
+    b1 = np.int64(arr[i + 1]) & 0x3F
+    b2 = np.int64(arr[i + 2]) & 0x3F
+    b3 = np.int64(arr[i + 3]) & 0x3F
+    if b0 < 0xE0:
+        return ((b0 & 0x1F) << 6) | b1
+    if b0 < 0xF0:
+        return ((b0 & 0x0F) << 12) | (b1 << 6) | b2
+    return min(((b0 & 0x07) << 18) | (b1 << 12) | (b2 << 6) | b3, 0x10FFFF)
+
+
+def _scan(arr, n, lower_changes):
+    """One pass over a batch lowercased as ASCII (:func:`~unstereo.corpus.tokenize.encode_batch`): the number of
+    NUL bytes among the first ``n`` and the space-delimited stretches (start, end) holding a character that
+    ``str.lower`` still changes (``lower_changes``: the table of :func:`~unstereo.corpus.tokenize
+    .lower_changes_table`), one per character, in order."""
+    nuls = 0
+    lo = np.empty(16, np.int64)
+    hi = np.empty(16, np.int64)
+    k = 0
+    for i in range(n):
+        b = arr[i]
+        nuls += b == 0
+        if b >= 0xC0 and lower_changes[_code_point(arr, i)]:
+            if k == lo.size:
+                lo, hi = np.concatenate((lo, lo)), np.concatenate((hi, hi))
+            a = i
+            while a > 0 and arr[a - 1] != 32:
+                a -= 1
+            e = i
+            while e < n and arr[e] != 32:
+                e += 1
+            lo[k], hi[k] = a, e
+            k += 1
+    return nuls, lo[:k], hi[:k]
+
+
+def _spans(arr, n, alpha):
+    """Start and end offsets of the tokens in the first ``n`` bytes (as :func:`~unstereo.corpus.tokenize
+    .token_spans` with separators: letters by ``alpha``, the code point table, and NUL). Branch-free at token
+    edges (every byte writes its offset, the count moves on only at an edge): a branch there would mispredict at
+    nearly every token."""
+    edges = np.empty(n + 1, np.int64)
+    k = 0
+    prev = 0
+    cur = 0
+    for i in range(n):
+        b = arr[i]
+        if b < 0x80:
+            cur = np.int64(((b >= 97) & (b <= 122)) | (b == 0))
+        elif b >= 0xC0:  # a lead byte: the class of its character; continuation bytes keep it
+            cur = np.int64(alpha[_code_point(arr, i)])
+        edges[k] = i
+        k += cur != prev
+        prev = cur
+    edges[k] = n
+    k += prev
+    return edges[0:k:2].copy(), edges[1:k:2].copy()
+
+
 def _count(
     buf,
     words,
@@ -296,7 +359,9 @@ def _count(
     n_pairs = 0
     ntok = starts.size
     while t < ntok:
-        if t + PREFETCH < ntok:  # the slot of a token ahead (its short key: a wrong slot for a long word, no harm)
+        if (
+            t + PREFETCH < ntok
+        ):  # the slot of a token ahead (its short key: a wrong slot for a long word, no harm)
             ahead = _short_key(words, starts[t + PREFETCH], ends[t + PREFETCH])
             _prefetch(table, np.int64(_slot(ahead, mask)) * SLOT)
         start = starts[t]
@@ -352,6 +417,9 @@ if AVAILABLE:
     _sparse_grow = njit(cache=True)(_sparse_grow)
     _sparse_add = njit(cache=True, inline="always")(_sparse_add)
     _fetch_window = njit(cache=True, inline="always")(_fetch_window)
+    _code_point = njit(cache=True, inline="always")(_code_point)
+    scan = njit(cache=True, nogil=True)(_scan)
+    spans = njit(cache=True, nogil=True)(_spans)
     _document = njit(cache=True)(_document)
     sparse_items = njit(cache=True, nogil=True)(_sparse_items)
     sorted_rows = njit(cache=True, nogil=True)(_sorted_rows)

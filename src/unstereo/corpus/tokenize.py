@@ -82,21 +82,28 @@ def tokenize(text: str) -> list[str]:
     return _token_re().findall(text.lower())
 
 
-def encode_batch(texts: list[str]) -> tuple[bytes, int]:
+def encode_batch(texts: list[str], kernels=None) -> tuple[bytes, int]:
     """Join ``texts`` with " NUL " (a one-byte token of key 0 that marks document ends), encode as UTF-8, lowercase
     and pad; returns ``(buffer, n)``, n = size without padding. The buffer equals
     ``(DOC_SEP.join(texts) + SEP * PAD).lower().encode("utf-8", "surrogatepass")`` (NULs inside a text blanked).
 
     Lowercasing happens on the bytes: ``bytes.lower`` for ASCII (2-3 GB/s), then ``str.lower`` only on the stretches
-    between ASCII whitespace that hold a non-ASCII byte (:func:`_lower_non_ascii`); ``str.lower`` on a whole batch
-    with any non-ASCII character runs at ~150 MB/s, and joining str of mixed widths is slow too."""
+    between ASCII spaces that hold a character it changes (:func:`_lower_non_ascii`); ``str.lower`` on a whole batch
+    with any non-ASCII character runs at ~150 MB/s, and joining str of mixed widths is slow too. With ``kernels``
+    (the compiled ones) one compiled pass finds NULs inside texts and those stretches."""
     parts = [t.encode("utf-8", "surrogatepass") for t in texts]
-    joined = _DOC_SEP_BYTES.join(parts)
-    if joined.count(0) != len(parts) - 1:  # a text holds NUL itself: blank it (it is not a letter anyway)
-        joined = _DOC_SEP_BYTES.join(p.replace(b"\x00", b" ") for p in parts)
-    data = (joined + _PAD_BYTES).lower()
-    if not data.isascii():
-        data = _lower_non_ascii(data)
+    data = (_DOC_SEP_BYTES.join(parts) + _PAD_BYTES).lower()
+    if kernels is not None:
+        nuls, lo, hi = kernels.scan(np.frombuffer(data, np.uint8), len(data) - PAD, lower_changes_table())
+        if nuls == len(parts) - 1:
+            data = _lower_stretches(data, lo, hi) if lo.size else data
+            return data, len(data) - PAD
+    elif data.count(0) == len(parts) - 1 + PAD:
+        data = data if data.isascii() else _lower_non_ascii(data)
+        return data, len(data) - PAD
+    # a text holds NUL itself: blank it (it is not a letter anyway)
+    data = (_DOC_SEP_BYTES.join(p.replace(b"\x00", b" ") for p in parts) + _PAD_BYTES).lower()
+    data = data if data.isascii() else _lower_non_ascii(data)
     return data, len(data) - PAD
 
 
@@ -142,6 +149,12 @@ def _lower_non_ascii(data: bytes) -> bytes:
     at = np.searchsorted(spaces, high)
     lo = np.where(at > 0, spaces[np.maximum(at - 1, 0)] + 1, 0)
     hi = np.where(at < spaces.size, spaces[np.minimum(at, spaces.size - 1)], arr.size)
+    return _lower_stretches(data, lo, hi)
+
+
+def _lower_stretches(data: bytes, lo: np.ndarray, hi: np.ndarray) -> bytes:
+    """``data`` with the stretches ``data[lo[i]:hi[i]]`` (in order; repeats and overlaps allowed as long as they
+    come from the same spaces) passed through ``str.lower``."""
     # one stretch per distinct start; merge stretches separated by less than _MERGE_GAP bytes
     first = np.flatnonzero(np.diff(lo, prepend=-1) != 0)
     lo, hi = lo[first], hi[first]
