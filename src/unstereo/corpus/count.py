@@ -170,7 +170,7 @@ def _word_keys(words: list[str], kernels=None, with_checks: bool = False):
         checks[long_idx] = check
     else:
         keys, checks = np.empty(len(words), np.uint64), np.empty(len(words), np.uint64)
-        kernels.word_keys(np.frombuffer(buf, np.uint8), starts, ends, keys, checks)
+        kernels.word_keys(np.frombuffer(buf, "<u8", count=len(buf) // 8), starts, ends, keys, checks)
     return (keys, checks) if with_checks else keys
 
 
@@ -348,7 +348,7 @@ class FastCounter:
         T = len(self.targets)
         while True:  # count stops when the hash table is half full: grow it, go on
             t, nnew, m, n_tokens, n_pairs, self._sp, self._nsp, bad, bad_t = K.count(
-                arr, words, starts, ends, t, self._table, len(self._words), new_tok, kept, m,
+                words, starts, ends, t, self._table, len(self._words), new_tok, kept, m,
                 self._dense, self.dense_rows, T, self.window, self._sp, self._nsp,
             )  # fmt: skip
             self.n_tokens += int(n_tokens)

@@ -4,8 +4,9 @@ Same definitions as the numpy path of :class:`~unstereo.corpus.count.FastCounter
 document ends); the tests hold both to the plain reference. Used when numba is importable (the ``corpus`` extra
 installs it); without it the counter stays on numpy (:data:`AVAILABLE`).
 
-- tokens are found by numpy (:func:`~unstereo.corpus.tokenize.token_spans`: vectorised, no branch per byte, which a
-  byte loop cannot avoid at every token boundary);
+- :func:`scan` finds NULs inside texts and the stretches ``str.lower`` still changes after ``bytes.lower``
+  (:func:`~unstereo.corpus.tokenize.encode_batch`); :func:`spans` finds the tokens in one branch-free byte pass
+  (the same spans as :func:`~unstereo.corpus.tokenize.token_spans`);
 - :func:`count` walks the tokens once: gives every token a 64-bit key (tokens of <= 8 bytes are their bytes, low
   byte = first letter, never 0; longer tokens a hash with low byte 0 plus an independent check hash compared on
   every hit, so a collision is reported, never counted), finds its word in an open-addressing hash table (inserting
@@ -13,8 +14,13 @@ installs it); without it the counter stays on numpy (:data:`AVAILABLE`).
   slot. A slot holds everything the count needs about a word, so a token costs one cache line however large the
   vocabulary: ``[key, info, count, check]`` with ``info = id | (target index + 1) << 32 | stop << 48``. Stop words
   and targets are inserted first (:func:`insert`), so every word met later is neither. At each document end the
-  document's ordered position pairs and the co-occurrences of its target occurrences within the window are counted
-  (dense rows in place, other words returned).
+  document's ordered position pairs and the co-occurrences of its target occurrences within the window are counted:
+  words of the first ``dense_rows`` ids in a dense array, the others in a hash table of ``[code + 1, count]``
+  slots (:func:`sparse_items` reads it out);
+- the table's slot of the token 16 ahead, and the cells of the next target's window, are prefetched: a shard's
+  vocabulary table (~100 MB) is far larger than the caches, and without it each rare word stalls the loop for a
+  memory round trip (the kernel took ~40 % less time on a 1 GB synthetic shard);
+- :func:`sorted_rows` puts the co-occurrence rows in (word, target) order with two counting sorts.
 
 Compiled once per machine (``cache=True``: numba's on-disk cache), about 5 s.
 """
@@ -66,21 +72,17 @@ def _prefetch_intrinsic():
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
-def _key(buf, start, end):
-    """(key, check) of the token ``buf[start:end]`` (check 0 for tokens of <= 8 bytes)."""
+def _key(words, start, end):
+    """(key, check) of the token at ``start:end`` of the buffer viewed as little-endian uint64 ``words`` (check 0
+    for tokens of <= 8 bytes)."""
     length = end - start
     if length <= 8:
-        key = np.uint64(0)
-        for k in range(length):
-            key |= np.uint64(buf[start + k]) << np.uint64(8 * k)
-        return key, np.uint64(0)
+        return _short_key(words, start, end), np.uint64(0)
     h = _mix(np.uint64(length) ^ np.uint64(0x243F6A8885A308D3))
     c = _mix(np.uint64(length) ^ np.uint64(0x13198A2E03707344))
     pos = start
     while pos < end:
-        w = np.uint64(0)
-        for k in range(min(8, end - pos)):
-            w |= np.uint64(buf[pos + k]) << np.uint64(8 * k)
+        w = _short_key(words, pos, min(pos + 8, end))
         h = _mix(h ^ w)
         c = _mix((c + w) * _GOLDEN)
         pos += 8
@@ -275,26 +277,31 @@ def _scan(arr, n, lower_changes):
     """One pass over a batch lowercased as ASCII (:func:`~unstereo.corpus.tokenize.encode_batch`): the number of
     NUL bytes among the first ``n`` and the space-delimited stretches (start, end) holding a character that
     ``str.lower`` still changes (``lower_changes``: the table of :func:`~unstereo.corpus.tokenize
-    .lower_changes_table`), one per character, in order."""
+    .lower_changes_table`), one per character, in order. (The counting loop stays minimal, ~2 GB/s; the stretches
+    are found in a second loop from the first such character.)"""
     nuls = 0
-    lo = np.empty(16, np.int64)
-    hi = np.empty(16, np.int64)
     k = 0
+    first = n
     for i in range(n):
         b = arr[i]
-        nuls += b == 0
-        if b >= 0xC0 and lower_changes[_code_point(arr, i)]:
-            if k == lo.size:
-                lo, hi = np.concatenate((lo, lo)), np.concatenate((hi, hi))
+        if b == 0:
+            nuls += 1
+        elif b >= 0xC0 and lower_changes[_code_point(arr, i)]:
+            first = min(first, i)
+            k += 1
+    lo, hi = np.empty(k, np.int64), np.empty(k, np.int64)
+    j = 0
+    for i in range(first, n):
+        if arr[i] >= 0xC0 and lower_changes[_code_point(arr, i)]:
             a = i
             while a > 0 and arr[a - 1] != 32:
                 a -= 1
             e = i
             while e < n and arr[e] != 32:
                 e += 1
-            lo[k], hi[k] = a, e
-            k += 1
-    return nuls, lo[:k], hi[:k]
+            lo[j], hi[j] = a, e
+            j += 1
+    return nuls, lo, hi
 
 
 def _spans(arr, n, alpha):
@@ -321,7 +328,6 @@ def _spans(arr, n, alpha):
 
 
 def _count(
-    buf,
     words,
     starts,
     ends,
@@ -338,9 +344,9 @@ def _count(
     sp,
     nsp,
 ):
-    """Count the tokens ``buf[starts[k]:ends[k]]``, k = t, t + 1, ... (spans of
-    :func:`~unstereo.corpus.tokenize.token_spans`; a NUL, key 0, ends a document). ``words`` is ``buf`` viewed as
-    little-endian uint64 (a key of <= 8 bytes is cut out of two of them, without a branch). Unseen words get the ids
+    """Count the tokens at ``starts[k]:ends[k]``, k = t, t + 1, ... (spans of :func:`spans`; a NUL, key 0, ends a
+    document) of a batch's buffer viewed as little-endian uint64 ``words`` (a key of <= 8 bytes is cut out of two
+    of them, without a branch). Unseen words get the ids
     ``nwords, nwords + 1, ...`` (their token indices into ``new_tok``). ``kept[:m]`` holds the infos of the kept
     tokens of the document in progress (carried over when the call stops early; the batch's last document ends
     with the batch).
@@ -369,7 +375,7 @@ def _count(
         key = _short_key(words, start, ends[t])
         check = np.uint64(0)
         if length > 8:
-            key, check = _key(buf, start, start + length)
+            key, check = _key(words, start, start + length)
         if key == 0:  # a document ends
             n_tokens += m
             n_pairs += 2 * (w1 * m - w1 * (w1 + 1) // 2) if m > w1 else m * (m - 1)
@@ -402,9 +408,9 @@ def _count(
     return t, nnew, m, n_tokens, n_pairs, sp, nsp, -1, -1
 
 
-def _word_keys(buf, starts, ends, keys, checks):
+def _word_keys(words, starts, ends, keys, checks):
     for i in range(starts.size):
-        keys[i], checks[i] = _key(buf, starts[i], ends[i])
+        keys[i], checks[i] = _key(words, starts[i], ends[i])
 
 
 if AVAILABLE:
