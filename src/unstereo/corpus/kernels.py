@@ -20,7 +20,7 @@ installs it); without it the counter stays on numpy (:data:`AVAILABLE`).
 - the table's slot of the token 16 ahead, and the cells of the next target's window, are prefetched: a shard's
   vocabulary table (~100 MB) is far larger than the caches, and without it each rare word stalls the loop for a
   memory round trip (the kernel took ~40 % less time on a 1 GB synthetic shard);
-- :func:`sorted_rows` puts the co-occurrence rows in (word, target) order with two counting sorts.
+- :func:`sorted_rows` puts the co-occurrence rows in (word, target) order with a counting sort by word.
 
 Compiled once per machine (``cache=True``: numba's on-disk cache), about 5 s.
 """
@@ -232,31 +232,32 @@ def _fetch_window(kept, p, m, window, dense, dense_rows, n_targets, sp):
 
 def _sorted_rows(keys, counts, rank, n_targets):
     """Co-occurrence rows ``keys = w * n_targets + g`` (distinct) with ``counts`` as (rank[w], g, count) columns in
-    (rank, g) order: two stable counting sorts (by g, then by rank), O(rows), where a comparison sort of millions
-    of codes takes seconds."""
+    (rank, g) order, O(rows) where a comparison sort of millions of codes takes seconds: a counting sort by rank
+    (stable), then an insertion sort by g inside each word's rows (at most ``n_targets``; the dense rows come in
+    g order already, the sparse words have a few)."""
     n = keys.size
-    bins = np.zeros(n_targets + 1, np.int64)
-    for i in range(n):
-        bins[keys[i] % n_targets + 1] += 1
-    for g in range(n_targets):
-        bins[g + 1] += bins[g]
-    by_target = np.empty(n, np.int64)
-    for i in range(n):
-        g = keys[i] % n_targets
-        by_target[bins[g]] = i
-        bins[g] += 1
     bins = np.zeros(rank.size + 1, np.int64)
     for i in range(n):
         bins[rank[keys[i] // n_targets] + 1] += 1
     for r in range(rank.size):
         bins[r + 1] += bins[r]
     word, target, count = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64)
-    for j in range(n):
-        i = by_target[j]
-        r = rank[keys[i] // n_targets]
+    for i in range(n):
+        w = keys[i] // n_targets
+        r = rank[w]
         d = bins[r]
-        word[d], target[d], count[d] = r, keys[i] % n_targets, counts[i]
+        word[d], target[d], count[d] = r, keys[i] - w * n_targets, counts[i]
         bins[r] += 1
+    start = 0
+    for r in range(rank.size):  # bins[r] is now the end of word r's rows
+        for j in range(start + 1, bins[r]):
+            g, c = target[j], count[j]
+            k = j - 1
+            while k >= start and target[k] > g:
+                target[k + 1], count[k + 1] = target[k], count[k]
+                k -= 1
+            target[k + 1], count[k + 1] = g, c
+        start = bins[r]
     return word, target, count
 
 
