@@ -490,7 +490,7 @@ class FastCounter:
         rank[order] = np.arange(order.size)
         # temporaries freed as soon as possible: a shard's table has millions of rows and this is the peak of the
         # count's memory
-        if ordered and self._kernels is not None:  # counting sorts, O(rows)
+        if ordered and self._kernels is not None:  # a counting sort, O(rows)
             co_word, co_target, vals = self._kernels.sorted_rows(keys, vals, rank, T)
             del keys, rank
         else:
