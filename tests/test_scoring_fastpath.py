@@ -17,6 +17,7 @@ from unstereo.scoring.batching import Batcher
 from unstereo.scoring.causal import attention_span, probe_sequences
 from unstereo.scoring.lm_head import LMHead, head_logprobs, split_causal_lm
 from unstereo.scoring.prefix_tree import ancestor_mask, pack_prefix_tree
+from unstereo.scoring.tree_attention import segment_layout
 
 # ------------------------------------------------------------------------------------------------ prefix tree
 
@@ -56,6 +57,40 @@ def test_ancestor_mask_by_hand():
     ]
     with pytest.raises(ValueError, match="before their children"):
         ancestor_mask([-1, 2, 0])
+
+
+def test_segment_layout_by_hand():
+    # root 0 (BOS) with children 1 (subtree 1, 2, 3), 4 (subtree 4, 5) and 6 (a leaf); segments of at most 3 nodes:
+    # the root's subtree (7 nodes) is too large, so 0 is shared and every segment takes it with its unit:
+    #   [0 1 2 3] (a unit larger than the target goes whole), [0 4 5 pad], [0 6 pad pad]
+    parents = [-1, 0, 1, 1, 0, 4, 0]
+    layout = segment_layout(parents, ancestor_mask(parents), size=3)
+    assert layout.gather.tolist() == [[0, 1, 2, 3], [0, 4, 5, 0], [0, 6, 0, 0]]
+    # each node's output comes from its first slot (g * 4 + s); the root's from segment 0
+    assert layout.take.tolist() == [0, 1, 2, 3, 5, 6, 9]
+    T, F = True, False
+    assert layout.allowed.tolist() == [
+        [[T, F, F, F], [T, T, F, F], [T, T, T, F], [T, T, F, T]],
+        [[T, F, F, F], [T, T, F, F], [T, T, T, F], [F, F, F, T]],  # a padding slot sees only itself
+        [[T, F, F, F], [T, T, F, F], [F, F, T, F], [F, F, F, T]],
+    ]
+    # segments of 64: the whole tree is one unit, one segment, the dense mask
+    layout = segment_layout(parents, ancestor_mask(parents), size=64)
+    assert layout.gather.tolist() == [list(range(7))]
+    assert layout.allowed[0].tolist() == ancestor_mask(parents).tolist()
+
+
+def test_segment_layout_shared_chains_and_several_roots():
+    # 0 -> 1 -> {2, 3}, size 1: 0 and 1 are shared (subtrees of 4 and 3 nodes), both go with each leaf
+    parents = [-1, 0, 1, 1]
+    layout = segment_layout(parents, ancestor_mask(parents), size=1)
+    assert layout.gather.tolist() == [[0, 1, 2], [0, 1, 3]]
+    assert layout.take.tolist() == [0, 1, 2, 5]
+    # no prefix token: two roots, each with one child; size 2 -> one segment per root's subtree
+    parents = [-1, 0, -1, 2]
+    layout = segment_layout(parents, ancestor_mask(parents), size=2)
+    assert layout.gather.tolist() == [[0, 1], [2, 3]]
+    assert layout.allowed[1].tolist() == [[True, False], [True, True]]
 
 
 # ------------------------------------------------------------------------------------------ blockwise LM head
@@ -181,6 +216,41 @@ def test_fast_paths_equal_full_forward(tok, kind, path):
         assert scorer.path == path and scorer.metadata()["scoring_path"] == path
         assert [n for _, n in got] == [n for _, n in full]
         assert [x for x, _ in got] == pytest.approx([x for x, _ in full], abs=1e-4), (kind, path, batch_size)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_segmented_tree_attention_equals_full_forward(tok, kind):
+    # segments of 2 nodes: every sentence's subtree in segments of its own, with the shared prefixes repeated; the
+    # model's attention implementation is switched only while the tree runs
+    model = tiny_model(kind, len(tok))
+    before = model.config._attn_implementation
+    full = CausalScorer(model, tok, batch_size=7, path="full").score(SENTENCES)
+    scorer = CausalScorer(model, tok, batch_size=7, path="tree")
+    scorer.score(["she"])  # the path check
+    assert scorer._segment > 0  # the check passed with segmented attention
+    scorer._segment = 2
+    got = scorer.score(SENTENCES)
+    assert [x for x, _ in got] == pytest.approx([x for x, _ in full], abs=1e-4)
+    assert model.config._attn_implementation == before
+
+
+def test_segmented_attention_that_differs_falls_back_to_the_dense_tree(tok, monkeypatch, caplog):
+    # a layout that takes each node's output from the wrong slot: the probe catches it, the tree runs dense
+    import unstereo.scoring.causal as causal
+
+    def shuffled(parents, ancestors, size):
+        layout = segment_layout(parents, ancestors, size)
+        return type(layout)(layout.gather, layout.allowed, layout.take[::-1].copy())
+
+    monkeypatch.setattr(causal, "segment_layout", shuffled)
+    model = tiny_model("llama", len(tok))
+    with caplog.at_level(logging.INFO, logger="unstereo"):
+        scorer = CausalScorer(model, tok, batch_size=7)
+        got = scorer.score(SENTENCES)
+    assert scorer.path == "tree" and scorer._segment == 0
+    assert "segmented tree attention does not work" in caplog.text
+    want = CausalScorer(model, tok, batch_size=7, path="full").score(SENTENCES)
+    assert [x for x, _ in got] == pytest.approx([x for x, _ in want], abs=1e-4)
 
 
 @pytest.mark.parametrize("kind", KINDS)

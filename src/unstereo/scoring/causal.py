@@ -33,6 +33,7 @@ Batches are sorted longest first (token order for ``tree``) and the batch size h
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +41,7 @@ from ..log import get_logger
 from .batching import Batcher
 from .lm_head import head_logprobs, last_hidden, split_causal_lm
 from .prefix_tree import ancestor_mask, pack_prefix_tree
+from .tree_attention import SEGMENT, segment_layout, segmented_attention
 
 log = get_logger("scoring")
 
@@ -149,6 +151,8 @@ class CausalScorer:
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         self._parts = None
         self._tree_span = 0
+        # nodes per attention segment of the tree path; 0: dense attention over the row
+        self._segment = SEGMENT
 
     def encode(self, sentences: list[str]) -> list[list[int]]:
         """Token ids of each sentence with the prefix token prepended (when the policy has one)."""
@@ -234,13 +238,17 @@ class CausalScorer:
         tree = pack_prefix_tree(seqs)
         if not len(tree):
             return [(0.0, 0) for _ in seqs]
-        allowed = torch.from_numpy(ancestor_mask(tree.parents)).to(self.device)
+        ancestors = ancestor_mask(tree.parents)
         dtype = self._parts[1].weight.dtype
-        mask = torch.zeros(allowed.shape, dtype=dtype, device=self.device)
-        mask.masked_fill_(~allowed, torch.finfo(dtype).min)
+        mask = torch.zeros(ancestors.shape, dtype=dtype, device=self.device)
+        mask.masked_fill_(~torch.from_numpy(ancestors).to(self.device), torch.finfo(dtype).min)
         ids = torch.tensor([tree.tokens], dtype=torch.long, device=self.device)
         positions = torch.tensor([tree.positions], dtype=torch.long, device=self.device)
-        with torch.inference_mode():
+        segments = contextlib.nullcontext()
+        if self._segment:  # attention per segment of the tree (the dense mask above then only stands for it)
+            layout = segment_layout(tree.parents, ancestors, self._segment)
+            segments = segmented_attention(self.model, layout, self.device, dtype)
+        with torch.inference_mode(), segments:
             hidden = self._body(input_ids=ids, attention_mask=mask[None, None], position_ids=positions)[0]
             nodes = torch.tensor(tree.query_node, dtype=torch.long, device=self.device)
             return self._sums(hidden, nodes, tree.query_token, tree.query_seq, seqs)
@@ -272,6 +280,10 @@ class CausalScorer:
         wanted = ("tree", "padded") if self.path_requested == "auto" else (self.path_requested,)
         for path in wanted:
             problem = self._check(path)
+            if problem is not None and path == "tree":  # the tree with dense attention over its row
+                log.info("segmented tree attention does not work with this model (%s)", problem)
+                self._segment = 0
+                problem = self._check(path)
             if problem is None:
                 self._use(path)
                 return path
@@ -299,10 +311,13 @@ class CausalScorer:
         if path == "tree" and max(len(s) for s in probe) - 1 > self._tree_span:
             return f"a sliding window of {self._tree_span} positions, shorter than the probe"
         want = [self._forward([s])[0][0] for s in probe]
+        segment, self._segment = self._segment, min(self._segment, 2)  # several segments, even for the probe
         try:
             got = (self._forward_tree if path == "tree" else self._forward_padded)(probe)
         except Exception as exc:  # an architecture that rejects position ids or a 4D mask, ...
             return f"{type(exc).__name__}: {exc}"
+        finally:
+            self._segment = segment
         diff = max(abs(g - w) for (g, _), w in zip(got, want, strict=True))
         dtype = str(self._parts[1].weight.dtype).replace("torch.", "")
         tolerance = PROBE_TOLERANCE.get(dtype, PROBE_TOLERANCE_HALF)
