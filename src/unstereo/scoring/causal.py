@@ -17,7 +17,9 @@ Three ways to run a batch (``path``), the same scores (within 2e-3 per sentence,
 - ``tree`` (the fastest): the batch's sentences, taken in token order so that neighbours share prefixes, are packed
   into one prefix tree (:mod:`.prefix_tree`); each distinct prefix is one position, run once with its depth as
   position id and a mask that lets it see only its ancestors. On 1,000 USE-10 pairs that is ~1.3x fewer positions
-  than tokens (the BOS token, a pair's words before the pronoun, templates that start alike);
+  than tokens (the BOS token, a pair's words before the pronoun, templates that start alike). The attention runs
+  per segment of the tree (subtrees of <= 32 nodes with their shared ancestors, :mod:`.tree_attention`), not over
+  the whole row: 8x fewer attention scores;
 - ``padded``: the sentences right-padded, longest first, without their last token (it predicts nothing scored),
   the attention mask passed only when a row is padded;
 - ``full``: ``model(...).logits`` at every position, the original path; the reference the others are checked on.
