@@ -63,6 +63,15 @@ def test_compiled_spans_equal_numpy_spans():
         got = kernels.spans(arr, n, tk.alpha_table())
         expect = tk.token_spans(arr, n, separators=True)
         assert [g.tolist() for g in got] == [e.tolist() for e in expect]
+    # long ASCII stretches (eight bytes at a time) with a non-ASCII character now and then, at every alignment
+    pieces = ["the", "cat", "a", "xyz", " ", "  ", ",", "z{", "`a", "é", "ß", "1", "\x00", "Q", "ǅ", "—"]
+    for _ in range(300):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randrange(0, 80)))
+        buf, n = tk.encode_batch([text, text[1:]])
+        arr = np.frombuffer(buf, np.uint8)
+        got = kernels.spans(arr, n, tk.alpha_table())
+        expect = tk.token_spans(arr, n, separators=True)
+        assert [g.tolist() for g in got] == [e.tolist() for e in expect]
 
 
 def test_alpha_table_is_isalpha_everywhere():
