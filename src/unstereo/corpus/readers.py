@@ -23,7 +23,7 @@ from .tokenize import EncodedBatch, encode_json_batch
 
 log = get_logger("corpus.readers")
 
-BLOCK = 1 << 20  # bytes read (compressed) per system call
+BLOCK = 1 << 18  # compressed bytes read per call: zstd output stays in cache (1 MB: ~0.3 s/GB slower)
 MAX_LOGGED = 20  # bad lines logged one by one per file; the rest only counted
 
 
