@@ -343,22 +343,19 @@ def _hex4(src, i):
 
 
 def _put_code_point(out, j, cp):
-    """Write code point ``cp`` >= 0x80 as UTF-8 at ``out[j]`` (a surrogate as its 3-byte surrogatepass form);
-    returns the next offset."""
-    if cp < 0x800:
-        out[j] = 0xC0 | (cp >> 6)
-        out[j + 1] = 0x80 | (cp & 0x3F)
-        return j + 2
-    if cp < 0x10000:
-        out[j] = 0xE0 | (cp >> 12)
-        out[j + 1] = 0x80 | ((cp >> 6) & 0x3F)
-        out[j + 2] = 0x80 | (cp & 0x3F)
-        return j + 3
-    out[j] = 0xF0 | (cp >> 18)
-    out[j + 1] = 0x80 | ((cp >> 12) & 0x3F)
-    out[j + 2] = 0x80 | ((cp >> 6) & 0x3F)
-    out[j + 3] = 0x80 | (cp & 0x3F)
-    return j + 4
+    """Write code point ``cp`` >= 0x80 as UTF-8 at ``out[j]`` (a surrogate as its 3-byte surrogatepass form; up to
+    8 bytes are stored, the ones past the character are overwritten later); returns the next offset. Without a
+    branch on the width: a mix of 2-, 3- and 4-byte characters would mispredict it."""
+    c = np.uint64(cp)
+    b1 = np.uint64(0x80) | (c & np.uint64(0x3F))
+    b2 = np.uint64(0x80) | ((c >> np.uint64(6)) & np.uint64(0x3F))
+    b3 = np.uint64(0x80) | ((c >> np.uint64(12)) & np.uint64(0x3F))
+    two = (np.uint64(0xC0) | (c >> np.uint64(6))) | (b1 << np.uint64(8))
+    three = (np.uint64(0xE0) | (c >> np.uint64(12))) | (b2 << np.uint64(8)) | (b1 << np.uint64(16))
+    four = (np.uint64(0xF0) | (c >> np.uint64(18))) | (b3 << np.uint64(8)) | (b2 << np.uint64(16))
+    four |= b1 << np.uint64(24)
+    _store8(out, j, two if cp < 0x800 else (three if cp < 0x10000 else four))
+    return j + 2 + np.int64(cp >= 0x800) + np.int64(cp >= 0x10000)
 
 
 # bytes copied as they are, ASCII lowercased (not a control character, quote, backslash or non-ASCII)
@@ -477,8 +474,11 @@ def _json_batch(src, offsets, out, pos, lower_changes):
                     if npos < cap:
                         pos[npos] = j
                     npos += 1
-                for k in range(w):
-                    out[j + k] = src[i + k]
+                if i + 8 <= end:
+                    _store8(out, j, _load8(src, i))
+                else:
+                    for k in range(w):
+                        out[j + k] = src[i + k]
                 i += w
                 j += w
                 continue
