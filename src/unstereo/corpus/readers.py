@@ -1,7 +1,9 @@
 """Streaming readers for corpus shards: ``.jsonl``, ``.jsonl.zst`` (the PILE's format) and plain ``.txt``.
 
 A document is one line: a JSON object with its text under ``text_key`` (JSONL), or the line itself (plain text).
-Documents come out in batches of about ``chunk_bytes`` of input so that the counter works on large arrays.
+Documents come out in batches of about ``chunk_bytes`` of input so that the counter works on large arrays: lists of
+texts, or for the compiled counter (``raw_json``) the batch buffer itself, written from the raw JSON by a compiled
+kernel without a Python str per document; any chunk it is not sure of goes the str way, which decides.
 
 Bad input (malformed JSON, invalid UTF-8, a missing or non-string text key, a truncated ``.zst`` stream, an empty
 file) raises :class:`~unstereo.errors.InputError` naming ``file:line``; with ``on_bad_line="skip"`` the line is
