@@ -4,7 +4,8 @@ same files, one run.
     python benchmarks/bench_corpus.py [--file F ...] [--repeat 3]
 
 Default input: the demo corpus (brown.jsonl + nlp-corpus.jsonl, 23 MB). Every counter reads the same files through
-the same reader (JSON parsing included) and must give identical counts. A single pass starts from a cold vocabulary
+the same reader (JSON parsing included; the compiled one through its raw JSON path, as count_files does) and must
+give identical counts. A single pass starts from a cold vocabulary
 and includes building the final sorted tables. Prints MB/s per core (wall clock, and input per CPU-second of this
 single-threaded process), the speed ratios, peak memory (tracemalloc peak of one fast run, and the process's max
 RSS), and the extrapolated core-hours for the 825 GB PILE. Targets: fast >= 7x naive (issue 3), >= 100 MB/s per core
@@ -35,18 +36,19 @@ from unstereo.corpus.readers import DocumentReader  # noqa: E402
 PILE_MB = 825e3
 
 
-def batches(paths):
-    reader = DocumentReader(chunk_bytes=1 << 20)
+def batches(paths, raw_json=False):
+    reader = DocumentReader(chunk_bytes=1 << 20, raw_json=raw_json)
     for path in paths:
         yield from reader.batches(path)
 
 
 def run_fast(paths, targets, stop, passes=1, compiled=None):
     counter = FastCounter(targets, stop, 10, compiled=compiled)
+    raw_json = counter.accelerator == "numba"  # as count_files reads for the compiled path
     times = []
     for _ in range(passes):
         w0, c0 = time.perf_counter(), time.process_time()
-        for batch in batches(paths):
+        for batch in batches(paths, raw_json):
             counter.add(batch)
         times.append((time.perf_counter() - w0, time.process_time() - c0))
     w0, c0 = time.perf_counter(), time.process_time()

@@ -308,12 +308,14 @@ class FastCounter:
         hit = gid >= first
         self._tid.a[gid[hit]] = self._target_ids[hit]
 
-    def add(self, texts: list[str]) -> None:
-        """Count one batch of documents."""
+    def add(self, texts: list[str] | tk.EncodedBatch) -> None:
+        """Count one batch of documents: texts, or (compiled path only) a batch already encoded."""
         if not texts:
             return
         if self._kernels is not None:
             self._add_compiled(texts)
+        elif isinstance(texts, tk.EncodedBatch):
+            raise TypeError("an encoded batch needs the compiled counter (read without raw_json)")
         else:
             self._add_numpy(texts)
         if len(self._words) >= self.spill_types or self._co_len >= self.spill_rows:
@@ -336,9 +338,12 @@ class FastCounter:
             raise HashCollisionError(f"hash collision of {words[bad]!r} with another stop word or target")
         self._words = words
 
-    def _add_compiled(self, texts: list[str]) -> None:
+    def _add_compiled(self, texts: list[str] | tk.EncodedBatch) -> None:
         K = self._kernels
-        buf, n = tk.encode_batch(texts, K)
+        if isinstance(texts, tk.EncodedBatch):
+            buf, n = texts.buffer, texts.n
+        else:
+            buf, n = tk.encode_batch(texts, K)
         arr = np.frombuffer(buf, dtype=np.uint8)
         starts, ends = K.spans(arr, n, tk.alpha_table())
         ntok = starts.size
@@ -359,7 +364,7 @@ class FastCounter:
             if bad >= 0:
                 raise HashCollisionError(
                     f"hash collision between {self._words[bad]!r} and "
-                    f"{buf[starts[bad_t] : ends[bad_t]].decode('utf-8', 'surrogatepass')!r}; rerun with --engine naive"
+                    f"{bytes(arr[starts[bad_t] : ends[bad_t]]).decode('utf-8', 'surrogatepass')!r}; rerun with --engine naive"
                 )
             if t >= ntok:
                 break
@@ -568,8 +573,10 @@ def count_files(
     spill_rows: int = 20_000_000,
     engine: str = "fast",
     stopwords_name: str = "spacy",
+    raw_json: bool = True,
 ) -> dict:
-    """Count ``paths`` (one shard or several files counted as one) into ``out_dir``; returns the stats written."""
+    """Count ``paths`` (one shard or several files counted as one) into ``out_dir``; returns the stats written.
+    ``raw_json``: the fast engine's compiled path reads JSONL without a Python str per document (same counts)."""
     import sys
     import time
 
@@ -579,7 +586,12 @@ def count_files(
     from .readers import DocumentReader
 
     _check_texts_engine(engine)
-    reader = DocumentReader(text_key=text_key, on_bad_line=on_bad_line, chunk_bytes=int(chunk_mb * (1 << 20)))
+    reader = DocumentReader(
+        text_key=text_key,
+        on_bad_line=on_bad_line,
+        chunk_bytes=int(chunk_mb * (1 << 20)),
+        raw_json=raw_json and engine == "fast",
+    )
     out = Path(out_dir)
     t0 = time.perf_counter()
     total = sum(Path(p).stat().st_size for p in paths if Path(p).is_file())

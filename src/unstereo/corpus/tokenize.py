@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
@@ -107,7 +108,46 @@ def encode_batch(texts: list[str], kernels=None) -> tuple[bytes, int]:
     return data, len(data) - PAD
 
 
+@dataclass(frozen=True, slots=True)
+class EncodedBatch:
+    """A batch already in :func:`encode_batch`'s form (``buffer``: bytes or a uint8 array, ``n``: its size without
+    padding), for the compiled counter; ``len`` is its number of documents, as for a list of texts."""
+
+    buffer: bytes | np.ndarray
+    n: int
+    docs: int
+
+    def __len__(self) -> int:
+        return self.docs
+
+
+def encode_json_batch(values: list, kernels) -> EncodedBatch | None:
+    """:func:`encode_batch` of the texts of raw JSON string values (bytes-like, quotes included, as
+    ``msgspec.Raw`` gives them) without a Python str per text: one compiled pass unescapes, validates, joins and
+    lowercases (:func:`~unstereo.corpus.kernels.json_batch`). None where it cannot be sure of the result (a value
+    that is not a string of strict UTF-8, ...): the caller decodes those texts the usual way."""
+    src = np.frombuffer(b"".join(values), np.uint8)
+    offsets = np.zeros(len(values) + 1, np.int64)
+    np.cumsum(np.fromiter(map(len, values), np.int64, len(values)), out=offsets[1:])
+    out = np.empty(src.size + 3 * len(values) + PAD, np.uint8)
+    pos = np.empty(_MAX_CHANGED, np.int64)
+    n, k = kernels.json_batch(src, offsets, out, pos, lower_changes_table())
+    if n < 0:
+        return None
+    data = out[: n + PAD]
+    if k:
+        # the stretches str.lower changes: from the offsets the kernel noted, or (many) from a scan of the buffer
+        lo, hi = (
+            kernels.stretches(data, n, pos[:k])
+            if k <= pos.size
+            else kernels.scan(data, n, lower_changes_table())[1:]
+        )
+        data = _lower_stretches(data, lo, hi)
+    return EncodedBatch(data, len(data) - PAD, len(values))
+
+
 _DOC_SEP_BYTES = DOC_SEP.encode()
+_MAX_CHANGED = 1 << 14  # characters str.lower changes whose offsets the JSON kernel notes per batch
 _PAD_BYTES = SEP.encode() * PAD
 _MERGE_GAP = 64  # stretches closer than this are lowercased together (fewer Python calls)
 
