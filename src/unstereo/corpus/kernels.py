@@ -320,18 +320,13 @@ def _scan(arr, n, lower_changes):
         elif b >= 0xC0 and lower_changes[_code_point(arr, i)]:
             first = min(first, i)
             k += 1
-    lo, hi = np.empty(k, np.int64), np.empty(k, np.int64)
+    pos = np.empty(k, np.int64)
     j = 0
     for i in range(first, n):
         if arr[i] >= 0xC0 and lower_changes[_code_point(arr, i)]:
-            a = i
-            while a > 0 and arr[a - 1] != 32:
-                a -= 1
-            e = i
-            while e < n and arr[e] != 32:
-                e += 1
-            lo[j], hi[j] = a, e
+            pos[j] = i
             j += 1
+    lo, hi = stretches(arr, n, pos)
     return nuls, lo, hi
 
 
