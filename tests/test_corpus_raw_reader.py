@@ -268,7 +268,10 @@ def synthetic_shard(tmp_path: Path, repo_dir: Path) -> tuple[Path, dict]:
     script = repo_dir / "benchmarks" / "make_synthetic_corpus.py"
     args = ["--gb", "0.01", "--shards", "1", "--vocab", "20000"]
     subprocess.run(
-        [sys.executable, str(script), str(tmp_path / "syn"), *args], check=True, capture_output=True
+        [sys.executable, str(script), str(tmp_path / "syn"), *args],
+        check=True,
+        capture_output=True,
+        timeout=300,
     )
     return tmp_path / "syn" / "00.jsonl.zst", json.loads((tmp_path / "syn" / "expected.json").read_text())
 
