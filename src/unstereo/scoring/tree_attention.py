@@ -129,7 +129,8 @@ def _attention(module: Any, query: Any, key: Any, value: Any, attention_mask: An
     q = segmented(query).reshape(segments * kv_heads, groups * width, dim)
     k = segmented(key).reshape(segments * kv_heads, width, dim)
     v = segmented(value).reshape(segments * kv_heads, width, dim)
-    scale = kwargs.get("scaling") or dim**-0.5
+    scale = kwargs.get("scaling")
+    scale = dim**-0.5 if scale is None else scale
     scores = torch.baddbmm(masks[kv_heads, groups], q, k.transpose(1, 2), alpha=scale)
     probs = scores.softmax(-1, dtype=torch.float32).to(q.dtype)
     out = torch.bmm(probs, v).view(segments, kv_heads, groups, width, dim)
