@@ -2,12 +2,12 @@
 
 A prefix tree of a batch (:mod:`.prefix_tree`) is one row of ~370 positions for 32 USE-10 sentences, and its mask
 lets each node see only its ancestors (a dozen). Dense attention over the row computes all 370 x 370 scores and
-masks nearly all of them: 13 % of SmolLM2-135M's scoring time. Here the row is cut into *segments*: the subtrees
-under the roots' children, packed in order into groups of about :data:`SEGMENT` nodes, each with the roots it
-hangs from (a root, e.g. the BOS token, appears in every segment that needs it). Attention runs per segment (a
-batch of ``segments x S x S`` scores, S the longest segment) and the outputs go back to the row. Every ancestor of
-a node is in its segment, so this is the same attention as the dense mask's; only the linear layers see the row,
-unpadded.
+masks nearly all of them: 13 % of SmolLM2-135M's scoring time. Here the row is cut into *segments*: the largest
+subtrees of at most :data:`SEGMENT` nodes, packed in order, each segment with the shared ancestors its subtrees hang
+from (the BOS token, a first word many sentences share: they appear in every segment that needs them). Attention
+runs per segment (a batch of ``segments x S x S`` scores, S the longest segment) and the outputs go back to the row.
+Every ancestor of a node is in its segment, so this is the same attention as the dense mask's; only the linear
+layers see the row, unpadded.
 
 It plugs into transformers' attention interface: :func:`segmented_attention` switches the model's attention
 implementation to :data:`NAME` while the body runs, and the function registered under that name reads the layout
