@@ -167,8 +167,9 @@ def _has_blank_line(chunk: bytes, newlines: np.ndarray) -> bool:
     return False
 
 
-def _text_decoder(key: str):
-    """A msgspec decoder of JSON objects that keeps only ``key`` (a string); None without msgspec.
+def _text_decoder(key: str, raw: bool = False):
+    """A msgspec decoder of JSON objects that keeps only ``key``: a string, or with ``raw`` the value undecoded
+    (``msgspec.Raw``: its JSON text, checked for structure only); None without msgspec.
 
     It is a fast path only: any batch it rejects (bad line, lone surrogate escapes, ...) is parsed again with the
     standard json module, line by line where needed, which decides what is valid and names the bad line."""
@@ -176,26 +177,27 @@ def _text_decoder(key: str):
         import msgspec
     except ImportError:  # pragma: no cover - optional accelerator
         return None
-    doc = msgspec.defstruct("Doc", [("text", str)], rename={"text": key})
+    doc = msgspec.defstruct("Doc", [("text", msgspec.Raw if raw else str)], rename={"text": key})
     return msgspec.json.Decoder(doc)
 
 
-def _raw_text_decoder(key: str):
-    """A msgspec decoder of JSON objects that keeps only ``key``, undecoded (``msgspec.Raw``: the value's JSON
-    text, checked for structure only); None without msgspec."""
+def _decode_lines(decoder, chunk: bytes, newlines: np.ndarray) -> list | None:
+    """The chunk's documents decoded by ``decoder`` at once, or None unless that gives one document per line and no
+    line is blank (msgspec skips blank lines and would read two values on one line) and raises no error (bad line,
+    lone surrogate escape, ...)."""
+    nlines = newlines.size + (not chunk.endswith(b"\n"))
     try:
-        import msgspec
-    except ImportError:  # pragma: no cover - optional accelerator
+        docs = decoder.decode_lines(chunk)
+    except (ValueError, TypeError):  # msgspec errors (and UnicodeDecodeError) are ValueErrors
         return None
-    doc = msgspec.defstruct("RawDoc", [("text", msgspec.Raw)], rename={"text": key})
-    return msgspec.json.Decoder(doc)
+    return docs if len(docs) == nlines and not _has_blank_line(chunk, newlines) else None
 
 
 def _raw_path(key: str):
     """(raw decoder, compiled kernels) of the raw JSONL path, or None where numba or msgspec is missing."""
     from . import kernels
 
-    decoder = _raw_text_decoder(key)
+    decoder = _text_decoder(key, raw=True)
     return (decoder, kernels) if decoder is not None and kernels.AVAILABLE else None
 
 
@@ -237,19 +239,12 @@ class DocumentReader:
             log.warning("skipped bad line %s", where)
 
     def _parse_jsonl(self, path: Path, first: int, chunk: bytes, newlines: np.ndarray) -> list[str]:
-        # Fast path: msgspec decodes the chunk's lines at once, text field only. It skips blank lines and would read
-        # two values on one line, so its result counts only when it gives one document per line and no line is
-        # blank; otherwise (or on any error: bad line, lone surrogate escape, ...) the json module decides line by
-        # line and names the line.
+        # Fast path: msgspec decodes the chunk's lines at once, text field only (see _decode_lines); otherwise the
+        # json module decides line by line and names the line.
         key = self.text_key
-        if self._decoder is not None:
-            nlines = newlines.size + (not chunk.endswith(b"\n"))
-            try:
-                docs = self._decoder.decode_lines(chunk)
-                if len(docs) == nlines and not _has_blank_line(chunk, newlines):
-                    return [d.text for d in docs]
-            except (ValueError, TypeError):  # msgspec errors (and UnicodeDecodeError) are ValueErrors
-                pass
+        docs = None if self._decoder is None else _decode_lines(self._decoder, chunk, newlines)
+        if docs is not None:
+            return [d.text for d in docs]
         lines = chunk_lines(chunk)
         body = [ln for ln in lines if ln and not ln.isspace()]
         if len(body) != len(lines):
@@ -296,12 +291,8 @@ class DocumentReader:
         line, every text a string the kernel accepts), else :meth:`_parse_jsonl`'s texts (it decides validity and
         names bad lines)."""
         decoder, kernels = self._raw
-        try:
-            docs = decoder.decode_lines(chunk)
-        except (ValueError, TypeError):
-            docs = None
-        nlines = newlines.size + (not chunk.endswith(b"\n"))
-        if docs is not None and len(docs) == nlines and not _has_blank_line(chunk, newlines):
+        docs = _decode_lines(decoder, chunk, newlines)
+        if docs is not None:
             batch = encode_json_batch([d.text for d in docs], kernels)
             if batch is not None:
                 return batch
