@@ -4,7 +4,8 @@
     python benchmarks/bench_corpus_scale.py /tmp/synthetic [--jobs 2] [--work /tmp/synthetic-counts]
 
 Each shard is counted by its own ``unstereo corpus count`` process (whole process: imports, reading and
-decompressing, counting, writing the tables), as the workflow's count jobs do: first one after the other (one
+decompressing, counting, writing the tables; ``--unsorted``: the merge sorts), as the workflow's count jobs do:
+first one after the other (one
 core), then ``--jobs`` at a time (a multiple of ``--jobs`` shards). Then ``unstereo corpus merge`` sums them. Prints MB/s per core (uncompressed
 input over the one-core wall time), the parallel speed-up (target >= 1.8x on 2 cores), the peak RSS of the largest
 count and merge processes (target < 2 GiB), and whether the totals are exact: the merged n_tokens and n_pairs equal
@@ -57,8 +58,8 @@ def count_all(shards: list[Path], work: Path, jobs: int) -> tuple[float, dict[st
 
     def one(shard: Path) -> tuple[str, float]:
         return shard.name, unstereo(
-            "corpus", "count", str(shard), "-o", str(work / shard.name.split(".")[0])
-        )[0]
+            "corpus", "count", str(shard), "-o", str(work / shard.name.split(".")[0]), "--unsorted"
+        )[0]  # (as the workflow's count jobs: the merge sorts)
 
     with ThreadPoolExecutor(jobs) as pool:
         each = dict(pool.map(one, shards))

@@ -47,12 +47,13 @@ rule corpus_count:
     params:
         path=lambda wc: CORPUS_SHARDS[wc.shard].path,
         out=lambda wc, output: Path(output[0]).parent,
+        # --unsorted: corpus_merge sums and sorts the shards' rows, a sort per shard would be wasted
         opts=" ".join(
             [
                 f"--window {CORPUS['window']} --stopwords {CORPUS['stopwords']}",
                 f"--text-key {CORPUS['text_key']} --on-bad-line {CORPUS['on_bad_line']}",
                 f"--chunk-mb {CORPUS['chunk_mb']} --spill-types {CORPUS['spill_types']}",
-                f"--spill-rows {CORPUS['spill_rows']} --engine {CORPUS['engine']}",
+                f"--spill-rows {CORPUS['spill_rows']} --engine {CORPUS['engine']} --unsorted",
                 f"--targets {CORPUS['targets']}" if CORPUS["targets"] else "",
             ]
         ),

@@ -195,6 +195,36 @@ def test_two_shards_merged_equal_one_file(tmp_path, partitions):
     )
 
 
+def test_unsorted_shards_hold_the_same_rows_and_merge_to_the_sorted_tables(tmp_path):
+    """``corpus count --unsorted`` (the workflow's shards): the rows of the sorted tables in another order, flagged
+    in stats.json; merged, the same tables as merging sorted shards."""
+    from click.testing import CliRunner
+
+    from unstereo.cli import cli
+
+    docs = [
+        "zebra met the queen; she smiled at the zebra and a yak.",
+        "Apple, mango, he said, and his apple.",
+    ] * 3
+    a = _write_jsonl(tmp_path / "a.jsonl", docs[:4])
+    b = _write_jsonl(tmp_path / "b.jsonl", docs[4:])
+    for shard in (a, b):
+        for flag in ([], ["--unsorted"]):
+            out = tmp_path / (shard.stem + ("-u" if flag else "-s"))
+            res = CliRunner().invoke(cli, ["corpus", "count", str(shard), "-o", str(out), *flag])
+            assert res.exit_code == 0, res.output
+            assert read_counts(out)[2]["sorted"] is not bool(flag)
+    su, sc, _ = read_counts(tmp_path / "a-s")
+    uu, uc, _ = read_counts(tmp_path / "a-u")
+    assert list(su["word"]) == sorted(su["word"]) and list(uu["word"]) != sorted(uu["word"])
+    pd.testing.assert_frame_equal(uu.sort_values("word").reset_index(drop=True), su)
+    pd.testing.assert_frame_equal(uc.sort_values(["word", "target"]).reset_index(drop=True), sc)
+    m_s = read_counts(merge_count_dirs([tmp_path / "a-s", tmp_path / "b-s"], tmp_path / "ms"))
+    m_u = read_counts(merge_count_dirs([tmp_path / "a-u", tmp_path / "b-u"], tmp_path / "mu"))
+    pd.testing.assert_frame_equal(m_u[0], m_s[0])
+    pd.testing.assert_frame_equal(m_u[1], m_s[1])
+
+
 def test_merge_refuses_different_settings(tmp_path):
     from unstereo.errors import InputError
 

@@ -37,8 +37,24 @@ def group() -> None:
     "--spill-rows", default=20_000_000, show_default=True, help="spill after this many co-occurrence rows"
 )
 @click.option("--engine", type=click.Choice(["fast", "naive"]), default="fast", show_default=True)
+@click.option(
+    "--unsorted",
+    is_flag=True,
+    help="rows unsorted (faster; for shards that `corpus merge` sums and sorts anyway)",
+)
 def count_cmd(
-    inputs, out, window, targets, stopwords, text_key, on_bad_line, chunk_mb, spill_types, spill_rows, engine
+    inputs,
+    out,
+    window,
+    targets,
+    stopwords,
+    text_key,
+    on_bad_line,
+    chunk_mb,
+    spill_types,
+    spill_rows,
+    engine,
+    unsorted,
 ):
     """Count INPUTS (.jsonl, .jsonl.zst, .txt; one document a line) as one shard into OUTPUT/
     (unigrams.parquet, cooccurrence.parquet, stats.json)."""
@@ -58,6 +74,7 @@ def count_cmd(
         spill_rows=spill_rows,
         engine=engine,
         stopwords_name=str(stopwords),
+        ordered=not unsorted,
     )
 
 

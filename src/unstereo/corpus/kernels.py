@@ -536,23 +536,57 @@ def _spans(arr, n, alpha):
     """Start and end offsets of the tokens in the first ``n`` bytes (as :func:`~unstereo.corpus.tokenize
     .token_spans` with separators: letters by ``alpha``, the code point table, and NUL). Branch-free at token
     edges (every byte writes its offset, the count moves on only at an edge): a branch there would mispredict at
-    nearly every token."""
-    edges = np.empty(n + 1, np.int64)
+    nearly every token. Eight ASCII bytes at a time: their classes from one 8-byte load (:func:`_ascii_classes`),
+    the edges among them as the bits where a class differs from the one before; a block with a non-ASCII byte
+    goes byte by byte (a continuation byte keeps its lead byte's class)."""
+    edges = np.empty(n + 8, np.int64)
     k = 0
-    prev = 0
-    cur = 0
-    for i in range(n):
-        b = arr[i]
-        if b < 0x80:
-            cur = np.int64(((b >= 97) & (b <= 122)) | (b == 0))
-        elif b >= 0xC0:  # a lead byte: the class of its character; continuation bytes keep it
-            cur = np.int64(alpha[_code_point(arr, i)])
-        edges[k] = i
-        k += cur != prev
-        prev = cur
+    cur = np.int64(0)  # the class of the last byte
+    i = 0
+    while i < n:
+        end = min(i + 8, n)
+        if end - i == 8:
+            w = _load8(arr, i)
+            if w & _HIGH == 0:
+                bits = _ascii_classes(w)
+                x = (bits ^ ((bits << 1) | cur)) & 0xFF
+                for j in range(8):  # the stores do not wait on each other: k moves once per block
+                    edges[k + j] = i + _EDGE_AT[x, j]
+                k += _EDGE_AT[x, 8]
+                cur = bits >> 7
+                i = end
+                continue
+        for p in range(i, end):
+            b = arr[p]
+            prev = cur
+            if b < 0x80:
+                cur = np.int64(((b >= 97) & (b <= 122)) | (b == 0))
+            elif b >= 0xC0:  # a lead byte: the class of its character; continuation bytes keep it
+                cur = np.int64(alpha[_code_point(arr, p)])
+            edges[k] = p
+            k += cur != prev
+        i = end
     edges[k] = n
-    k += prev
+    k += cur
     return edges[0:k:2].copy(), edges[1:k:2].copy()
+
+
+_C1F, _C05 = _ones(0x1F), _ones(0x05)
+_GATHER = np.uint64(0x0102040810204080)  # times bits at 8j: bit j of the top byte is bit 8j
+# for each byte x of edge bits: the offsets of its set bits, then (column 8) how many
+_EDGE_AT = np.zeros((256, 9), np.int64)
+for _x in range(256):
+    _at = [j for j in range(8) if _x >> j & 1]
+    _EDGE_AT[_x, : len(_at)], _EDGE_AT[_x, 8] = _at, len(_at)
+del _x, _at
+
+
+def _ascii_classes(w):
+    """The token class of each of the 8 ASCII bytes of ``w`` (a-z or NUL: 1, else 0) as bit j for byte j. On
+    7-bit bytes ``b + c`` sets the high bit iff ``b >= 0x80 - c``, with no carry into the next byte."""
+    letter = (w + _C1F) & ~(w + _C05)  # >= 'a' and not >= '{'
+    cls = (letter | ~(w + _C7F)) & _HIGH  # or not >= 1 (NUL)
+    return np.int64(((cls >> np.uint64(7)) * _GATHER) >> np.uint64(56))
 
 
 def _count(
@@ -656,6 +690,7 @@ if AVAILABLE:
     _fetch_window = njit(cache=True, inline="always")(_fetch_window)
     _code_point = njit(cache=True, inline="always")(_code_point)
     scan = njit(cache=True, nogil=True)(_scan)
+    _ascii_classes = njit(cache=True, inline="always")(_ascii_classes)
     spans = njit(cache=True, nogil=True)(_spans)
     _hex4 = njit(cache=True, inline="always")(_hex4)
     _put_code_point = njit(cache=True, inline="always")(_put_code_point)
