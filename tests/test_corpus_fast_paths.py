@@ -9,6 +9,7 @@ import unicodedata
 from collections import Counter
 
 import numpy as np
+import pandas as pd
 import pytest
 from test_corpus_count import SPACY, TARGETS, as_counters, plain_counter
 
@@ -234,3 +235,30 @@ def test_sparse_rows_beyond_the_dense_ones_match_numpy_and_hand_count():
     assert co[(word(7), "she")] == expect_she == 11 and co[(word(7), "he")] == 1
     for out in outs[1:]:
         assert as_counters(out) == as_counters(outs[0]) and out.n_pairs == outs[0].n_pairs
+
+
+@pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
+def test_dense_items_by_hand():
+    """Target-major dense counts, 2 targets x 4 rows, 3 words seen: the row beyond them is not read."""
+    dense = np.array([0, 2, 0, 9, 5, 0, 1, 0], np.int64)  # g=0: w1=2 (w3=9 unseen); g=1: w0=5, w2=1
+    codes, counts = kernels.dense_items(dense, 2, 4, 3)
+    assert codes.tolist() == [1 * 2 + 0, 0 * 2 + 1, 2 * 2 + 1] and counts.tolist() == [2, 5, 1]
+
+
+@pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
+def test_presized_table_counts_the_same_without_growing():
+    """40,000 words: the default table (64k slots, half of them usable) grows, one sized for 100,000 does not."""
+    letters = "bcdfghjklm"  # digits as letters: every word distinct, no stop word among them
+    word = lambda k: "q" + "".join(letters[int(d)] for d in str(k))  # noqa: E731
+    docs = [" ".join(word(40 * i + j) for j in range(40)) + " she" for i in range(1000)]
+    plain = FastCounter(TARGETS, SPACY, 10, compiled=True)
+    sized = FastCounter(TARGETS, SPACY, 10, compiled=True, expected_words=100_000)
+    start = plain._table.size, sized._table.size
+    assert start == (kernels.SLOT << 16, kernels.SLOT << 18)
+    for c in (plain, sized):
+        c.add(docs)
+    assert plain._table.size > start[0] and sized._table.size == start[1]
+    a, b = plain.counts(), sized.counts()
+    assert len(a.unigrams) == 40_001
+    pd.testing.assert_frame_equal(a.unigrams, b.unigrams)
+    pd.testing.assert_frame_equal(a.cooccurrence, b.cooccurrence)

@@ -230,6 +230,7 @@ class FastCounter:
         spill_rows: int = 20_000_000,
         dense_rows: int = 1 << 18,
         compiled: bool | None = None,
+        expected_words: int = 0,
     ):
         if window < 1:
             raise ValueError("window must be >= 1")
@@ -254,6 +255,9 @@ class FastCounter:
         self.spill_types = int(spill_types)
         self.spill_rows = int(spill_rows)
         self.dense_rows = int(dense_rows)
+        # compiled path: the hash table starts with room for this many words (capped at spill_types), so a large
+        # input does not rehash its vocabulary again and again as it grows
+        self.expected_words = min(int(expected_words), self.spill_types)
         self._spill_dir = Path(spill_dir) if spill_dir else None
         self._own_spill_dir: Path | None = None
         self.runs: list[Path] = []
@@ -332,7 +336,8 @@ class FastCounter:
             [np.zeros(len(stop), np.uint64), np.arange(1, len(self.targets) + 1, dtype=np.uint64)]
         )
         stop_flag = (ids < len(stop)).astype(np.uint64)
-        self._table = np.zeros(K.SLOT << max(16, (4 * len(words)).bit_length()), np.uint64)
+        bits = max(16, (4 * len(words)).bit_length(), (2 * self.expected_words).bit_length())
+        self._table = np.zeros(K.SLOT << bits, np.uint64)
         bad = K.insert(self._table, keys, checks, ids | tid << np.uint64(32) | stop_flag << np.uint64(48))
         if bad >= 0:  # pragma: no cover - two of the given words share a 64-bit key
             raise HashCollisionError(f"hash collision of {words[bad]!r} with another stop word or target")
@@ -458,10 +463,15 @@ class FastCounter:
         """The run's co-occurrences: (distinct codes ``w * T + g``, counts), in no particular order. The dense
         array's counts move out (a fresh array maps no page until used)."""
         T = len(self.targets)
-        used = self._dense.reshape(T, self.dense_rows)[:, : min(len(self._words), self.dense_rows)]
-        g, w = np.nonzero(used)  # only the rows of words seen: untouched pages stay unmapped
-        keys, vals = w.astype(np.int64) * T + g, used[g, w]
-        del g, w, used
+        # only the rows of words seen: untouched pages stay unmapped
+        seen = min(len(self._words), self.dense_rows)
+        if self._kernels is not None:
+            keys, vals = self._kernels.dense_items(self._dense, T, self.dense_rows, seen)
+        else:
+            used = self._dense.reshape(T, self.dense_rows)[:, :seen]
+            g, w = np.nonzero(used)
+            keys, vals = w.astype(np.int64) * T + g, used[g, w]
+            del g, w, used
         self._dense = np.zeros(self._dense.size, np.int64)
         if self._kernels is None:
             self._co_keys.append(keys)
@@ -487,15 +497,17 @@ class FastCounter:
         import pyarrow.compute as pc
 
         all_words = pa.array(self._words, type=pa.string())
-        if ordered:
-            order = pc.sort_indices(all_words).to_numpy().astype(np.int64, copy=False)
-        else:
-            order = np.arange(len(self._words), dtype=np.int64)
+        if not ordered:  # rows by word id as they are
+            co_word = keys // T
+            co_target = keys - co_word * T
+            del keys
+            return _arrow_tables(all_words, self._unigram_counts(), co_word, self.targets, co_target, vals)
+        order = pc.sort_indices(all_words).to_numpy().astype(np.int64, copy=False)
         rank = np.empty_like(order)
         rank[order] = np.arange(order.size)
         # temporaries freed as soon as possible: a shard's table has millions of rows and this is the peak of the
         # count's memory
-        if ordered and self._kernels is not None:  # a counting sort, O(rows)
+        if self._kernels is not None:  # a counting sort, O(rows)
             co_word, co_target, vals = self._kernels.sorted_rows(keys, vals, rank, T)
             del keys, rank
         else:
@@ -503,10 +515,9 @@ class FastCounter:
             del rank
             co_target = keys % T
             del keys
-            if ordered:
-                co_order = np.argsort(co_word * T + co_target)  # codes are distinct
-                co_word, co_target, vals = co_word[co_order], co_target[co_order], vals[co_order]
-                del co_order
+            co_order = np.argsort(co_word * T + co_target)  # codes are distinct
+            co_word, co_target, vals = co_word[co_order], co_target[co_order], vals[co_order]
+            del co_order
         return _arrow_tables(
             all_words.take(pa.array(order)),
             self._unigram_counts()[order],
@@ -557,6 +568,17 @@ class FastCounter:
             if self._own_spill_dir is not None:
                 shutil.rmtree(self._own_spill_dir, ignore_errors=True)
         return Path(out_dir)
+
+
+# a guess of the vocabulary from the input's size (on disk) for the hash table's first size: 1 GB of web text
+# holds ~1M distinct words (a PILE-like synthetic shard of 1.25 GB: 1.9M); too high costs only unused table
+_BYTES_PER_NEW_WORD = 1000
+
+
+def _text_bytes(path) -> int:
+    """About how many bytes of text ``path`` holds (a .zst ~3x its size on disk)."""
+    p = Path(path)
+    return p.stat().st_size * (3 if p.name.endswith(".zst") else 1) if p.is_file() else 0
 
 
 def _check_texts_engine(engine: str) -> None:
@@ -642,6 +664,7 @@ def count_files(
                 spill_dir=spill_dir,
                 spill_types=spill_types,
                 spill_rows=spill_rows,
+                expected_words=sum(_text_bytes(p) for p in paths) // _BYTES_PER_NEW_WORD,
             )
             meta["accelerator"] = counter.accelerator
             try:

@@ -212,6 +212,25 @@ def _sparse_add(sp, nsp, code):
         s = (s + 1) & mask
 
 
+def _dense_items(dense, n_targets, dense_rows, n_words):
+    """The nonzero cells of the target-major dense counts (``dense[g * dense_rows + w]``, words below
+    ``n_words``) as (codes ``w * n_targets + g``, counts), in (g, w) order: as ``np.nonzero`` gives them, without
+    its index arrays and gathers."""
+    nnz = 0
+    for g in range(n_targets):
+        for w in range(n_words):
+            nnz += dense[g * dense_rows + w] != 0
+    codes, counts = np.empty(nnz, np.int64), np.empty(nnz, np.int64)
+    j = 0
+    for g in range(n_targets):
+        for w in range(n_words):
+            c = dense[g * dense_rows + w]
+            if c != 0:
+                codes[j], counts[j] = w * n_targets + g, c
+                j += 1
+    return codes, counts
+
+
 def _sparse_items(sp, codes, counts):
     """The table's (code, count) pairs into ``codes``, ``counts`` (slot order)."""
     j = 0
@@ -698,6 +717,7 @@ if AVAILABLE:
     json_batch = njit(cache=True, nogil=True)(_json_batch)
     stretches = njit(cache=True, nogil=True)(_stretches)
     _document = njit(cache=True)(_document)
+    dense_items = njit(cache=True, nogil=True)(_dense_items)
     sparse_items = njit(cache=True, nogil=True)(_sparse_items)
     sorted_rows = njit(cache=True, nogil=True)(_sorted_rows)
     insert = njit(cache=True)(_insert)
