@@ -1,16 +1,16 @@
 """Counting at scale: one core vs shard-parallel, peak memory, exact totals, the PILE in core-hours.
 
-    python benchmarks/make_synthetic_corpus.py /tmp/synthetic --gb 5 --shards 5
+    python benchmarks/make_synthetic_corpus.py /tmp/synthetic --gb 5 --shards 4
     python benchmarks/bench_corpus_scale.py /tmp/synthetic [--jobs 2] [--work /tmp/synthetic-counts]
 
-Each shard is counted by its own ``unstereo corpus count`` process (whole process: imports, reading and
-decompressing, counting, writing the tables; ``--unsorted``: the merge sorts), as the workflow's count jobs do:
-first one after the other (one
-core), then ``--jobs`` at a time (a multiple of ``--jobs`` shards). Then ``unstereo corpus merge`` sums them. Prints MB/s per core (uncompressed
-input over the one-core wall time), the parallel speed-up (target >= 1.8x on 2 cores), the peak RSS of the largest
-count and merge processes (target < 2 GiB), and whether the totals are exact: the merged n_tokens and n_pairs equal
-the generator's, the merged unigrams equal the generator's per-shard word counts summed, and the merged tables equal
-the per-shard tables summed with pandas. Extrapolates to the 825 GB PILE in core-hours.
+Each shard is counted by its own ``unstereo corpus count --unsorted`` process (whole process: imports, reading and
+decompressing, counting, writing the tables unsorted, since the merge sorts), as the workflow's count jobs do:
+first one after the other (one core), then ``--jobs`` at a time (a multiple of ``--jobs`` shards). Then
+``unstereo corpus merge`` sums them. Prints MB/s per core (uncompressed input over the one-core wall time), the
+parallel speed-up (target >= 1.8x on 2 cores), the peak RSS of the largest count and merge processes (target
+< 2 GiB), and whether the totals are exact: the merged n_tokens and n_pairs equal the generator's, the merged
+unigrams equal the generator's per-shard word counts summed, and the merged tables equal the per-shard tables summed
+with pandas. Extrapolates to the 825 GB PILE in core-hours.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def count_all(shards: list[Path], work: Path, jobs: int) -> tuple[float, dict[st
     def one(shard: Path) -> tuple[str, float]:
         return shard.name, unstereo(
             "corpus", "count", str(shard), "-o", str(work / shard.name.split(".")[0]), "--unsorted"
-        )[0]  # (as the workflow's count jobs: the merge sorts)
+        )[0]
 
     with ThreadPoolExecutor(jobs) as pool:
         each = dict(pool.map(one, shards))

@@ -577,8 +577,12 @@ _BYTES_PER_NEW_WORD = 1000
 
 def _text_bytes(path) -> int:
     """About how many bytes of text ``path`` holds (a .zst ~3x its size on disk)."""
+    from .readers import input_kind
+
     p = Path(path)
-    return p.stat().st_size * (3 if p.name.endswith(".zst") else 1) if p.is_file() else 0
+    if not p.is_file():
+        return 0  # the reader names the missing file
+    return p.stat().st_size * (3 if input_kind(p) == "jsonl.zst" else 1)
 
 
 def _check_texts_engine(engine: str) -> None:
