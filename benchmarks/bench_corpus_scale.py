@@ -10,7 +10,9 @@ first one after the other (one core), then ``--jobs`` at a time (a multiple of `
 parallel speed-up (target >= 1.8x on 2 cores), the peak RSS of the largest count and merge processes (target
 < 2 GiB), and whether the totals are exact: the merged n_tokens and n_pairs equal the generator's, the merged
 unigrams equal the generator's per-shard word counts summed, and the merged tables equal the per-shard tables summed
-with pandas. Extrapolates to the 825 GB PILE in core-hours.
+with pandas. Extrapolates to the 825 GB PILE in core-hours. Also times the first shard counted in this process
+(``count_files`` as the CLI calls it, after a warm-up on a few lines: no process start, imports or loading of the
+compiled code), the figure to hold against bench_corpus.py's single pass.
 """
 
 from __future__ import annotations
@@ -64,6 +66,22 @@ def count_all(shards: list[Path], work: Path, jobs: int) -> tuple[float, dict[st
     with ThreadPoolExecutor(jobs) as pool:
         each = dict(pool.map(one, shards))
     return time.perf_counter() - t0, each
+
+
+def in_process(shard: Path, work: Path) -> tuple[float, float]:
+    """(wall, CPU seconds) of ``count_files`` on ``shard`` in this process, unsorted as the workflow counts; a
+    warm-up on a few lines first loads the compiled code."""
+    from unstereo.corpus.count import count_files
+    from unstereo.corpus.lexicon import load_stopwords, load_targets
+
+    targets, stop = load_targets(), load_stopwords("spacy")
+    tiny = work / "warmup.jsonl"
+    tiny.parent.mkdir(parents=True, exist_ok=True)
+    tiny.write_text('{"text": "She said that he was late."}\n' * 10)
+    count_files([tiny], work / "warmup", targets, stop, ordered=False)
+    w0, c0 = time.perf_counter(), time.process_time()
+    count_files([shard], work / shard.name.split(".")[0], targets, stop, ordered=False)
+    return time.perf_counter() - w0, time.process_time() - c0
 
 
 def check_exact(corpus: Path, work: Path, merged: Path, shards: list[Path]) -> dict[str, bool]:
@@ -126,13 +144,20 @@ def main() -> None:
     )
     t_merge = time.perf_counter() - t0
     rss_all = max_child_rss()
+    # in this process before check_exact fills its heap with the tables
+    wall_in, cpu_in = in_process(shards[0], work / "in-process")
     exact = check_exact(args.corpus, work / "one", work / "merged", shards)
+    mb0 = expected["shards"][shards[0].name]["bytes"] / 1e6
 
     rate = mb / t1
     print(
         f"corpus: {len(shards)} shards, {mb:.0f} MB uncompressed ({on_disk:.0f} MB on disk), {os.cpu_count()} cores"
     )
     print(f"one core:  {t1:8.1f} s  {rate:7.1f} MB/s per core (whole processes)")
+    print(
+        f"in process: {wall_in:8.1f} s  {mb0 / wall_in:7.1f} MB/s per core ({mb0 / cpu_in:.1f} per CPU-second; "
+        f"{shards[0].name} counted by count_files, no process start)"
+    )
     print(
         f"{args.jobs} jobs:    {tn:8.1f} s  for {len(even)} shards that took {t1_even:.1f} s one after the other: "
         f"speed-up {t1_even / tn:.2f}x (target >= 1.8x on 2 cores)"
