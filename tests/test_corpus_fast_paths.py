@@ -186,13 +186,17 @@ def test_reader_fast_path_reads_well_formed_chunks_and_defers_the_rest(tmp_path,
 
 @pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
 def test_sparse_table_sums_codes_and_grows():
-    # 8 slots to start; past 70 % load it doubles: at the 6th distinct code (16 slots), the 12th (32) and the 23rd
-    # (64), and 43 distinct codes stay below the next step (45); each code's count is the times it was added
+    # 8 slots to start; room for one more code past 70 % load doubles it: before the 6th distinct code (16 slots),
+    # the 12th (32) and the 23rd (64), and 43 distinct codes stay below the next step (45); each code's count is
+    # the times it was added
     codes = [5, 5, 0, 7, 5] + list(range(100, 140)) + [0, 139]
     sp, nsp = np.zeros(16, np.uint64), 0
     for c in codes:
-        sp, nsp = kernels._sparse_add(sp, nsp, c)
+        sp = kernels._sparse_reserve(sp, nsp, 1)
+        nsp += kernels._sparse_add(sp, c)
     assert nsp == 43 and sp.size == 2 * 64
+    assert kernels._sparse_reserve(sp, nsp, 2).size == 2 * 128  # 45 codes in 64 slots would be 70.3 %
+    assert kernels._sparse_reserve(sp, nsp, 1) is sp and kernels._sparse_reserve(sp, 0, 90).size == 2 * 256
     keys, vals = np.empty(nsp, np.int64), np.empty(nsp, np.int64)
     kernels.sparse_items(sp, keys, vals)
     assert dict(zip(keys.tolist(), vals.tolist(), strict=True)) == Counter(codes)

@@ -19,7 +19,11 @@ installs it); without it the counter stays on numpy (:data:`AVAILABLE`).
   slots (:func:`sparse_items` reads it out);
 - the table's slot of the token 16 ahead, and the cells of the next target's window, are prefetched: a shard's
   vocabulary table (~100 MB) is far larger than the caches, and without it each rare word stalls the loop for a
-  memory round trip (the kernel took ~40 % less time on a 1 GB synthetic shard);
+  memory round trip (the kernel took ~40 % less time on a 1 GB synthetic shard). The keys are computed when
+  their slot is requested and kept in a ring until their token comes, so a long word's slot is requested too;
+- helpers inlined into the hot loops take scalars, never an array, and never return one: numba then counts
+  references to the array (two atomic operations) at every call where it cannot prove them useless, which had
+  cost a sixth of the counting time (5.8 s instead of 6.8 s for a 1.25 GB synthetic shard's spans and counts);
 - :func:`sorted_rows` puts the co-occurrence rows in (word, target) order with a counting sort by word.
 
 Compiled once per machine (``cache=True``: numba's on-disk cache), about 5 s.
@@ -40,6 +44,7 @@ else:
     AVAILABLE = True
 
 PREFETCH = 16  # tokens ahead whose hash-table slot is requested from memory before it is needed
+RING = 32  # keys computed ahead, kept until their token is counted (a power of two > PREFETCH)
 
 
 def _prefetch_intrinsic():
@@ -107,25 +112,25 @@ def _key(words, start, end):
     for tokens of <= 8 bytes)."""
     length = end - start
     if length <= 8:
-        return _short_key(words, start, end), np.uint64(0)
+        return _short_key(words[start >> 3], words[(start >> 3) + 1], start, end), np.uint64(0)
     h = _mix(np.uint64(length) ^ np.uint64(0x243F6A8885A308D3))
     c = _mix(np.uint64(length) ^ np.uint64(0x13198A2E03707344))
     pos = start
     while pos < end:
-        w = _short_key(words, pos, min(pos + 8, end))
+        w = _short_key(words[pos >> 3], words[(pos >> 3) + 1], pos, min(pos + 8, end))
         h = _mix(h ^ w)
         c = _mix((c + w) * _GOLDEN)
         pos += 8
     return h & np.uint64(0xFFFFFFFFFFFFFF00), c
 
 
-def _short_key(words, start, end):
-    """The key of a token of <= 8 bytes at ``start`` (its first 8 bytes for a longer one), cut out of ``words``
-    (the buffer as little-endian uint64) without a branch."""
-    q = start >> 3
+def _short_key(lo, hi, start, end):
+    """The key of a token of <= 8 bytes at byte ``start`` (its first 8 bytes for a longer one), cut without a
+    branch out of ``lo, hi``: the buffer's little-endian uint64 words ``start // 8`` and the one after. (Scalars,
+    not the array: see the module doc on reference counting.)"""
     shift = np.uint64((start & 7) * 8)
     # (x << (63 - shift)) << 1: a shift by 64 when shift is 0 would be undefined
-    key = (words[q] >> shift) | ((words[q + 1] << (np.uint64(63) - shift)) << np.uint64(1))
+    key = (lo >> shift) | ((hi << (np.uint64(63) - shift)) << np.uint64(1))
     return key & _MASKS[min(end - start, 8)]
 
 
@@ -191,9 +196,18 @@ def _sparse_grow(sp):
     return new
 
 
-def _sparse_add(sp, nsp, code):
+def _sparse_reserve(sp, nsp, more):
+    """The sparse table ``sp`` holding ``nsp`` codes, or a copy grown by doubling, so that ``more`` new codes keep
+    it at or below 70 % load."""
+    while 10 * (nsp + more) > 7 * (sp.size // 2):
+        sp = _sparse_grow(sp)
+    return sp
+
+
+def _sparse_add(sp, code):
     """Count one co-occurrence ``code`` (``w * n_targets + g``) in the open-addressing table ``sp`` (slots
-    ``[code + 1, count]``), grown past 70 % load; returns (table, distinct codes)."""
+    ``[code + 1, count]``), which has room (:func:`_sparse_reserve`); returns 1 if the code is new, else 0. (It
+    never replaces the table: an array that an inlined helper returns costs reference counting per call.)"""
     key = np.uint64(code + 1)
     mask = sp.size // 2 - 1
     s = np.int64(_slot(key, np.uint64(mask)))
@@ -201,14 +215,11 @@ def _sparse_add(sp, nsp, code):
         k = sp[2 * s]
         if k == key:
             sp[2 * s + 1] += np.uint64(1)
-            return sp, nsp
+            return 0
         if k == 0:
             sp[2 * s] = key
             sp[2 * s + 1] = np.uint64(1)
-            nsp += 1
-            if 10 * nsp > 7 * (sp.size // 2):
-                sp = _sparse_grow(sp)
-            return sp, nsp
+            return 1
         s = (s + 1) & mask
 
 
@@ -253,18 +264,28 @@ def _document(kept, m, dense, dense_rows, n_targets, window, sp, nsp, at):
         if i < nt:
             _fetch_window(kept, at[i], m, window, dense, dense_rows, n_targets, sp)
         if i > 0:
-            p = at[i - 1]
-            g = np.int64((kept[p] >> np.uint64(32)) & np.uint64(0xFFFF)) - 1
-            row = g * dense_rows
-            for q in range(max(0, p - window + 1), min(m, p + window)):
-                if q == p:
-                    continue
-                w = np.int64(kept[q] & _ID)
-                if w < dense_rows:
-                    dense[row + w] += 1
-                else:
-                    sp, nsp = _sparse_add(sp, nsp, w * n_targets + g)
+            if 10 * (nsp + 2 * window) > 7 * (sp.size // 2):  # room for this window's codes
+                sp = _sparse_reserve(sp, nsp, 2 * window)
+            nsp += _window(kept, at[i - 1], m, dense, dense_rows, n_targets, window, sp)
     return sp, nsp
+
+
+def _window(kept, p, m, dense, dense_rows, n_targets, window, sp):
+    """Count the co-occurrences of the target at ``p`` with the kept tokens of its window; returns the number of
+    new codes in the sparse table ``sp`` (which has room for them). A function of its own: where the table can
+    be replaced (:func:`_document`), numba counts references to it at every cell."""
+    g = np.int64((kept[p] >> np.uint64(32)) & np.uint64(0xFFFF)) - 1
+    row = g * dense_rows
+    new = 0
+    for q in range(max(0, p - window + 1), min(m, p + window)):
+        if q == p:
+            continue
+        w = np.int64(kept[q] & _ID)
+        if w < dense_rows:
+            dense[row + w] += 1
+        else:
+            new += _sparse_add(sp, w * n_targets + g)
+    return new
 
 
 def _fetch_window(kept, p, m, window, dense, dense_rows, n_targets, sp):
@@ -645,18 +666,23 @@ def _count(
     n_tokens = 0
     n_pairs = 0
     ntok = starts.size
+    ring_keys = np.empty(RING, np.uint64)
+    ring_checks = np.empty(RING, np.uint64)
+    for a in range(t, min(t + PREFETCH, ntok)):
+        ring_keys[a & (RING - 1)], ring_checks[a & (RING - 1)] = _key(words, starts[a], ends[a])
+        _prefetch(table, np.int64(_slot(ring_keys[a & (RING - 1)], mask)) * SLOT)
     while t < ntok:
-        if (
-            t + PREFETCH < ntok
-        ):  # the slot of a token ahead (its short key: a wrong slot for a long word, no harm)
-            ahead = _short_key(words, starts[t + PREFETCH], ends[t + PREFETCH])
-            _prefetch(table, np.int64(_slot(ahead, mask)) * SLOT)
-        start = starts[t]
-        length = ends[t] - start
-        key = _short_key(words, start, ends[t])
-        check = np.uint64(0)
-        if length > 8:
-            key, check = _key(words, start, start + length)
+        a = t + PREFETCH
+        if a < ntok:  # the key of a token ahead, and its slot requested from memory
+            s, e = starts[a], ends[a]
+            ka = _short_key(words[s >> 3], words[(s >> 3) + 1], s, e)
+            ca = np.uint64(0)
+            if e - s > 8:
+                ka, ca = _key(words, s, e)
+            ring_keys[a & (RING - 1)], ring_checks[a & (RING - 1)] = ka, ca
+            _prefetch(table, np.int64(_slot(ka, mask)) * SLOT)
+        key = ring_keys[t & (RING - 1)]
+        check = ring_checks[t & (RING - 1)]
         if key == 0:  # a document ends
             n_tokens += m
             n_pairs += 2 * (w1 * m - w1 * (w1 + 1) // 2) if m > w1 else m * (m - 1)
@@ -705,6 +731,7 @@ if AVAILABLE:
     _lower8 = njit(cache=True, inline="always")(_lower8)
     _probe = njit(cache=True, inline="always")(_probe)
     _sparse_grow = njit(cache=True)(_sparse_grow)
+    _sparse_reserve = njit(cache=True)(_sparse_reserve)
     _sparse_add = njit(cache=True, inline="always")(_sparse_add)
     _fetch_window = njit(cache=True, inline="always")(_fetch_window)
     _code_point = njit(cache=True, inline="always")(_code_point)
@@ -716,6 +743,7 @@ if AVAILABLE:
     _utf8_char = njit(cache=True, inline="always")(_utf8_char)
     json_batch = njit(cache=True, nogil=True)(_json_batch)
     stretches = njit(cache=True, nogil=True)(_stretches)
+    _window = njit(cache=True)(_window)
     _document = njit(cache=True)(_document)
     dense_items = njit(cache=True, nogil=True)(_dense_items)
     sparse_items = njit(cache=True, nogil=True)(_sparse_items)
