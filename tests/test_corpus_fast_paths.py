@@ -197,8 +197,7 @@ def test_sparse_table_sums_codes_and_grows():
     assert nsp == 43 and sp.size == 2 * 64
     assert kernels._sparse_reserve(sp, nsp, 2).size == 2 * 128  # 45 codes in 64 slots would be 70.3 %
     assert kernels._sparse_reserve(sp, nsp, 1) is sp and kernels._sparse_reserve(sp, 0, 90).size == 2 * 256
-    keys, vals = np.empty(nsp, np.int64), np.empty(nsp, np.int64)
-    kernels.sparse_items(sp, keys, vals)
+    keys, vals = kernels.co_items(np.zeros(0, np.int64), 0, 0, 0, sp, nsp)
     assert dict(zip(keys.tolist(), vals.tolist(), strict=True)) == Counter(codes)
 
 
@@ -242,11 +241,15 @@ def test_sparse_rows_beyond_the_dense_ones_match_numpy_and_hand_count():
 
 
 @pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
-def test_dense_items_by_hand():
-    """Target-major dense counts, 2 targets x 4 rows, 3 words seen: the row beyond them is not read."""
+def test_co_items_by_hand():
+    """Target-major dense counts, 2 targets x 4 rows, 3 words seen: the row beyond them is not read; then the
+    sparse table's codes (slots [code + 1, count]) in slot order."""
     dense = np.array([0, 2, 0, 9, 5, 0, 1, 0], np.int64)  # g=0: w1=2 (w3=9 unseen); g=1: w0=5, w2=1
-    codes, counts = kernels.dense_items(dense, 2, 4, 3)
-    assert codes.tolist() == [1 * 2 + 0, 0 * 2 + 1, 2 * 2 + 1] and counts.tolist() == [2, 5, 1]
+    sp = np.array([0, 0, 8 + 1, 3, 0, 0, 11 + 1, 4], np.uint64)  # codes 8 (w4, g0) x3 and 11 (w5, g1) x4
+    codes, counts = kernels.co_items(dense, 2, 4, 3, sp, 2)
+    assert codes.tolist() == [1 * 2 + 0, 0 * 2 + 1, 2 * 2 + 1, 8, 11] and counts.tolist() == [2, 5, 1, 3, 4]
+    codes, counts = kernels.co_items(dense, 2, 4, 3, np.zeros(4, np.uint64), 0)
+    assert codes.tolist() == [2, 1, 5] and counts.tolist() == [2, 5, 1]
 
 
 @pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")

@@ -466,25 +466,22 @@ class FastCounter:
         # only the rows of words seen: untouched pages stay unmapped
         seen = min(len(self._words), self.dense_rows)
         if self._kernels is not None:
-            keys, vals = self._kernels.dense_items(self._dense, T, self.dense_rows, seen)
-        else:
-            used = self._dense.reshape(T, self.dense_rows)[:, :seen]
-            g, w = np.nonzero(used)
-            keys, vals = w.astype(np.int64) * T + g, used[g, w]
-            del g, w, used
+            # the sparse table's codes are words beyond the dense rows, so the two parts never share a code
+            keys, vals = self._kernels.co_items(self._dense, T, self.dense_rows, seen, self._sp, self._nsp)
+            self._dense = np.zeros(self._dense.size, np.int64)
+            self._sp, self._nsp = np.zeros(2 << 16, np.uint64), 0
+            return keys, vals
+        used = self._dense.reshape(T, self.dense_rows)[:, :seen]
+        g, w = np.nonzero(used)
+        keys, vals = w.astype(np.int64) * T + g, used[g, w]
+        del g, w, used
         self._dense = np.zeros(self._dense.size, np.int64)
-        if self._kernels is None:
-            self._co_keys.append(keys)
-            self._co_vals.append(vals)
-            self._compact()
-            if not self._co_keys:
-                return np.empty(0, np.int64), np.empty(0, np.int64)
-            return self._co_keys[0], self._co_vals[0]
-        # compiled: the sparse table's codes are words beyond the dense rows, so the two parts never share a code
-        sparse_keys, sparse_vals = np.empty(self._nsp, np.int64), np.empty(self._nsp, np.int64)
-        self._kernels.sparse_items(self._sp, sparse_keys, sparse_vals)
-        self._sp, self._nsp = np.zeros(2 << 16, np.uint64), 0
-        return np.concatenate([keys, sparse_keys]), np.concatenate([vals, sparse_vals])
+        self._co_keys.append(keys)
+        self._co_vals.append(vals)
+        self._compact()
+        if not self._co_keys:
+            return np.empty(0, np.int64), np.empty(0, np.int64)
+        return self._co_keys[0], self._co_vals[0]
 
     def _run_tables(self, ordered: bool = True):
         """The run's tables (arrow), sorted by word (and target) when ``ordered``; a spilled run need not be (the

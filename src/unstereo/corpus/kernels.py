@@ -16,7 +16,7 @@ installs it); without it the counter stays on numpy (:data:`AVAILABLE`).
   and targets are inserted first (:func:`insert`), so every word met later is neither. At each document end the
   document's ordered position pairs and the co-occurrences of its target occurrences within the window are counted:
   words of the first ``dense_rows`` ids in a dense array, the others in a hash table of ``[code + 1, count]``
-  slots (:func:`sparse_items` reads it out);
+  slots (:func:`co_items` reads both out);
 - the table's slot of the token 16 ahead, and the cells of the next target's window, are prefetched: a shard's
   vocabulary table (~100 MB) is far larger than the caches, and without it each rare word stalls the loop for a
   memory round trip (the kernel took ~40 % less time on a 1 GB synthetic shard). The keys are computed when
@@ -223,15 +223,16 @@ def _sparse_add(sp, code):
         s = (s + 1) & mask
 
 
-def _dense_items(dense, n_targets, dense_rows, n_words):
-    """The nonzero cells of the target-major dense counts (``dense[g * dense_rows + w]``, words below
-    ``n_words``) as (codes ``w * n_targets + g``, counts), in (g, w) order: as ``np.nonzero`` gives them, without
-    its index arrays and gathers."""
+def _co_items(dense, n_targets, dense_rows, n_words, sp, nsp):
+    """A run's co-occurrence rows as (codes ``w * n_targets + g``, counts) in one pair of arrays (no
+    concatenation: fresh pages are slow to map here): the nonzero cells of the target-major dense counts
+    (``dense[g * dense_rows + w]``, words below ``n_words``) in (g, w) order, as ``np.nonzero`` gives them, then
+    the ``nsp`` codes of the sparse table ``sp`` (slots ``[code + 1, count]``) in slot order."""
     nnz = 0
     for g in range(n_targets):
         for w in range(n_words):
             nnz += dense[g * dense_rows + w] != 0
-    codes, counts = np.empty(nnz, np.int64), np.empty(nnz, np.int64)
+    codes, counts = np.empty(nnz + nsp, np.int64), np.empty(nnz + nsp, np.int64)
     j = 0
     for g in range(n_targets):
         for w in range(n_words):
@@ -239,17 +240,12 @@ def _dense_items(dense, n_targets, dense_rows, n_words):
             if c != 0:
                 codes[j], counts[j] = w * n_targets + g, c
                 j += 1
-    return codes, counts
-
-
-def _sparse_items(sp, codes, counts):
-    """The table's (code, count) pairs into ``codes``, ``counts`` (slot order)."""
-    j = 0
     for s in range(0, sp.size, 2):
         if sp[s] != 0:
             codes[j] = np.int64(sp[s] - np.uint64(1))
             counts[j] = np.int64(sp[s + 1])
             j += 1
+    return codes, counts
 
 
 def _document(kept, m, dense, dense_rows, n_targets, window, sp, nsp, at):
@@ -745,8 +741,7 @@ if AVAILABLE:
     stretches = njit(cache=True, nogil=True)(_stretches)
     _window = njit(cache=True)(_window)
     _document = njit(cache=True)(_document)
-    dense_items = njit(cache=True, nogil=True)(_dense_items)
-    sparse_items = njit(cache=True, nogil=True)(_sparse_items)
+    co_items = njit(cache=True, nogil=True)(_co_items)
     sorted_rows = njit(cache=True, nogil=True)(_sorted_rows)
     insert = njit(cache=True)(_insert)
     rehash = njit(cache=True, nogil=True)(_rehash)
