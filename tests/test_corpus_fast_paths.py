@@ -15,7 +15,7 @@ from test_corpus_count import SPACY, TARGETS, as_counters, plain_counter
 
 from unstereo.corpus import kernels
 from unstereo.corpus import tokenize as tk
-from unstereo.corpus.count import FastCounter
+from unstereo.corpus.count import FastCounter, _decode_spans
 from unstereo.corpus.readers import chunk_lines, iter_chunks
 
 # characters whose lowercase is special: final sigma (context dependent), İ (two code points), the Kelvin sign
@@ -56,6 +56,8 @@ def test_compiled_spans_equal_numpy_spans():
     arr = np.frombuffer("ab\x00 ç1d".encode() + b"\x00" * tk.PAD, np.uint8)
     starts, ends = kernels.spans(arr, 8, tk.alpha_table())
     assert starts.tolist() == [0, 4, 7] and ends.tolist() == [3, 6, 8]
+    edges, k = kernels.edges(arr, 8, tk.alpha_table())  # what the counting loop reads: start, end, start, ...
+    assert k == 6 and edges[:k].tolist() == [0, 3, 4, 6, 7, 8]
     rng = random.Random(11)
     for _ in range(300):
         texts = [random_text(rng, rng.randrange(0, 40)) for _ in range(rng.randrange(1, 6))]
@@ -73,6 +75,16 @@ def test_compiled_spans_equal_numpy_spans():
         got = kernels.spans(arr, n, tk.alpha_table())
         expect = tk.token_spans(arr, n, separators=True)
         assert [g.tolist() for g in got] == [e.tolist() for e in expect]
+
+
+@pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
+def test_new_words_decoded_the_same_by_the_kernel_and_numpy():
+    arr = np.frombuffer("he said ç sa".encode(), np.uint8)
+    starts, ends = np.array([0, 3, 8, 11]), np.array([2, 7, 10, 13])
+    assert kernels.join_spans(arr, starts, ends).tobytes() == "he\x01said\x01ç\x01sa".encode()
+    for k in (None, kernels):
+        assert _decode_spans(arr, starts, ends, k) == ["he", "said", "ç", "sa"]
+        assert _decode_spans(arr, starts[1:2], ends[1:2], k) == ["said"]
 
 
 def test_alpha_table_is_isalpha_everywhere():

@@ -174,8 +174,10 @@ def _word_keys(words: list[str], kernels=None, with_checks: bool = False):
     return (keys, checks) if with_checks else keys
 
 
-def _decode_spans(arr: np.ndarray, s: np.ndarray, e: np.ndarray) -> list[str]:
-    """The strings ``arr[s[i]:e[i]]`` (UTF-8), gathered and decoded in one go."""
+def _decode_spans(arr: np.ndarray, s: np.ndarray, e: np.ndarray, kernels=None) -> list[str]:
+    """The strings ``arr[s[i]:e[i]]`` (UTF-8), gathered (by the compiled kernels when given) and decoded in one go."""
+    if kernels is not None:
+        return kernels.join_spans(arr, s, e).tobytes().decode("utf-8", "surrogatepass").split("\x01")
     lens = e - s
     inword = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
     out_off = np.cumsum(lens + 1) - (lens + 1)  # one \x01 (never part of a word) after each word
@@ -350,26 +352,28 @@ class FastCounter:
         else:
             buf, n = tk.encode_batch(texts, K)
         arr = np.frombuffer(buf, dtype=np.uint8)
-        starts, ends = K.spans(arr, n, tk.alpha_table())
-        ntok = starts.size
+        edges, k = K.edges(arr, n, tk.alpha_table())
+        ntok = k // 2
         new_tok, kept = np.empty(ntok, np.int64), np.empty(ntok, np.uint64)
         words = np.frombuffer(buf, "<u8", count=len(buf) // 8)
         t = m = 0
         T = len(self.targets)
         while True:  # count stops when the hash table is half full: grow it, go on
             t, nnew, m, n_tokens, n_pairs, self._sp, self._nsp, bad, bad_t = K.count(
-                words, starts, ends, t, self._table, len(self._words), new_tok, kept, m,
+                words, edges, ntok, t, self._table, len(self._words), new_tok, kept, m,
                 self._dense, self.dense_rows, T, self.window, self._sp, self._nsp,
             )  # fmt: skip
             self.n_tokens += int(n_tokens)
             self.n_pairs += int(n_pairs)
             self._co_len = int(self._nsp)
             if nnew:
-                self._words += _decode_spans(arr, starts[new_tok[:nnew]], ends[new_tok[:nnew]])
+                first = 2 * new_tok[:nnew]  # token i spans edges[2 * i]:edges[2 * i + 1]
+                self._words += _decode_spans(arr, edges[first], edges[first + 1], K)
             if bad >= 0:
                 raise HashCollisionError(
                     f"hash collision between {self._words[bad]!r} and "
-                    f"{bytes(arr[starts[bad_t] : ends[bad_t]]).decode('utf-8', 'surrogatepass')!r}; rerun with --engine naive"
+                    f"{bytes(arr[edges[2 * bad_t] : edges[2 * bad_t + 1]]).decode('utf-8', 'surrogatepass')!r}; "
+                    "rerun with --engine naive"
                 )
             if t >= ntok:
                 break

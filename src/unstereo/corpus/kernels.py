@@ -5,8 +5,8 @@ document ends); the tests hold both to the plain reference. Used when numba is i
 installs it); without it the counter stays on numpy (:data:`AVAILABLE`).
 
 - :func:`scan` finds NULs inside texts and the stretches ``str.lower`` still changes after ``bytes.lower``
-  (:func:`~unstereo.corpus.tokenize.encode_batch`); :func:`spans` finds the tokens in one branch-free byte pass
-  (the same spans as :func:`~unstereo.corpus.tokenize.token_spans`);
+  (:func:`~unstereo.corpus.tokenize.encode_batch`); :func:`edges` finds the tokens in one branch-free byte pass
+  (the same spans as :func:`~unstereo.corpus.tokenize.token_spans`, as start/end pairs in one array);
 - :func:`count` walks the tokens once: gives every token a 64-bit key (tokens of <= 8 bytes are their bytes, low
   byte = first letter, never 0; longer tokens a hash with low byte 0 plus an independent check hash compared on
   every hit, so a collision is reported, never counted), finds its word in an open-addressing hash table (inserting
@@ -568,52 +568,59 @@ def _stretches(arr, n, pos):
     return lo, hi
 
 
-def _spans(arr, n, alpha):
-    """Start and end offsets of the tokens in the first ``n`` bytes (as :func:`~unstereo.corpus.tokenize
-    .token_spans` with separators: letters by ``alpha``, the code point table, and NUL). Branch-free at token
-    edges (every byte writes its offset, the count moves on only at an edge): a branch there would mispredict at
-    nearly every token. Eight ASCII bytes at a time: their classes from one 8-byte load (:func:`_ascii_classes`),
-    the edges among them as the bits where a class differs from the one before; a block with a non-ASCII byte
-    goes byte by byte (a continuation byte keeps its lead byte's class)."""
+def _edges(arr, n, alpha):
+    """The tokens in the first ``n`` bytes (as :func:`~unstereo.corpus.tokenize.token_spans` with separators:
+    letters by ``alpha``, the code point table, and NUL) as ``(edges, k)``: token i is ``edges[2 * i]:edges[2 * i
+    + 1]``, ``k // 2`` tokens (the counting loop reads them so, without copies into start and end arrays).
+    Branch-free at token edges (every byte writes its offset, the count moves on only at an edge): a branch there
+    would mispredict at nearly every token. Eight ASCII bytes at a time: their classes from one 8-byte load
+    (:func:`_ascii_classes`), the edges among them as the bits where a class differs from the one before; a block
+    with a non-ASCII byte goes byte by byte (a continuation byte keeps its lead byte's class). Indices are uint64
+    where they cannot be negative (numba leaves out the wraparound of negative ones: 10 % faster)."""
     edges = np.empty(n + 8, np.int64)
-    k = 0
-    cur = np.int64(0)  # the class of the last byte
+    k = np.uint64(0)
+    cur = np.uint64(0)  # the class of the last byte
     i = 0
     while i < n:
         end = min(i + 8, n)
         if end - i == 8:
             w = _load8(arr, i)
             if w & _HIGH == 0:
-                bits = _ascii_classes(w)
-                x = (bits ^ ((bits << 1) | cur)) & 0xFF
+                bits = np.uint64(_ascii_classes(w))
+                x = ((bits ^ ((bits << np.uint64(1)) | cur)) & np.uint64(0xFF)) << np.uint64(4)
                 for j in range(8):  # the stores do not wait on each other: k moves once per block
-                    edges[k + j] = i + _EDGE_AT[x, j]
-                k += _EDGE_AT[x, 8]
-                cur = bits >> 7
+                    edges[k + np.uint64(j)] = i + _EDGE_AT[x + np.uint64(j)]
+                k += np.uint64(_EDGE_AT[x + np.uint64(8)])
+                cur = bits >> np.uint64(7)
                 i = end
                 continue
         for p in range(i, end):
             b = arr[p]
             prev = cur
             if b < 0x80:
-                cur = np.int64(((b >= 97) & (b <= 122)) | (b == 0))
+                cur = np.uint64(((b >= 97) & (b <= 122)) | (b == 0))
             elif b >= 0xC0:  # a lead byte: the class of its character; continuation bytes keep it
-                cur = np.int64(alpha[_code_point(arr, p)])
+                cur = np.uint64(alpha[_code_point(arr, p)])
             edges[k] = p
-            k += cur != prev
+            k += np.uint64(cur != prev)
         i = end
     edges[k] = n
-    k += cur
-    return edges[0:k:2].copy(), edges[1:k:2].copy()
+    return edges, np.int64(k + cur)
+
+
+def _spans(arr, n, alpha):
+    """Start and end offsets of the tokens in the first ``n`` bytes (:func:`edges` as two arrays)."""
+    e, k = edges(arr, n, alpha)
+    return e[0:k:2].copy(), e[1:k:2].copy()
 
 
 _C1F, _C05 = _ones(0x1F), _ones(0x05)
 _GATHER = np.uint64(0x0102040810204080)  # times bits at 8j: bit j of the top byte is bit 8j
-# for each byte x of edge bits: the offsets of its set bits, then (column 8) how many
-_EDGE_AT = np.zeros((256, 9), np.int64)
+# for each byte x of edge bits, at 16 * x: the offsets of its set bits, then (at 16 * x + 8) how many
+_EDGE_AT = np.zeros(256 * 16, np.int64)
 for _x in range(256):
     _at = [j for j in range(8) if _x >> j & 1]
-    _EDGE_AT[_x, : len(_at)], _EDGE_AT[_x, 8] = _at, len(_at)
+    _EDGE_AT[16 * _x : 16 * _x + len(_at)], _EDGE_AT[16 * _x + 8] = _at, len(_at)
 del _x, _at
 
 
@@ -627,8 +634,8 @@ def _ascii_classes(w):
 
 def _count(
     words,
-    starts,
-    ends,
+    edges,
+    ntok,
     t,
     table,
     nwords,
@@ -642,8 +649,8 @@ def _count(
     sp,
     nsp,
 ):
-    """Count the tokens at ``starts[k]:ends[k]``, k = t, t + 1, ... (spans of :func:`spans`; a NUL, key 0, ends a
-    document) of a batch's buffer viewed as little-endian uint64 ``words`` (a key of <= 8 bytes is cut out of two
+    """Count the tokens ``edges[2 * k]:edges[2 * k + 1]``, k = t, t + 1, ... < ``ntok`` (of :func:`edges`; a NUL,
+    key 0, ends a document) of a batch's buffer viewed as little-endian uint64 ``words`` (a key of <= 8 bytes is cut out of two
     of them, without a branch). Unseen words get the ids
     ``nwords, nwords + 1, ...`` (their token indices into ``new_tok``). ``kept[:m]`` holds the infos of the kept
     tokens of the document in progress (carried over when the call stops early; the batch's last document ends
@@ -661,16 +668,15 @@ def _count(
     nnew = 0
     n_tokens = 0
     n_pairs = 0
-    ntok = starts.size
     ring_keys = np.empty(RING, np.uint64)
     ring_checks = np.empty(RING, np.uint64)
     for a in range(t, min(t + PREFETCH, ntok)):
-        ring_keys[a & (RING - 1)], ring_checks[a & (RING - 1)] = _key(words, starts[a], ends[a])
+        ring_keys[a & (RING - 1)], ring_checks[a & (RING - 1)] = _key(words, edges[2 * a], edges[2 * a + 1])
         _prefetch(table, np.int64(_slot(ring_keys[a & (RING - 1)], mask)) * SLOT)
     while t < ntok:
         a = t + PREFETCH
         if a < ntok:  # the key of a token ahead, and its slot requested from memory
-            s, e = starts[a], ends[a]
+            s, e = edges[2 * a], edges[2 * a + 1]
             ka = _short_key(words[s >> 3], words[(s >> 3) + 1], s, e)
             ca = np.uint64(0)
             if e - s > 8:
@@ -711,6 +717,24 @@ def _count(
     return t, nnew, m, n_tokens, n_pairs, sp, nsp, -1, -1
 
 
+def _join_spans(arr, starts, ends):
+    """The bytes ``arr[starts[i]:ends[i]]`` joined with a 0x01 byte (never part of a word) between them."""
+    n = starts.size
+    size = n - 1
+    for i in range(n):
+        size += ends[i] - starts[i]
+    out = np.empty(max(size, 0), np.uint8)
+    j = 0
+    for i in range(n):
+        if i > 0:
+            out[j] = 1
+            j += 1
+        for k in range(starts[i], ends[i]):
+            out[j] = arr[k]
+            j += 1
+    return out
+
+
 def _word_keys(words, starts, ends, keys, checks):
     for i in range(starts.size):
         keys[i], checks[i] = _key(words, starts[i], ends[i])
@@ -733,6 +757,7 @@ if AVAILABLE:
     _code_point = njit(cache=True, inline="always")(_code_point)
     scan = njit(cache=True, nogil=True)(_scan)
     _ascii_classes = njit(cache=True, inline="always")(_ascii_classes)
+    edges = njit(cache=True, nogil=True)(_edges)
     spans = njit(cache=True, nogil=True)(_spans)
     _hex4 = njit(cache=True, inline="always")(_hex4)
     _put_code_point = njit(cache=True, inline="always")(_put_code_point)
@@ -748,3 +773,4 @@ if AVAILABLE:
     unigrams = njit(cache=True, nogil=True)(_unigrams)
     count = njit(cache=True, nogil=True)(_count)
     word_keys = njit(cache=True)(_word_keys)
+    join_spans = njit(cache=True, nogil=True)(_join_spans)
