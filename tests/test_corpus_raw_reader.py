@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import zstandard
@@ -132,6 +133,137 @@ def test_json_kernel_equals_encode_batch_on_random_documents(ensure_ascii):
         assert bytes(batch.buffer) == buf == expected(texts) and batch.n == n
 
 
+def scan(*lines: bytes, key: bytes = b"text") -> list[bytes] | None:
+    """The text values the line scan finds in a chunk of ``lines`` (None: it is not sure of one)."""
+    chunk = b"\n".join(lines) + b"\n"
+    newlines = np.flatnonzero(np.frombuffer(chunk, np.uint8) == 10)
+    starts, ends = np.empty(len(lines), np.int64), np.empty(len(lines), np.int64)
+    ok = kernels.json_lines(
+        np.frombuffer(chunk, np.uint8),
+        newlines,
+        np.frombuffer(key, np.uint8),
+        starts,
+        ends,
+        np.empty(4, np.uint8),
+    )
+    return [chunk[a:b] for a, b in zip(starts, ends, strict=True)] if ok else None
+
+
+def test_line_scan_finds_the_text_value_by_hand():
+    lines = [
+        b'{"text": "She", "meta": {"pile_set_name": "Pile-CC"}}',
+        b' \t{"meta": [1, -2.5e+3, 0, 0.5, 1E-7, true, false, null, {}, [], {"y": "z\\n\\u00e9\\"\\\\"}], "text" : "a\\"b\\\\" } \r',
+        b'{"id": 1'
+        + b"0" * 99
+        + b', "text": "", "t": "text", "texts": 1e-9999, "x": -0.0000000000000000012}',
+        '{"text": "é", "méta": "日本 \\ud800 \\ud83d\\ude00"}'.encode(),  # UTF-8, escaped surrogates elsewhere
+    ]
+    assert scan(*lines) == [b'"She"', rb'"a\"b\\"', b'""', '"é"'.encode()]
+    assert scan(b'{"body": "x", "text": 1}', key=b"body") == [b'"x"']
+    # up to stack.size (4 here) nested containers
+    assert scan(b'{"text": "x", "m": [[[{"a": 1}]]]}') == [b'"x"']
+    assert scan(b'{"text": "x", "m": [[[[{}]]]]}') is None
+
+
+LINE_SCAN_DECLINES = {
+    "blank line": b"  ",
+    "not an object": b'["text", "a"]',
+    "empty object": b"{}",
+    "no text key": b'{"meta": "a"}',
+    "text not a string": b'{"text": 5}',
+    "repeated text key": b'{"text": "a", "text": "b"}',
+    "key with an escape": b'{"te\\u0078t": "a"}',
+    "text not closed": b'{"text": "a}',
+    "escaped quote at the end": b'{"text": "a\\"}',
+    "content after the object": b'{"text": "a"} x',
+    "second object": b'{"text": "a"}{"text": "b"}',
+    "trailing comma": b'{"text": "a",}',
+    "missing comma": b'{"text": "a" "m": 1}',
+    "missing colon": b'{"text" "a"}',
+    "leading zero": b'{"text": "a", "m": 01}',
+    "point without digits": b'{"text": "a", "m": 1.}',
+    "lone minus": b'{"text": "a", "m": -}',
+    "101 digits": b'{"text": "a", "m": 1' + b"0" * 100 + b"}",
+    "5 exponent digits": b'{"text": "a", "m": 1e10000}',
+    "bad literal": b'{"text": "a", "m": tru}',
+    "invalid UTF-8 in another string": b'{"text": "a", "m": "caf\xe9"}',
+    "encoded surrogate in another string": b'{"text": "a", "m": "\xed\xa0\x80"}',
+    "unknown escape in another string": b'{"text": "a", "m": "\\x"}',
+    "control character in another string": b'{"text": "a", "m": "\x01"}',
+    "array without comma": b'{"text": "a", "m": [1 2]}',
+    "array trailing comma": b'{"text": "a", "m": [1,]}',
+    "unclosed array": b'{"text": "a", "m": [1}',
+    "unclosed object": b'{"text": "a", "m": {"b": 1}',
+    "one brace too many": b'{"text": "a"}}',
+}
+
+
+@pytest.mark.parametrize("what", sorted(LINE_SCAN_DECLINES))
+def test_line_scan_declines(what, tmp_path):
+    good = b'{"text": "fine"}'
+    assert scan(good, good) == [b'"fine"'] * 2
+    assert scan(good, LINE_SCAN_DECLINES[what]) is None
+    # the reader then parses the chunk as before: the same result (or error) as without the raw path
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(good + b"\n" + LINE_SCAN_DECLINES[what] + b"\n")
+    try:
+        plain, r2 = read(path, False, on_bad_line="skip")
+    except InputError as exc:
+        with pytest.raises(InputError, match=re.escape(str(exc))):
+            read(path, True, on_bad_line="skip")
+        return
+    raw, r1 = read(path, True, on_bad_line="skip")
+    assert r1.stats == r2.stats and [as_buffer(b) for b in raw] == [as_buffer(b) for b in plain]
+
+
+def random_json(rng: random.Random, depth: int = 0):
+    """A random JSON value."""
+    r = rng.random()
+    if depth < 3 and r < 0.15:
+        return [random_json(rng, depth + 1) for _ in range(rng.randrange(4))]
+    if depth < 3 and r < 0.3:
+        return {random_text(rng)[:8]: random_json(rng, depth + 1) for _ in range(rng.randrange(4))}
+    if r < 0.45:
+        return rng.choice([True, False, None])
+    if r < 0.6:
+        return rng.randrange(-(10**17), 10**17)
+    if r < 0.75:
+        return rng.uniform(-1e6, 1e6) * 10 ** rng.randrange(-30, 30)
+    return random_text(rng)
+
+
+def test_line_scan_on_random_objects_reads_what_the_str_path_reads(tmp_path):
+    # other members of every kind around the text, as json.dumps writes them: the scan finds every text value, and
+    # the reader's batches are the str path's
+    rng = random.Random(3)
+    lines, texts = [], []
+    for _ in range(2000):
+        doc = {"text": random_text(rng)} | {f"m{k}": random_json(rng) for k in range(rng.randrange(3))}
+        items = list(doc.items())
+        rng.shuffle(items)
+        lines.append(json.dumps(dict(items)).encode())
+        texts.append(json.dumps(doc["text"]).encode())
+    for line, text in zip(lines, texts, strict=True):
+        assert scan(line) == [text], line
+    assert scan(*lines) == texts
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    raw, r1 = read(path, True, chunk_bytes=2000)
+    plain, r2 = read(path, False, chunk_bytes=2000)
+    assert r1.stats == r2.stats and r1.stats.docs == 2000
+    assert all(isinstance(b, tk.EncodedBatch) for b in raw)
+    assert [as_buffer(b) for b in raw] == [as_buffer(b) for b in plain]
+
+
+def test_line_scan_declined_chunks_still_take_the_raw_path_through_msgspec(tmp_path):
+    path = tmp_path / "m.jsonl"
+    path.write_bytes(b'{"text": "She Said", "m\\u00e9ta": 1}\n')  # an escape in a key: the scan declines
+    assert scan(path.read_bytes().rstrip(b"\n")) is None
+    (batch,), _ = read(path, True)
+    assert isinstance(batch, tk.EncodedBatch)
+    assert as_buffer(batch) == tk.encode_batch(["She Said"], kernels)[0]
+
+
 def write_jsonl(path: Path, texts: list[str], rng: random.Random, ensure_ascii: bool = True) -> Path:
     lines = []
     for i, t in enumerate(texts):
@@ -160,7 +292,8 @@ def as_buffer(batch) -> bytes:
 @pytest.mark.parametrize("name", ["r.jsonl", "r.jsonl.zst"])
 @pytest.mark.parametrize("lone", [False, True])
 def test_reader_raw_batches_equal_encoded_str_batches(tmp_path, name, lone):
-    # msgspec refuses lone surrogate escapes even in a Raw value: their chunks take the str path
+    # lone surrogate escapes: the line scan leaves the text to the JSON kernel, which writes them as the str path
+    # does (msgspec, the fallback when the scan is not sure, refuses them even in a Raw value)
     rng = random.Random(9)
     texts = [random_text(rng) for _ in range(3000)]
     if not lone:
@@ -170,7 +303,7 @@ def test_reader_raw_batches_equal_encoded_str_batches(tmp_path, name, lone):
     plain, r2 = read(path, False, chunk_bytes=4000)
     assert r1.stats == r2.stats and r1.stats.docs == 3000
     encoded = sum(isinstance(b, tk.EncodedBatch) for b in raw)
-    assert len(raw) == len(plain) and (encoded < len(raw) if lone else encoded == len(raw))
+    assert len(raw) == len(plain) and encoded == len(raw)
     for b, texts in zip(raw, plain, strict=True):
         assert as_buffer(b) == tk.encode_batch(texts, kernels)[0] and len(b) == len(texts)
         if isinstance(b, tk.EncodedBatch):

@@ -3,7 +3,8 @@
 A document is one line: a JSON object with its text under ``text_key`` (JSONL), or the line itself (plain text).
 Documents come out in batches of about ``chunk_bytes`` of input so that the counter works on large arrays: lists of
 texts, or for the compiled counter (``raw_json``) the batch buffer itself, written from the raw JSON by a compiled
-kernel without a Python str per document; any chunk it is not sure of goes the str way, which decides.
+kernel without a Python str per document: the text values found by a compiled scan of the lines (else by msgspec);
+any chunk they are not sure of goes the str way, which decides.
 
 Bad input (malformed JSON, invalid UTF-8, a missing or non-string text key, a truncated ``.zst`` stream, an empty
 file) raises :class:`~unstereo.errors.InputError` naming ``file:line``; with ``on_bad_line="skip"`` the line is
@@ -21,7 +22,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..log import get_logger
-from .tokenize import EncodedBatch, encode_json_batch
+from .tokenize import EncodedBatch, encode_json_batch, encode_json_lines
 
 log = get_logger("corpus.readers")
 
@@ -207,7 +208,8 @@ class DocumentReader:
     Iterate ``reader.batches(path)`` for lists of texts; ``reader.stats`` accumulates over every file read. With
     ``raw_json`` (for the compiled counter; ignored without numba or msgspec) a JSONL batch comes as a
     :class:`~unstereo.corpus.tokenize.EncodedBatch` where the compiled JSON kernel accepts the whole chunk: no
-    Python str per document (decoding ``\\uXXXX`` escapes into str and encoding back was most of the reading).
+    Python str per document (decoding ``\\uXXXX`` escapes into str and encoding back was most of the reading), nor
+    a parser's object per line where the line scan (:func:`~unstereo.corpus.kernels.json_lines`) is sure of them.
     """
 
     def __init__(
@@ -226,6 +228,10 @@ class DocumentReader:
         self._file_bad = 0
         self._decoder = _text_decoder(text_key)
         self._raw = _raw_path(text_key) if raw_json else None
+        # the key as the line scan compares it: only a key JSON writes as it is (printable ASCII, no quote or
+        # backslash); any other goes through msgspec
+        plain = text_key.isascii() and text_key.isprintable() and not set(text_key) & set('"\\')
+        self._line_key = text_key.encode() if plain else None
 
     def _bad(self, path: Path, line: int, message: str) -> None:
         if self.on_bad_line == "error":
@@ -291,6 +297,10 @@ class DocumentReader:
         line, every text a string the kernel accepts), else :meth:`_parse_jsonl`'s texts (it decides validity and
         names bad lines)."""
         decoder, kernels = self._raw
+        if self._line_key is not None:  # the lines scanned by a kernel, no parser objects
+            batch = encode_json_lines(chunk, newlines, self._line_key, kernels)
+            if batch is not None:
+                return batch
         docs = _decode_lines(decoder, chunk, newlines)
         if docs is not None:
             batch = encode_json_batch([d.text for d in docs], kernels)

@@ -129,9 +129,28 @@ def encode_json_batch(values: list, kernels) -> EncodedBatch | None:
     src = np.frombuffer(b"".join(values), np.uint8)
     offsets = np.zeros(len(values) + 1, np.int64)
     np.cumsum(np.fromiter(map(len, values), np.int64, len(values)), out=offsets[1:])
-    out = np.empty(src.size + 3 * len(values) + PAD, np.uint8)
+    return _json_values_batch(src, offsets[:-1], offsets[1:], kernels)
+
+
+def encode_json_lines(chunk: bytes, newlines: np.ndarray, key: bytes, kernels) -> EncodedBatch | None:
+    """:func:`encode_json_batch` of the ``key`` member of each JSON line of ``chunk`` (``newlines``: the offsets
+    of its newlines), found by a compiled scan of the lines (:func:`~unstereo.corpus.kernels.json_lines`) instead
+    of a JSON parser's object per line. None where the scan or the kernel is not sure of every line: the caller
+    parses the chunk the usual way."""
+    src = np.frombuffer(chunk, np.uint8)
+    lines = newlines.size + (not chunk.endswith(b"\n"))
+    starts, ends = np.empty(lines, np.int64), np.empty(lines, np.int64)
+    key_bytes = np.frombuffer(key, np.uint8)
+    if not lines or not kernels.json_lines(src, newlines, key_bytes, starts, ends, np.empty(64, np.uint8)):
+        return None
+    return _json_values_batch(src, starts, ends, kernels)
+
+
+def _json_values_batch(src: np.ndarray, starts: np.ndarray, ends: np.ndarray, kernels) -> EncodedBatch | None:
+    """The batch of the raw JSON string values ``src[starts[d]:ends[d]]`` (quotes included), or None."""
+    out = np.empty(src.size + 3 * starts.size + PAD, np.uint8)
     pos = np.empty(_MAX_CHANGED, np.int64)
-    n, k = kernels.json_batch(src, offsets, out, pos, lower_changes_table())
+    n, k = kernels.json_batch(src, starts, ends, out, pos, lower_changes_table())
     if n < 0:
         return None
     data = out[: n + PAD]
@@ -143,7 +162,7 @@ def encode_json_batch(values: list, kernels) -> EncodedBatch | None:
             else kernels.scan(data, n, lower_changes_table())[1:]
         )
         data = _lower_stretches(data, lo, hi)
-    return EncodedBatch(data, len(data) - PAD, len(values))
+    return EncodedBatch(data, len(data) - PAD, starts.size)
 
 
 _DOC_SEP_BYTES = DOC_SEP.encode()
