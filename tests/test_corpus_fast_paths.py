@@ -281,3 +281,31 @@ def test_presized_table_counts_the_same_without_growing():
     assert len(a.unigrams) == 40_001
     pd.testing.assert_frame_equal(a.unigrams, b.unigrams)
     pd.testing.assert_frame_equal(a.cooccurrence, b.cooccurrence)
+
+
+def _fnv_mix(b: bytes) -> int:
+    """FNV-1a 64 of ``b``, then the splitmix64 finaliser, in plain Python integers."""
+    m = (1 << 64) - 1
+    h = 0xCBF29CE484222325
+    for c in b:
+        h = ((h ^ c) * 0x100000001B3) & m
+    h = ((h ^ (h >> 30)) * 0xBF58476D1CE4E5B9) & m
+    h = ((h ^ (h >> 27)) * 0x94D049BB133111EB) & m
+    return h ^ (h >> 31)
+
+
+@pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
+def test_string_hashes_by_hand_and_merge_partitions():
+    import pyarrow as pa
+
+    from unstereo.corpus.merge import _partition
+
+    words = ["", "a", "she", "café", "she"]
+    data = "".join(words).encode()
+    offsets = np.cumsum([0] + [len(w.encode()) for w in words])
+    got = kernels.string_hashes(offsets.astype(np.int64), np.frombuffer(data, np.uint8))
+    assert got.tolist() == [_fnv_mix(w.encode()) for w in words]
+    # partitions: the hash mod parts, also on a sliced arrow array (its offset) and a large_string one
+    arr = pa.array(["x", *words])[1:]
+    expect = [_fnv_mix(w.encode()) % 7 for w in words]
+    assert _partition(arr, 7).tolist() == expect == _partition(arr.cast(pa.large_string()), 7).tolist()

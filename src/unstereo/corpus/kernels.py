@@ -982,6 +982,18 @@ def _join_spans(arr, starts, ends):
     return out
 
 
+def _string_hashes(offsets, data):
+    """A 64-bit hash of each string ``data[offsets[i]:offsets[i + 1]]`` (FNV-1a over its bytes, then the splitmix64
+    finaliser so that every bit depends on every byte)."""
+    out = np.empty(offsets.size - 1, np.uint64)
+    for i in range(out.size):
+        h = np.uint64(0xCBF29CE484222325)
+        for k in range(offsets[i], offsets[i + 1]):
+            h = (h ^ np.uint64(data[k])) * np.uint64(0x100000001B3)
+        out[i] = _mix(h)
+    return out
+
+
 def _word_keys(words, starts, ends, keys, checks):
     for i in range(starts.size):
         keys[i], checks[i] = _key(words, starts[i], ends[i])
@@ -1033,3 +1045,4 @@ if AVAILABLE:
     count = njit(cache=True, nogil=True)(_count)
     word_keys = njit(cache=True)(_word_keys)
     join_spans = njit(cache=True, nogil=True)(_join_spans)
+    string_hashes = njit(cache=True, nogil=True)(_string_hashes)
