@@ -560,8 +560,8 @@ def _json_lines(src, newlines, key, starts, ends, stack):
     ``src[starts[d]:ends[d]]`` for line d, quotes included (its content is checked by :func:`json_batch`).
     Returns False unless every line is one JSON object holding that key once with a string value, its other
     values of the kinds this scan checks exactly (strings of printable characters, strict UTF-8 and escapes,
-    numbers of modest length, literals, arrays and objects up to ``stack.size`` deep): the caller then parses the chunk
-    the usual way, which decides (a blank line, a repeated key, a key written with escapes, ...)."""
+    numbers of modest length, literals, arrays and objects up to ``stack.size`` deep): the caller then parses
+    the chunk the usual way, which decides (a blank line, a repeated key, a key written with escapes, ...)."""
     a = 0
     for d in range(starts.size):
         b = newlines[d] if d < newlines.size else src.size
@@ -855,12 +855,6 @@ def _edges(arr, n, alpha):
     return edges, np.int64(k + cur)
 
 
-def _spans(arr, n, alpha):
-    """Start and end offsets of the tokens in the first ``n`` bytes (:func:`edges` as two arrays)."""
-    e, k = edges(arr, n, alpha)
-    return e[0:k:2].copy(), e[1:k:2].copy()
-
-
 _C1F, _C05 = _ones(0x1F), _ones(0x05)
 _GATHER = np.uint64(0x0102040810204080)  # times bits at 8j: bit j of the top byte is bit 8j
 # for each byte x of edge bits, at 16 * x: the offsets of its set bits, then (at 16 * x + 8) how many
@@ -897,9 +891,9 @@ def _count(
     nsp,
 ):
     """Count the tokens ``edges[2 * k]:edges[2 * k + 1]``, k = t, t + 1, ... < ``ntok`` (of :func:`edges`; a NUL,
-    key 0, ends a document) of a batch's buffer viewed as little-endian uint64 ``words`` (a key of <= 8 bytes is cut out of two
-    of them, without a branch). Unseen words get the ids
-    ``nwords, nwords + 1, ...`` (their token indices into ``new_tok``). ``kept[:m]`` holds the infos of the kept
+    key 0, ends a document) of a batch's buffer viewed as little-endian uint64 ``words`` (a key of <= 8 bytes is
+    cut out of two of them, without a branch). Unseen words get the ids ``nwords, nwords + 1, ...`` (their token
+    indices into ``new_tok``). ``kept[:m]`` holds the infos of the kept
     tokens of the document in progress (carried over when the call stops early; the batch's last document ends
     with the batch).
 
@@ -1017,7 +1011,6 @@ if AVAILABLE:
     scan = njit(cache=True, nogil=True)(_scan)
     _ascii_classes = njit(cache=True, inline="always")(_ascii_classes)
     edges = njit(cache=True, nogil=True)(_edges)
-    spans = njit(cache=True, nogil=True)(_spans)
     _hex4 = njit(cache=True, inline="always")(_hex4)
     _put_code_point = njit(cache=True, inline="always")(_put_code_point)
     _utf8_char = njit(cache=True, inline="always")(_utf8_char)

@@ -133,9 +133,8 @@ def _partition(words: pa.Array, parts: int) -> np.ndarray:
     from . import kernels
 
     if kernels.AVAILABLE and not words.null_count:
-        words = words.cast(
-            pa.large_string()
-        )  # int64 offsets (a no-op copy of the offsets for a string array)
+        # int64 offsets whether the column is string or large_string (a copy of the offsets only)
+        words = words.cast(pa.large_string())
         _, offsets, data = words.buffers()
         off = np.frombuffer(offsets, np.int64)[words.offset : words.offset + len(words) + 1]
         raw = np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
@@ -148,15 +147,14 @@ def _partition(words: pa.Array, parts: int) -> np.ndarray:
 def sum_tables(paths: Sequence[Path], out: Path, name: str, rows_per_partition: int = 5_000_000) -> int:
     """Sum count tables ``paths`` (all of kind ``name``) into ``out``; returns the number of rows written."""
     keys = KEYS[name]
-    distinct = dataclasses.replace(
-        SCHEMA[name], unique=()
-    )  # the sums' keys are distinct: no check of millions
+    # the group-by sums' keys are distinct by construction: no uniqueness check of millions of rows
+    distinct = dataclasses.replace(SCHEMA[name], unique=())
     total = sum(pq.ParquetFile(p).metadata.num_rows for p in paths)
     parts = max(1, math.ceil(total / rows_per_partition))
     if parts == 1:
         frames = [pd.read_parquet(p) for p in paths]
         df = _sum(pd.concat(frames, ignore_index=True), keys) if frames else pd.DataFrame()
-        validate(df, distinct if frames else SCHEMA[name], source=out)
+        validate(df, distinct, source=out)
         with atomic_path(out) as tmp:
             pq.write_table(pa.Table.from_pandas(df, preserve_index=False), tmp)
         return len(df)
