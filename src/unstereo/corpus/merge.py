@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import InputError
@@ -120,10 +121,49 @@ def merge_stats(stats: Sequence[dict]) -> dict:
     return out
 
 
-def _sum(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    out = df.groupby(keys, sort=True, observed=True)["count"].sum().reset_index()
-    out["count"] = out["count"].astype(np.int64)
-    return out
+def _group_sum(table: pa.Table, keys: list[str]) -> pa.Table:
+    """Rows with equal ``keys`` (``word`` and maybe ``target``) summed into one, sorted by the keys (their UTF-8
+    bytes, i.e. code points).
+
+    Each key column is dictionary-encoded (arrow's exact hash of the strings) and only its distinct values are
+    sorted, so no string is compared twice and no Python object is made (pandas' group-by on str objects was most
+    of a merge's time); the rows are then put in order of one int64 code made of the keys' ranks, by a radix sort,
+    and equal neighbours summed."""
+    code = np.zeros(table.num_rows, np.int64)
+    levels = []
+    for key in keys:
+        values, order, rank, index = _ranked(table.column(key))
+        code = code * len(values) + rank[index]
+        levels.append((values, order))
+    by = _radix_order(code)
+    code = code[by]
+    starts = np.flatnonzero(np.r_[True, code[1:] != code[:-1]]) if len(code) else code
+    sums = np.add.reduceat(table.column("count").to_numpy()[by], starts) if len(code) else code
+    code = code[starts]
+    columns = {}
+    for key, (values, order) in reversed(list(zip(keys, levels, strict=True))):
+        columns[key] = values.take(order[code % len(values)])
+        code = code // len(values)
+    return pa.table({**{k: columns[k] for k in keys}, "count": pa.array(sums, pa.int64())})
+
+
+def _radix_order(code: np.ndarray) -> np.ndarray:
+    """The stable sorting permutation of non-negative int64 ``code``: 16 bits at a time, lowest first, by numpy's
+    stable sort of uint16 (a radix sort). Codes of up to 32 bits take two passes, half a comparison sort's time."""
+    order = np.arange(len(code))
+    for shift in range(0, int(code.max()).bit_length() if len(code) else 0, 16):
+        order = order[np.argsort((code[order] >> shift).astype(np.uint16), kind="stable")]
+    return order
+
+
+def _ranked(column: pa.ChunkedArray) -> tuple[pa.Array, np.ndarray, np.ndarray, np.ndarray]:
+    """(distinct values, their indices in sorted order, the rank of each, each row's index into them) of a string
+    column."""
+    enc = pc.dictionary_encode(column.combine_chunks())
+    order = pc.sort_indices(enc.dictionary).to_numpy().astype(np.int64)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return enc.dictionary, order, rank, enc.indices.to_numpy().astype(np.int64)
 
 
 def _partition(words: pa.Array, parts: int) -> np.ndarray:
@@ -144,54 +184,104 @@ def _partition(words: pa.Array, parts: int) -> np.ndarray:
     ).astype(np.int64)
 
 
+def _canonical(batch: pa.RecordBatch | pa.Table, name: str, source: Path):
+    """``batch`` with its key columns as large strings and counts as int64; a clear error naming ``source`` for a
+    missing column, another kind or a missing value (the sum would drop or mangle such rows)."""
+    schema = SCHEMA[name]
+    cols = []
+    for col in schema.columns:
+        if col.name not in batch.schema.names:
+            raise InputError(
+                f"{schema.name} table lacks column {col.name!r}; has {batch.schema.names}", path=source
+            )
+        arr = batch.column(col.name)
+        want = pa.large_string() if col.kind == "str" else pa.int64()
+        ok = pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)
+        if col.kind != "str":
+            ok = pa.types.is_integer(arr.type)
+        if not ok or arr.null_count:
+            detail = f"{arr.null_count} missing value(s)" if ok else f"type {arr.type}"
+            raise InputError(f"{schema.name} column {col.name!r} must be {col.kind}: {detail}", path=source)
+        cols.append(arr.cast(want))
+    return (
+        pa.table(cols, names=schema.names)
+        if isinstance(batch, pa.Table)
+        else pa.record_batch(cols, names=schema.names)
+    )
+
+
 def sum_tables(paths: Sequence[Path], out: Path, name: str, rows_per_partition: int = 5_000_000) -> int:
-    """Sum count tables ``paths`` (all of kind ``name``) into ``out``; returns the number of rows written."""
+    """Sum count tables ``paths`` (all of kind ``name``) into ``out``; returns the number of rows written.
+
+    Up to ``rows_per_partition`` input rows are summed at once. More are first split by a hash of the word into
+    partitions: each input's batches, ordered by partition, go to one temporary arrow file (lz4), a record batch per
+    partition, so summing partition q reads only its own record batches of every file."""
     keys = KEYS[name]
-    # the group-by sums' keys are distinct by construction: no uniqueness check of millions of rows
-    distinct = dataclasses.replace(SCHEMA[name], unique=())
     total = sum(pq.ParquetFile(p).metadata.num_rows for p in paths)
     parts = max(1, math.ceil(total / rows_per_partition))
     if parts == 1:
-        frames = [pd.read_parquet(p) for p in paths]
-        df = _sum(pd.concat(frames, ignore_index=True), keys) if frames else pd.DataFrame()
-        validate(df, distinct, source=out)
+        tables = [_canonical(pq.read_table(p), name, p) for p in paths]
+        if not tables:
+            summed = _group_sum(_canonical(_empty(name), name, out), keys)
+        else:
+            summed = _group_sum(pa.concat_tables(tables), keys)
         with atomic_path(out) as tmp:
-            pq.write_table(pa.Table.from_pandas(df, preserve_index=False), tmp)
-        return len(df)
+            pq.write_table(summed, tmp)
+        return summed.num_rows
     tmpdir = Path(tempfile.mkdtemp(prefix=f".merge-{name}-", dir=out.parent))
+    options = pa.ipc.IpcWriteOptions(compression="lz4")
     try:
+        spilled = []  # (file, number of input batches)
         for k, p in enumerate(paths):
-            for b, batch in enumerate(pq.ParquetFile(p).iter_batches(batch_size=1_000_000)):
-                part = _partition(batch.column("word"), parts)
-                order = np.argsort(part, kind="stable")
-                bounds = np.searchsorted(part[order], np.arange(parts + 1))
-                for q in range(parts):  # the batch's rows of each part, in arrow: no pandas frame per batch
-                    if bounds[q] < bounds[q + 1]:
-                        rows = batch.take(pa.array(order[bounds[q] : bounds[q + 1]]))
-                        pq.write_table(
-                            pa.Table.from_batches([rows]), tmpdir / f"p{q:05d}-{k:05d}-{b:05d}.parquet"
-                        )
+            file, batches = tmpdir / f"in{k:05d}.arrow", 0
+            with pa.OSFile(str(file), "wb") as sink:
+                writer = None
+                for batch in pq.ParquetFile(p).iter_batches(batch_size=1_000_000):
+                    batch = _canonical(batch, name, p)
+                    part = _partition(batch.column("word"), parts)
+                    # uint16 parts: numpy's stable sort is then a radix sort
+                    order = np.argsort(part.astype(np.uint16 if parts < 1 << 16 else np.int64), kind="stable")
+                    bounds = np.searchsorted(part[order], np.arange(parts + 1))
+                    batch = batch.take(pa.array(order))
+                    if writer is None:
+                        writer = pa.ipc.new_file(sink, batch.schema, options=options)
+                    for q in range(parts):
+                        writer.write_batch(batch.slice(bounds[q], bounds[q + 1] - bounds[q]))
+                    batches += 1
+                if writer is not None:
+                    writer.close()
+            spilled.append((file, batches))
         n = 0
-        writer = None
         with atomic_path(out) as tmp:
+            writer = None
             for q in range(parts):
-                files = sorted(tmpdir.glob(f"p{q:05d}-*.parquet"))
-                if not files:
+                pieces = []
+                for file, batches in spilled:
+                    if batches:
+                        with pa.OSFile(str(file)) as source:
+                            reader = pa.ipc.open_file(source)
+                            pieces += [reader.get_batch(b * parts + q) for b in range(batches)]
+                rows = sum(len(b) for b in pieces)
+                if not rows:
                     continue
-                df = _sum(pd.concat([pd.read_parquet(f) for f in files], ignore_index=True), keys)
-                validate(df, distinct, source=out)
-                table = pa.Table.from_pandas(df, preserve_index=False)
+                summed = _group_sum(pa.Table.from_batches(pieces), keys)
                 if writer is None:
-                    writer = pq.ParquetWriter(tmp, table.schema)
-                writer.write_table(table.cast(writer.schema))
-                n += len(df)
+                    writer = pq.ParquetWriter(tmp, summed.schema)
+                writer.write_table(summed)
+                n += summed.num_rows
             if writer is None:
-                pq.write_table(pa.Table.from_pandas(pd.DataFrame(columns=[*keys, "count"])), tmp)
+                pq.write_table(_group_sum(_canonical(_empty(name), name, out), keys), tmp)
             else:
                 writer.close()
         return n
     finally:
         shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def _empty(name: str) -> pa.Table:
+    return pa.table(
+        {c.name: pa.array([], pa.string() if c.kind == "str" else pa.int64()) for c in SCHEMA[name].columns}
+    )
 
 
 def merge_count_dirs(

@@ -1,0 +1,146 @@
+"""The merge of count tables: sums by hand, order by code point, partitions, and bad tables named."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from unstereo.corpus.merge import _group_sum, _radix_order, merge_count_dirs, read_counts, sum_tables
+from unstereo.errors import InputError
+
+
+def _co(rows: list[tuple[str, str, int]]) -> pa.Table:
+    word, target, count = zip(*rows, strict=True) if rows else ((), (), ())
+    return pa.table(
+        {
+            "word": pa.array(word, pa.large_string()),
+            "target": pa.array(target, pa.large_string()),
+            "count": pa.array(count, pa.int64()),
+        }
+    )
+
+
+def test_group_sum_by_hand():
+    # "é" (U+00E9) sorts after "z", "Z" before "a"; 2**40 + 2**40 must stay exact
+    big = 2**40
+    rows = [
+        ("zoo", "she", 1),
+        ("é", "he", 2),
+        ("apple", "she", 3),
+        ("zoo", "she", 4),
+        ("apple", "he", 5),
+        ("Zed", "she", 6),
+        ("apple", "she", big),
+        ("apple", "she", big),
+    ]
+    got = _group_sum(_co(rows), ["word", "target"]).to_pydict()
+    assert got == {
+        "word": ["Zed", "apple", "apple", "zoo", "é"],
+        "target": ["she", "he", "she", "she", "he"],
+        "count": [6, 5, 3 + 2 * big, 5, 2],
+    }
+    uni = _group_sum(_co(rows).select(["word", "count"]), ["word"]).to_pydict()
+    assert uni == {"word": ["Zed", "apple", "zoo", "é"], "count": [6, 8 + 2 * big, 5, 2]}
+    empty = _group_sum(_co([]), ["word", "target"])
+    assert empty.num_rows == 0 and empty.column_names == ["word", "target", "count"]
+
+
+@pytest.mark.parametrize("high", [1, 2**16, 2**31, 2**47])
+def test_radix_order_is_the_stable_sort(high):
+    rng = np.random.default_rng(high)
+    code = rng.integers(0, high, 5000)
+    assert np.array_equal(_radix_order(code), np.argsort(code, kind="stable"))
+    assert _radix_order(code[:0]).size == 0
+
+
+def test_partitioned_sum_equals_pandas(tmp_path):
+    """Many partitions (a row each, on average) and few: the same rows as pandas' group-by, each partition sorted."""
+    rng = np.random.default_rng(7)
+    words = [f"w{i}" for i in range(300)] + ["café", "naïve"]
+    paths = []
+    for k in range(3):
+        n = 400 if k != 1 else 0  # an empty input too
+        t = _co(
+            [
+                (words[i], ["he", "she", "her"][j], int(c))
+                for i, j, c in zip(
+                    rng.integers(0, len(words), n),
+                    rng.integers(0, 3, n),
+                    rng.integers(1, 10**6, n),
+                    strict=True,
+                )
+            ]
+        )
+        t = _group_sum(t, ["word", "target"])  # count tables have distinct keys
+        paths.append(tmp_path / f"in{k}.parquet")
+        pq.write_table(
+            t.cast(pa.schema([("word", pa.string()), ("target", pa.string()), ("count", pa.int64())])),
+            paths[-1],
+        )
+    expect = (
+        pd.concat([pd.read_parquet(p) for p in paths])
+        .groupby(["word", "target"], as_index=False)["count"]
+        .sum()
+        .reset_index(drop=True)
+    )
+    for rows_per_partition in (10**6, 97, 1):
+        out = tmp_path / f"out-{rows_per_partition}.parquet"
+        n = sum_tables(paths, out, "cooccurrence.parquet", rows_per_partition)
+        got = pd.read_parquet(out)
+        assert n == len(got) == len(expect)
+        pd.testing.assert_frame_equal(
+            got.sort_values(["word", "target"]).reset_index(drop=True), expect, check_dtype=False
+        )
+        if rows_per_partition == 10**6:  # one partition: sorted as a whole
+            pd.testing.assert_frame_equal(got, expect, check_dtype=False)
+
+
+def _count_dir(path, co: pd.DataFrame) -> None:
+    path.mkdir()
+    co.to_parquet(path / "cooccurrence.parquet")
+    pd.DataFrame({"word": ["she"], "count": [1]}).to_parquet(path / "unigrams.parquet")
+    (path / "stats.json").write_text('{"n_tokens": 1}')
+
+
+@pytest.mark.parametrize("partitions", [None, 3])
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        (
+            pd.DataFrame({"word": ["a", None], "target": ["she", "he"], "count": [1, 2]}),
+            "'word' must be str: 1 missing",
+        ),
+        (
+            pd.DataFrame({"word": ["a"], "target": ["she"], "count": [1.5]}),
+            "'count' must be int: type double",
+        ),
+        (pd.DataFrame({"word": ["a"], "count": [1]}), "lacks column 'target'"),
+    ],
+)
+def test_bad_input_table_is_named(tmp_path, bad, message, partitions):
+    good = pd.DataFrame({"word": ["a", "b"], "target": ["she", "he"], "count": [1, 2]})
+    _count_dir(tmp_path / "good", good)
+    _count_dir(tmp_path / "bad", bad)
+    with pytest.raises(InputError, match=message) as err:
+        merge_count_dirs([tmp_path / "good", tmp_path / "bad"], tmp_path / "m", partitions=partitions)
+    assert str(tmp_path / "bad" / "cooccurrence.parquet") in str(err.value)
+    assert not (tmp_path / "m" / "cooccurrence.parquet").exists()
+
+
+def test_merge_of_two_dirs_by_hand(tmp_path):
+    _count_dir(
+        tmp_path / "a", pd.DataFrame({"word": ["cat", "dog"], "target": ["she", "he"], "count": [1, 2]})
+    )
+    _count_dir(
+        tmp_path / "b", pd.DataFrame({"word": ["dog", "ant"], "target": ["he", "he"], "count": [3, 4]})
+    )
+    _, co, stats = read_counts(merge_count_dirs([tmp_path / "a", tmp_path / "b"], tmp_path / "m"))
+    assert co.to_dict("list") == {
+        "word": ["ant", "cat", "dog"],
+        "target": ["he", "she", "he"],
+        "count": [4, 1, 5],
+    }
+    assert stats["n_tokens"] == 2
