@@ -1,7 +1,7 @@
 """Counting at scale: one core vs shard-parallel, peak memory, exact totals, the PILE in core-hours.
 
     python benchmarks/make_synthetic_corpus.py /tmp/synthetic --gb 5 --shards 4
-    python benchmarks/bench_corpus_scale.py /tmp/synthetic [--jobs 2] [--work /tmp/synthetic-counts]
+    python benchmarks/bench_corpus_scale.py /tmp/synthetic [--jobs 2] [--work /tmp/synthetic-counts] [--no-one-file]
 
 Each shard is counted by its own ``unstereo corpus count --unsorted`` process (whole process: imports, reading and
 decompressing, counting, writing the tables unsorted, since the merge sorts), as the workflow's count jobs do:
@@ -10,7 +10,9 @@ first one after the other (one core), then ``--jobs`` at a time (a multiple of `
 parallel speed-up (target >= 1.8x on 2 cores), the peak RSS of the largest count and merge processes (target
 < 2 GiB), and whether the totals are exact: the merged n_tokens and n_pairs equal the generator's, the merged
 unigrams equal the generator's per-shard word counts summed, and the merged tables equal the per-shard tables summed
-with pandas. Extrapolates to the 825 GB PILE in core-hours. Also times the first shard counted in this process
+with pandas. Then all shards as one file, counted by one process with the default spill limits, as each of the
+PILE's 30 files (~27 GB of text) is: its runs are merged inside the job (its tables must equal the merged
+shards'). Extrapolates to the 825 GB PILE in core-hours both ways. Also times the first shard counted in this process
 (``count_files`` as the CLI calls it, after a warm-up on a few lines: no process start, imports or loading of the
 compiled code), the figure to hold against bench_corpus.py's single pass.
 """
@@ -20,10 +22,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -35,33 +37,31 @@ PILE_MB = 825e3
 
 
 def unstereo(*args: str) -> tuple[float, float]:
-    """Run ``unstereo ARGS`` in a fresh single-threaded process; (wall seconds, its max RSS in MiB)."""
+    """Run ``unstereo ARGS`` in a fresh single-threaded process; (wall seconds, its own max RSS in MiB)."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "unstereo.cli", *args], env=env, stderr=subprocess.PIPE, text=True
-    )
-    _, err = proc.communicate()
-    wall = time.perf_counter() - t0
-    if proc.returncode:
-        raise SystemExit(f"unstereo {' '.join(args)} failed:\n{err[-3000:]}")
-    return wall, max_child_rss()
+    with tempfile.TemporaryFile("w+") as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-m", "unstereo.cli", *args], env=env, stderr=err, text=True)
+        _, status, usage = os.wait4(proc.pid, 0)  # this child's rusage, not the maximum over all children
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode:
+            err.seek(0)
+            raise SystemExit(f"unstereo {' '.join(args)} failed:\n{err.read()[-3000:]}")
+    return wall, usage.ru_maxrss / 1024
 
 
-def max_child_rss() -> float:
-    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-
-
-def count_all(shards: list[Path], work: Path, jobs: int) -> tuple[float, dict[str, float]]:
-    """Count every shard into work/<name>, ``jobs`` processes at a time; (wall seconds of the whole, per shard)."""
+def count_all(shards: list[Path], work: Path, jobs: int) -> tuple[float, dict[str, tuple[float, float]]]:
+    """Count every shard into work/<name>, ``jobs`` processes at a time; (wall seconds of the whole, per shard
+    (wall, max RSS in MiB))."""
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     t0 = time.perf_counter()
 
-    def one(shard: Path) -> tuple[str, float]:
+    def one(shard: Path) -> tuple[str, tuple[float, float]]:
         return shard.name, unstereo(
             "corpus", "count", str(shard), "-o", str(work / shard.name.split(".")[0]), "--unsorted"
-        )[0]
+        )
 
     with ThreadPoolExecutor(jobs) as pool:
         each = dict(pool.map(one, shards))
@@ -111,11 +111,32 @@ def check_exact(corpus: Path, work: Path, merged: Path, shards: list[Path]) -> d
     }
 
 
+def one_file(shards: list[Path], work: Path) -> tuple[float, float, bool]:
+    """The shards as one file (their zstd frames concatenated: one stream) counted by one process, with the default
+    spill limits, as one of the PILE's 30 files (~27 GB of text each) is counted: (wall, max RSS in MiB, whether
+    its tables equal the merged shards')."""
+    from unstereo.corpus.merge import read_counts
+
+    joined = work / "one-file.jsonl.zst"
+    with open(joined, "wb") as out:
+        for shard in shards:
+            out.write(shard.read_bytes())
+    wall, rss = unstereo("corpus", "count", str(joined), "-o", str(work / "one-file"), "--unsorted")
+    joined.unlink()
+    a, b = read_counts(work / "one-file"), read_counts(work / "merged")
+    same = all(
+        x.sort_values(keys).reset_index(drop=True).equals(y.sort_values(keys).reset_index(drop=True))
+        for x, y, keys in ((a[0], b[0], ["word"]), (a[1], b[1], ["word", "target"]))
+    )
+    return wall, rss, same and a[2]["n_tokens"] == b[2]["n_tokens"] and a[2]["n_pairs"] == b[2]["n_pairs"]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("corpus", type=Path, help="folder of make_synthetic_corpus.py (shards + expected.json)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--work", type=Path, help="where the counts go (default: <corpus>-counts)")
+    ap.add_argument("--no-one-file", action="store_true", help="skip counting the shards as one file")
     args = ap.parse_args()
     work = args.work or args.corpus.with_name(args.corpus.name + "-counts")
     expected = json.loads((args.corpus / "expected.json").read_text())
@@ -128,25 +149,25 @@ def main() -> None:
     )  # compiled code
     shutil.rmtree(work.with_name(work.name + "-warmup"), ignore_errors=True)
     t1, each = count_all(shards, work / "one", 1)
-    rss_count = max_child_rss()
+    rss_count = max(rss for _, rss in each.values())
     # the parallel run takes a multiple of --jobs shards, so no job runs alone at the end (5 shards on 2 jobs could
     # not beat 5/3 = 1.67x); compared with the same shards' one-core time
     even = shards[: len(shards) // args.jobs * args.jobs]
     tn, _ = count_all(even, work / "par", args.jobs)
-    t1_even = sum(each[s.name] for s in even)
-    t0 = time.perf_counter()
-    unstereo(
+    t1_even = sum(each[s.name][0] for s in even)
+    t_merge, rss_merge = unstereo(
         "corpus",
         "merge",
         *(str(work / "one" / s.name.split(".")[0]) for s in shards),
         "-o",
         str(work / "merged"),
     )
-    t_merge = time.perf_counter() - t0
-    rss_all = max_child_rss()
+    t_file = None if args.no_one_file else one_file(shards, work)
     # in this process before check_exact fills its heap with the tables
     wall_in, cpu_in = in_process(shards[0], work / "in-process")
     exact = check_exact(args.corpus, work / "one", work / "merged", shards)
+    if t_file is not None:
+        exact["one file (spilled, merged in the job) = merged shards"] = t_file[2]
     mb0 = expected["shards"][shards[0].name]["bytes"] / 1e6
 
     rate = mb / t1
@@ -162,13 +183,28 @@ def main() -> None:
         f"{args.jobs} jobs:    {tn:8.1f} s  for {len(even)} shards that took {t1_even:.1f} s one after the other: "
         f"speed-up {t1_even / tn:.2f}x (target >= 1.8x on 2 cores)"
     )
-    print(f"merge:     {t_merge:8.1f} s")
+    print(f"merge:     {t_merge:8.1f} s  ({t_merge / mb * 1e3:.1f} s per GB of text)")
+    if t_file is not None:
+        print(
+            f"one file:  {t_file[0]:8.1f} s  {mb / t_file[0]:7.1f} MB/s per core (all shards as one file: spills "
+            f"merged inside the job; the merge above is then not needed)"
+        )
     print(
-        f"peak RSS: largest count process {rss_count:.0f} MiB, count or merge {rss_all:.0f} MiB (target < 2048)"
+        f"peak RSS: count process {rss_count:.0f} MiB, merge {rss_merge:.0f} MiB"
+        + (f", one-file count {t_file[1]:.0f} MiB" if t_file is not None else "")
+        + " (target < 2048)"
     )
     for what, ok in exact.items():
         print(f"exact: {what}: {ok}")
-    print(f"PILE (825 GB): counting {PILE_MB / rate / 3600:.2f} core-hours at this rate (the merge is extra)")
+    print(
+        f"PILE (825 GB): counting {PILE_MB / rate / 3600:.2f} core-hours at the shards' rate, merge "
+        f"{PILE_MB * t_merge / mb / 3600:.2f} more if it stays linear in the text"
+        + (
+            f"; as files like the one above {PILE_MB / (mb / t_file[0]) / 3600:.2f}"
+            if t_file is not None
+            else ""
+        )
+    )
     print(f"load average {os.getloadavg()[0]:.2f}")
     sys.exit(0 if all(exact.values()) else 1)
 
