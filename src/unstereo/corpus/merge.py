@@ -1,8 +1,8 @@
 """Count directories (``unigrams.parquet``, ``cooccurrence.parquet``, ``stats.json``) and their bounded-memory sum.
 
 Summing many count tables would need memory for the whole vocabulary at once; instead rows are split by a hash of
-the word into partitions (temporary parquet files), and each partition is summed on its own. Memory then scales with
-``rows_per_partition``, not with the vocabulary.
+the word into partitions (temporary arrow files), and each partition is summed on its own, in arrow and numpy (no
+Python object per row). Memory then scales with ``rows_per_partition``, not with the vocabulary.
 """
 
 from __future__ import annotations
