@@ -3,7 +3,12 @@
 
 import re
 
-from unstereo.corpus.shards import shard_inputs, shard_size_mb, shards as corpus_shards
+from unstereo.corpus.shards import (
+    count_mem_mb,
+    shard_inputs,
+    shard_size_mb,
+    shards as corpus_shards,
+)
 from unstereo.package_data import repo_path
 
 CORPUS = config["corpus"]
@@ -41,8 +46,11 @@ rule corpus_count:
     threads: 1
     resources:
         # memory is bounded by the spill sizes, not the shard; time grows with it (20 MB/s worst case)
-        mem_mb=lambda wc: 1500
-        + min(4000, 2 * int(shard_size_mb(CORPUS_SHARDS[wc.shard]))),
+        mem_mb=lambda wc: count_mem_mb(
+            shard_size_mb(CORPUS_SHARDS[wc.shard]),
+            CORPUS["spill_types"],
+            CORPUS["spill_rows"],
+        ),
         runtime=lambda wc: 10 + int(shard_size_mb(CORPUS_SHARDS[wc.shard]) / 20 / 60),
     params:
         path=lambda wc: CORPUS_SHARDS[wc.shard].path,

@@ -39,3 +39,16 @@ def test_config_defaults_and_bad_keys(repo_dir):
     config["corpus"]["windw"] = 5
     with pytest.raises(ConfigError, match="corpus.windw"):
         validate_config(config, schema_dir=repo_dir / "workflow" / "schemas")
+
+
+def test_count_mem_mb_by_hand():
+    from unstereo.corpus.shards import count_mem_mb
+
+    d = (2_000_000, 20_000_000)  # the default spill limits: 600 + 300 + 1200 = 2100 MB, below the 5500 cap
+    assert count_mem_mb(0, *d) == 1500
+    assert count_mem_mb(521, *d) == 1500 + 1042
+    assert count_mem_mb(14_000, *d) == 5500  # a PILE file: capped, as before
+    assert all(count_mem_mb(s, *d) == 1500 + min(4000, 2 * s) for s in range(0, 5000, 7))  # the old rule
+    # raised limits raise the cap: 600 + 150 * 20M / 1e6 + 60 * 200M / 1e6 = 600 + 3000 + 12000
+    assert count_mem_mb(14_000, 20_000_000, 200_000_000) == 15_600
+    assert count_mem_mb(1000, 20_000_000, 200_000_000) == 3500  # a small shard stays small
