@@ -120,7 +120,8 @@ def one_file(shards: list[Path], work: Path) -> tuple[float, float, bool]:
     joined = work / "one-file.jsonl.zst"
     with open(joined, "wb") as out:
         for shard in shards:
-            out.write(shard.read_bytes())
+            with open(shard, "rb") as part:
+                shutil.copyfileobj(part, out)
     wall, rss = unstereo("corpus", "count", str(joined), "-o", str(work / "one-file"), "--unsorted")
     joined.unlink()
     a, b = read_counts(work / "one-file"), read_counts(work / "merged")

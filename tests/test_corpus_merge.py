@@ -117,7 +117,7 @@ def _count_dir(path, co: pd.DataFrame) -> None:
             pd.DataFrame({"word": ["a"], "target": ["she"], "count": [1.5]}),
             "'count' must be int: type double",
         ),
-        (pd.DataFrame({"word": ["a"], "count": [1]}), "lacks column 'target'"),
+        (pd.DataFrame({"word": ["a"], "count": [1]}), r"lacks column\(s\) \['target'\]"),
     ],
 )
 def test_bad_input_table_is_named(tmp_path, bad, message, partitions):
@@ -144,3 +144,14 @@ def test_merge_of_two_dirs_by_hand(tmp_path):
         "count": [4, 1, 5],
     }
     assert stats["n_tokens"] == 2
+
+
+def test_write_counts_checks_arrow_kinds(tmp_path):
+    """The counter's arrow tables get the merge inputs' check: a float count is refused (an empty-slice pandas check
+    let it through before)."""
+    from unstereo.corpus.merge import write_counts
+
+    uni = pa.table({"word": ["cat"], "count": pa.array([1.5])})
+    with pytest.raises(InputError, match=r"unigrams.parquet.*'count' must be int: type double"):
+        write_counts(tmp_path / "c", uni, _co([("cat", "she", 1)]), {}, distinct=True)
+    assert not (tmp_path / "c" / "unigrams.parquet").exists()

@@ -66,19 +66,33 @@ def write_counts(
 
 
 def _validate_arrow(table: pa.Table, schema, source: Path) -> None:
-    """:func:`~unstereo.tables.validate` for an arrow table: columns and kinds on an empty slice, then nulls on the
-    whole table (and duplicate keys, through pandas, when the schema asks)."""
+    """:func:`~unstereo.tables.validate` for an arrow count table: :func:`_check_arrow`, and duplicate keys through
+    pandas when the schema asks."""
     if schema.unique:
         validate(table.to_pandas(), schema, source=source)
         return
-    validate(table.slice(0, 0).to_pandas(), schema, source=source)
+    _check_arrow(table, schema, source)
+
+
+def _check_arrow(table: pa.Table | pa.RecordBatch, schema, source: Path) -> None:
+    """The columns of a count table ``schema`` in ``table``: present, strings where the schema says str, integers
+    where it says int, no missing value; else an :class:`InputError` naming ``source`` and the column."""
+    missing = [c for c in schema.names if c not in table.schema.names]
+    if missing:
+        raise InputError(
+            f"{schema.name} table lacks column(s) {missing}; has {table.schema.names}", path=source
+        )
     for col in schema.columns:
-        if not col.nullable and table.column(col.name).null_count:
-            raise InputError(
-                f"{schema.name} column '{col.name}' must be {col.kind}: "
-                f"{table.column(col.name).null_count} missing value(s)",
-                path=source,
-            )
+        arr = table.column(col.name)
+        kind = arr.type
+        ok = (
+            pa.types.is_string(kind) or pa.types.is_large_string(kind)
+            if col.kind == "str"
+            else pa.types.is_integer(kind)
+        )
+        if not ok or (arr.null_count and not col.nullable):
+            detail = f"{arr.null_count} missing value(s)" if ok else f"type {kind}"
+            raise InputError(f"{schema.name} column {col.name!r} must be {col.kind}: {detail}", path=source)
 
 
 def read_stats(count_dir: str | Path) -> dict:
@@ -185,29 +199,16 @@ def _partition(words: pa.Array, parts: int) -> np.ndarray:
 
 
 def _canonical(batch: pa.RecordBatch | pa.Table, name: str, source: Path):
-    """``batch`` with its key columns as large strings and counts as int64; a clear error naming ``source`` for a
-    missing column, another kind or a missing value (the sum would drop or mangle such rows)."""
+    """``batch`` checked (:func:`_check_arrow`: a bad input table is named, where the sum would drop or mangle its
+    rows) with its key columns as large strings and counts as int64."""
     schema = SCHEMA[name]
-    cols = []
-    for col in schema.columns:
-        if col.name not in batch.schema.names:
-            raise InputError(
-                f"{schema.name} table lacks column {col.name!r}; has {batch.schema.names}", path=source
-            )
-        arr = batch.column(col.name)
-        want = pa.large_string() if col.kind == "str" else pa.int64()
-        ok = pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)
-        if col.kind != "str":
-            ok = pa.types.is_integer(arr.type)
-        if not ok or arr.null_count:
-            detail = f"{arr.null_count} missing value(s)" if ok else f"type {arr.type}"
-            raise InputError(f"{schema.name} column {col.name!r} must be {col.kind}: {detail}", path=source)
-        cols.append(arr.cast(want))
-    return (
-        pa.table(cols, names=schema.names)
-        if isinstance(batch, pa.Table)
-        else pa.record_batch(cols, names=schema.names)
-    )
+    _check_arrow(batch, schema, source)
+    cols = [
+        batch.column(c.name).cast(pa.large_string() if c.kind == "str" else pa.int64())
+        for c in schema.columns
+    ]
+    make = pa.table if isinstance(batch, pa.Table) else pa.record_batch
+    return make(cols, names=schema.names)
 
 
 def sum_tables(paths: Sequence[Path], out: Path, name: str, rows_per_partition: int = 5_000_000) -> int:
@@ -221,10 +222,7 @@ def sum_tables(paths: Sequence[Path], out: Path, name: str, rows_per_partition: 
     parts = max(1, math.ceil(total / rows_per_partition))
     if parts == 1:
         tables = [_canonical(pq.read_table(p), name, p) for p in paths]
-        if not tables:
-            summed = _group_sum(_canonical(_empty(name), name, out), keys)
-        else:
-            summed = _group_sum(pa.concat_tables(tables), keys)
+        summed = _group_sum(pa.concat_tables(tables or [_empty(name)]), keys)
         with atomic_path(out) as tmp:
             pq.write_table(summed, tmp)
         return summed.num_rows
@@ -269,18 +267,19 @@ def sum_tables(paths: Sequence[Path], out: Path, name: str, rows_per_partition: 
                     writer = pq.ParquetWriter(tmp, summed.schema)
                 writer.write_table(summed)
                 n += summed.num_rows
-            if writer is None:
-                pq.write_table(_group_sum(_canonical(_empty(name), name, out), keys), tmp)
-            else:
-                writer.close()
+            writer.close()  # more than one partition: there were rows
         return n
     finally:
         shutil.rmtree(tmpdir, ignore_errors=True)
 
 
 def _empty(name: str) -> pa.Table:
+    """A count table of kind ``name`` without rows, in :func:`_canonical`'s types."""
     return pa.table(
-        {c.name: pa.array([], pa.string() if c.kind == "str" else pa.int64()) for c in SCHEMA[name].columns}
+        {
+            c.name: pa.array([], pa.large_string() if c.kind == "str" else pa.int64())
+            for c in SCHEMA[name].columns
+        }
     )
 
 
