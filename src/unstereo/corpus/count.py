@@ -14,8 +14,8 @@ Definitions (both counters):
 
 The fast counter works on batches of documents as byte arrays (see tokenize.py), maps tokens to integer ids with a
 hash table over 64-bit keys (one Python string per distinct word, not per token), counts the windows around target
-positions, and keeps memory bounded by spilling partial counts to parquet runs that :mod:`~unstereo.corpus.merge`
-sums partition by partition. Two paths do the per-token work: compiled kernels (:mod:`.kernels`, numba; one pass
+positions, and keeps memory bounded by spilling partial counts to runs (:mod:`~unstereo.corpus.runs`: the words,
+and co-occurrences by integer word id) that are summed partition by partition. Two paths do the per-token work: compiled kernels (:mod:`.kernels`, numba; one pass
 over the bytes, the default where numba is installed) and numpy (vectorised passes); the tests hold both to the
 naive reference.
 """
@@ -216,10 +216,11 @@ class FastCounter:
     """Streaming counter: feed batches of texts with :meth:`add`, then :meth:`finish` (or :meth:`counts`).
 
     Memory stays bounded: once the run holds ``spill_types`` distinct words or ``spill_rows`` sparse co-occurrence
-    rows, the run is written to ``spill_dir`` as parquet and started afresh; :meth:`finish` sums the runs. Per run:
-    about 150 bytes per distinct word (hash table, string, arrays), a dense ``dense_rows x len(targets)`` int64
-    array for the co-occurrences of the first words seen (the frequent ones; up to 161 MB at the defaults and 77
-    targets, mapped as the vocabulary grows) and 16 bytes per sparse co-occurrence row beyond it.
+    rows, the run is written to ``spill_dir`` (:func:`~unstereo.corpus.runs.write_run`) and started afresh;
+    :meth:`finish` sums the runs (:func:`~unstereo.corpus.runs.merge_runs`). Per run: about 150 bytes per distinct
+    word (hash table, string, arrays), a dense ``dense_rows x len(targets)`` int64 array for the co-occurrences of
+    the first words seen (the frequent ones; up to 161 MB at the defaults and 77 targets, mapped as the vocabulary
+    grows) and 16 bytes per sparse co-occurrence row beyond it.
     """
 
     def __init__(
@@ -529,16 +530,21 @@ class FastCounter:
         )
 
     def _spill(self) -> None:
-        from .merge import write_counts
+        """Write the run as it is (:func:`~unstereo.corpus.runs.write_run`: integer word ids, no string per
+        co-occurrence row) and start a fresh one."""
+        from .runs import write_run
 
         if self._spill_dir is None:
             self._own_spill_dir = Path(tempfile.mkdtemp(prefix="unstereo-spill-"))
             self._spill_dir = self._own_spill_dir
         run = self._spill_dir / f"run-{len(self.runs):05d}"
-        uni, co = self._run_tables(ordered=False)
-        write_counts(run, uni, co, {}, distinct=True)
+        keys, vals = self._co_rows()
+        write_run(run, self._words, self._unigram_counts(), keys, vals, len(self.targets))
         self.runs.append(run)
-        log.info("spilled run %d: %d words, %d co-occurrence rows", len(self.runs), len(uni), len(co))
+        log.info(
+            "spilled run %d: %d words, %d co-occurrence rows", len(self.runs), len(self._words), len(vals)
+        )
+        del keys, vals
         self._reset()
 
     def counts(self) -> Counts:
@@ -554,7 +560,8 @@ class FastCounter:
         """Write ``unigrams.parquet``, ``cooccurrence.parquet`` and ``stats.json`` to ``out_dir``; the rows in
         (word, target) order, or with ``ordered=False`` (a shard the merge sums and sorts anyway) unsorted when
         nothing was spilled (in the order of the word ids; spilled runs are merged, hence sorted)."""
-        from .merge import merge_count_dirs, write_counts
+        from .merge import write_counts
+        from .runs import merge_runs
 
         meta = {**meta, "n_tokens": self.n_tokens, "n_pairs": self.n_pairs}
         try:
@@ -564,7 +571,7 @@ class FastCounter:
             else:
                 if self._words:
                     self._spill()
-                merge_count_dirs(self.runs, out_dir, meta=meta, partitions=partitions, sum_stats=False)
+                merge_runs(self.runs, out_dir, self.targets, meta, partitions=partitions)
         finally:
             if self._own_spill_dir is not None:
                 shutil.rmtree(self._own_spill_dir, ignore_errors=True)

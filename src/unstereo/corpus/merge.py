@@ -149,16 +149,46 @@ def _group_sum(table: pa.Table, keys: list[str]) -> pa.Table:
         values, order, rank, index = _ranked(table.column(key))
         code = code * len(values) + rank[index]
         levels.append((values, order))
-    by = _radix_order(code)
-    code = code[by]
-    starts = np.flatnonzero(np.r_[True, code[1:] != code[:-1]]) if len(code) else code
-    sums = np.add.reduceat(table.column("count").to_numpy()[by], starts) if len(code) else code
-    code = code[starts]
+    code, sums = _sum_codes(code, table.column("count").to_numpy())
     columns = {}
     for key, (values, order) in reversed(list(zip(keys, levels, strict=True))):
         columns[key] = values.take(order[code % len(values)])
         code = code // len(values)
     return pa.table({**{k: columns[k] for k in keys}, "count": pa.array(sums, pa.int64())})
+
+
+def _sum_codes(codes: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct ``codes`` in ascending order, the sum of ``counts`` of each): a radix sort, then equal neighbours
+    summed."""
+    if not codes.size:
+        return codes, counts
+    by = _radix_order(codes)
+    codes = codes[by]
+    starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
+    return codes[starts], np.add.reduceat(counts[by], starts)
+
+
+class _PartWriter:
+    """A count table of kind ``name`` written to ``path`` a part at a time (:func:`_empty` if no part has rows)."""
+
+    def __init__(self, path: Path, name: str):
+        self.path, self.name, self.rows, self._writer = path, name, 0, None
+
+    def write(self, table: pa.Table | dict) -> None:
+        table = table if isinstance(table, pa.Table) else pa.table(table)
+        if table.num_rows:
+            if self._writer is None:
+                self._writer = pq.ParquetWriter(self.path, table.schema)
+            self._writer.write_table(table)
+            self.rows += table.num_rows
+
+    def close(self) -> int:
+        """Finish the file; the number of rows written."""
+        if self._writer is None:
+            pq.write_table(_empty(self.name), self.path)
+        else:
+            self._writer.close()
+        return self.rows
 
 
 def _radix_order(code: np.ndarray) -> np.ndarray:
@@ -227,31 +257,15 @@ def sum_tables(paths: Sequence[Path], out: Path, name: str, rows_per_partition: 
             pq.write_table(summed, tmp)
         return summed.num_rows
     tmpdir = Path(tempfile.mkdtemp(prefix=f".merge-{name}-", dir=out.parent))
-    options = pa.ipc.IpcWriteOptions(compression="lz4")
     try:
         spilled = []  # (file, number of input batches)
         for k, p in enumerate(paths):
-            file, batches = tmpdir / f"in{k:05d}.arrow", 0
-            with pa.OSFile(str(file), "wb") as sink:
-                writer = None
-                for batch in pq.ParquetFile(p).iter_batches(batch_size=1_000_000):
-                    batch = _canonical(batch, name, p)
-                    part = _partition(batch.column("word"), parts)
-                    # uint16 parts: numpy's stable sort is then a radix sort
-                    order = np.argsort(part.astype(np.uint16 if parts < 1 << 16 else np.int64), kind="stable")
-                    bounds = np.searchsorted(part[order], np.arange(parts + 1))
-                    batch = batch.take(pa.array(order))
-                    if writer is None:
-                        writer = pa.ipc.new_file(sink, batch.schema, options=options)
-                    for q in range(parts):
-                        writer.write_batch(batch.slice(bounds[q], bounds[q + 1] - bounds[q]))
-                    batches += 1
-                if writer is not None:
-                    writer.close()
-            spilled.append((file, batches))
-        n = 0
+            file = tmpdir / f"in{k:05d}.arrow"
+            batches = (_canonical(b, name, p) for b in pq.ParquetFile(p).iter_batches(batch_size=1_000_000))
+            n_in = _split_by_part(batches, lambda b: _partition(b.column("word"), parts), parts, file)
+            spilled.append((file, n_in))
         with atomic_path(out) as tmp:
-            writer = None
+            writer = _PartWriter(tmp, name)
             for q in range(parts):
                 pieces = []
                 for file, batches in spilled:
@@ -259,18 +273,35 @@ def sum_tables(paths: Sequence[Path], out: Path, name: str, rows_per_partition: 
                         with pa.OSFile(str(file)) as source:
                             reader = pa.ipc.open_file(source)
                             pieces += [reader.get_batch(b * parts + q) for b in range(batches)]
-                rows = sum(len(b) for b in pieces)
-                if not rows:
-                    continue
-                summed = _group_sum(pa.Table.from_batches(pieces), keys)
-                if writer is None:
-                    writer = pq.ParquetWriter(tmp, summed.schema)
-                writer.write_table(summed)
-                n += summed.num_rows
-            writer.close()  # more than one partition: there were rows
-        return n
+                if sum(len(b) for b in pieces):
+                    writer.write(_group_sum(pa.Table.from_batches(pieces), keys))
+            return writer.close()
     finally:
         shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def _split_by_part(batches, part_of, parts: int, file: Path) -> int:
+    """Write ``batches`` to the arrow file ``file`` (lz4), the rows of each in order of their part (``part_of(batch)``,
+    ints in [0, parts)) as one record batch per part, empty ones too: part q of input batch b is record batch
+    ``b * parts + q``. Returns the number of input batches (0: the file holds nothing)."""
+    n, writer = 0, None
+    with pa.OSFile(str(file), "wb") as sink:
+        for batch in batches:
+            part = part_of(batch)
+            # uint16 parts: numpy's stable sort is then a radix sort
+            order = np.argsort(part.astype(np.uint16 if parts < 1 << 16 else np.int64), kind="stable")
+            bounds = np.searchsorted(part[order], np.arange(parts + 1))
+            batch = batch.take(pa.array(order))
+            if writer is None:
+                writer = pa.ipc.new_file(
+                    sink, batch.schema, options=pa.ipc.IpcWriteOptions(compression="lz4")
+                )
+            for q in range(parts):
+                writer.write_batch(batch.slice(bounds[q], bounds[q + 1] - bounds[q]))
+            n += 1
+        if writer is not None:
+            writer.close()
+    return n
 
 
 def _empty(name: str) -> pa.Table:
