@@ -8,7 +8,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from unstereo.corpus.merge import _group_sum, _radix_order, merge_count_dirs, read_counts, sum_tables
+from unstereo.corpus import kernels
+from unstereo.corpus.merge import (
+    _group_sum,
+    _radix_order,
+    _sum_codes,
+    merge_count_dirs,
+    read_counts,
+    sum_tables,
+)
 from unstereo.errors import InputError
 
 
@@ -46,6 +54,32 @@ def test_group_sum_by_hand():
     assert uni == {"word": ["Zed", "apple", "zoo", "é"], "count": [6, 8 + 2 * big, 5, 2]}
     empty = _group_sum(_co([]), ["word", "target"])
     assert empty.num_rows == 0 and empty.column_names == ["word", "target", "count"]
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_sum_codes_by_hand(monkeypatch, compiled):
+    """Codes hi * 2 + lo: 5 = (2, 1) twice, 1 + 3; 0 = (0, 0); 3 = (1, 1); 7 = (3, 1) with a zero count kept."""
+    if compiled and not kernels.AVAILABLE:
+        pytest.skip("numba missing")
+    monkeypatch.setattr(kernels, "AVAILABLE", compiled)
+    codes, sums = _sum_codes(np.array([5, 3, 5, 0, 7]), np.array([1, 2, 3, 4, 0]), 2)
+    assert codes.tolist() == [0, 3, 5, 7] and sums.tolist() == [4, 2, 4, 0]
+    codes, sums = _sum_codes(np.array([], np.int64), np.array([], np.int64), 2)
+    assert codes.size == 0 and sums.size == 0
+
+
+@pytest.mark.parametrize("n_low", [1, 3, 77, 5000])
+def test_sum_codes_compiled_equals_radix(monkeypatch, n_low):
+    """The compiled counting sort by hi (a word's rank) and the radix sort give the same sums in the same order,
+    however many distinct lo (targets) a hi has; 5000 takes the radix path."""
+    rng = np.random.default_rng(n_low)
+    codes = rng.integers(0, 2000, 20_000) * n_low + rng.integers(0, n_low, 20_000)
+    counts = rng.integers(0, 2**40, codes.size)
+    got = _sum_codes(codes, counts, n_low)
+    monkeypatch.setattr(kernels, "AVAILABLE", False)
+    want = _sum_codes(codes, counts, n_low)
+    assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+    assert np.array_equal(want[0], np.unique(codes))
 
 
 @pytest.mark.parametrize("high", [1, 2**16, 2**31, 2**47])

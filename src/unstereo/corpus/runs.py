@@ -124,8 +124,13 @@ def merge_runs(
                 sums = np.zeros(len(values), np.int64)
                 np.add.at(sums, index, counts)
                 uni.write({"word": values.take(order), "count": pa.array(sums[order])})
+                word_rank, off = rank[index], 0  # the rank of each of the part's words, run after run
+                for w in words:
+                    start, stop = w.span(q)
+                    w.rank[w.ids[start:stop]] = word_rank[off : off + stop - start]
+                    off += stop - start
                 T = len(names)
-                codes, counts = _sum_codes(*_part_codes(q, parts, spilled, words, rank[index], T))
+                codes, counts = _sum_codes(*_part_codes(q, parts, spilled, words, T), T)
                 co.write(
                     {
                         "word": values.take(order[codes // T]),
@@ -143,7 +148,8 @@ def merge_runs(
 
 class _RunWords:
     """A run's words and their counts grouped by part: those of part q are ``words[slice(*span(q))]``
-    (:meth:`words_of`), and word id i is at ``index[i]``."""
+    (:meth:`words_of`), their ids ``ids[slice(*span(q))]``; ``rank`` is filled in by the merge, part by part: the
+    rank of each word id among its part's distinct words."""
 
     def __init__(self, run: Path, parts: int):
         table = pq.read_table(run / UNI)
@@ -153,8 +159,8 @@ class _RunWords:
         self.bounds = np.searchsorted(self.part[order], np.arange(parts + 1))
         self.words = words.take(pa.array(order))
         self.counts = table.column("count").to_numpy()[order]
-        self.index = np.empty(len(order), np.int64)  # word id -> its row in self.words
-        self.index[order] = np.arange(len(order))
+        self.ids = order
+        self.rank = np.zeros(len(order), np.int64)
 
     def span(self, q: int) -> tuple[int, int]:
         """(start, stop) of part q's words."""
@@ -169,14 +175,11 @@ class _RunWords:
         return self.part[batch.column("word_id").to_numpy()]
 
 
-def _part_codes(q: int, parts: int, spilled, words: list[_RunWords], rank: np.ndarray, n_targets: int):
-    """Part q's co-occurrence rows of every run as (int64 code per row, its count): the word's ``rank`` (indexed by
-    the word's row among part q's words of all runs, run after run) x ``n_targets`` + the target index."""
-    codes, counts, off = [], [], 0
+def _part_codes(q: int, parts: int, spilled, words: list[_RunWords], n_targets: int):
+    """Part q's co-occurrence rows of every run as (int64 code per row, its count): the word's rank in the part
+    (:attr:`_RunWords.rank`, set for part q) x ``n_targets`` + the target index."""
+    codes, counts = [], []
     for (file, batches), w in zip(spilled, words, strict=True):
-        start, stop = w.span(q)
-        shift = off - start  # word id i of this run -> its row off + index[i] - start
-        off += stop - start
         if not batches:
             continue
         with pa.memory_map(str(file)) as source:
@@ -184,7 +187,7 @@ def _part_codes(q: int, parts: int, spilled, words: list[_RunWords], rank: np.nd
             for b in range(batches):
                 batch = reader.get_batch(b * parts + q)
                 if batch.num_rows:
-                    word = rank[w.index[batch.column("word_id").to_numpy()] + shift]
+                    word = w.rank[batch.column("word_id").to_numpy()]
                     codes.append(word * n_targets + batch.column("target").to_numpy())
                     counts.append(batch.column("count").to_numpy())
     if not codes:
