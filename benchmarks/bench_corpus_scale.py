@@ -12,7 +12,8 @@ parallel speed-up (target >= 1.8x on 2 cores), the peak RSS of the largest count
 unigrams equal the generator's per-shard word counts summed, and the merged tables equal the per-shard tables summed
 with pandas. Then all shards as one file, counted by one process with the default spill limits, as each of the
 PILE's 30 files (~27 GB of text) is: its runs are merged inside the job (its tables must equal the merged
-shards'). Extrapolates to the 825 GB PILE in core-hours both ways. Also times the first shard counted in this process
+shards'). Extrapolates to the 825 GB PILE in core-hours both ways, as 30 files with the merge of their tables
+(:func:`final_merge`). Also times the first shard counted in this process
 (``count_files`` as the CLI calls it, after a warm-up on a few lines: no process start, imports or loading of the
 compiled code), the figure to hold against bench_corpus.py's single pass.
 """
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -132,6 +134,31 @@ def one_file(shards: list[Path], work: Path) -> tuple[float, float, bool]:
     return wall, rss, same and a[2]["n_tokens"] == b[2]["n_tokens"] and a[2]["n_pairs"] == b[2]["n_pairs"]
 
 
+def _rows(count_dir: Path) -> int:
+    import pyarrow.parquet as pq
+
+    return sum(
+        pq.ParquetFile(count_dir / f).metadata.num_rows for f in ("unigrams.parquet", "cooccurrence.parquet")
+    )
+
+
+def final_merge(work: Path, shards: list[Path], mb: float, t_merge: float, t_file: float) -> str:
+    """The PILE as 30 files: their count jobs plus the merge of their 30 tables, in core-hours. The merge's cost
+    per input row is the shards' merge's; a file's rows grow slower than its text (words and pairs repeat), so
+    they are extrapolated from one shard to all shards as one file (rows ~ text^a) up to a PILE file's ~27.5 GB."""
+    per_row = t_merge / sum(_rows(work / "one" / s.name.split(".")[0]) for s in shards)
+    shard, whole = _rows(work / "one" / shards[0].name.split(".")[0]), _rows(work / "one-file")
+    a = math.log(whole / shard) / math.log(len(shards))
+    rows = whole * (PILE_MB / 30 / mb) ** a
+    merge_h = 30 * rows * per_row / 3600
+    count_h = PILE_MB / (mb / t_file) / 3600
+    return (
+        f"PILE as 30 files: count jobs {count_h:.2f} core-hours + their merge ~{merge_h:.2f} "
+        f"({30 * rows / 1e9:.1f}G input rows at {per_row * 1e6:.2f} us each; a file's rows ~ text^{a:.2f}, "
+        f"{whole / 1e6:.1f}M here) = ~{count_h + merge_h:.2f} core-hours"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("corpus", type=Path, help="folder of make_synthetic_corpus.py (shards + expected.json)")
@@ -206,6 +233,8 @@ def main() -> None:
             else ""
         )
     )
+    if t_file is not None:
+        print(final_merge(work, shards, mb, t_merge, t_file[0]))
     print(f"load average {os.getloadavg()[0]:.2f}")
     sys.exit(0 if all(exact.values()) else 1)
 
