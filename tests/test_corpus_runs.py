@@ -53,7 +53,11 @@ def test_merge_of_two_runs_by_hand(tmp_path, partitions):
     b = write_run(
         tmp_path / "b", ["dog", "ant"], np.array([1, 4]), np.array([0, 2, 3]), np.array([3, 4, 5]), 2
     )
-    merge_runs([a, b], tmp_path / "m", TARGETS, {"n_tokens": 10}, partitions=partitions)
+    # a run of nothing but the counter's preloaded words (a spill at the very end of the input): no rows
+    empty = write_run(
+        tmp_path / "e", ["the", "she"], np.array([0, 0]), np.array([], np.int64), np.array([], np.int64), 2
+    )
+    merge_runs([empty, a, empty, b], tmp_path / "m", TARGETS, {"n_tokens": 10}, partitions=partitions)
     uni, co, stats = read_counts(tmp_path / "m")
     assert dict(zip(uni["word"], uni["count"], strict=True)) == {"ant": 4, "cat": 2, "dog": 4}
     assert sorted(zip(co["word"], co["target"], co["count"], strict=True)) == [
