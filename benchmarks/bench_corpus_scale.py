@@ -3,16 +3,16 @@
     python benchmarks/make_synthetic_corpus.py /tmp/synthetic --gb 5 --shards 4
     python benchmarks/bench_corpus_scale.py /tmp/synthetic [--jobs 2] [--work /tmp/synthetic-counts] [--no-one-file]
 
-Each shard is counted by its own ``unstereo corpus count --unsorted`` process (whole process: imports, reading and
-decompressing, counting, writing the tables unsorted, since the merge sorts), as the workflow's count jobs do:
+Each shard is counted by its own ``unstereo corpus count --runs`` process (whole process: imports, reading and
+decompressing, counting, writing the counter's runs, which the merge sums), as the workflow's count jobs do:
 first one after the other (one core), then ``--jobs`` at a time (a multiple of ``--jobs`` shards). Then
 ``unstereo corpus merge`` sums them. Prints MB/s per core (uncompressed input over the one-core wall time), the
 parallel speed-up (target >= 1.8x on 2 cores), the peak RSS of the largest count and merge processes (target
 < 2 GiB), and whether the totals are exact: the merged n_tokens and n_pairs equal the generator's, the merged
 unigrams equal the generator's per-shard word counts summed, and the merged tables equal the per-shard tables summed
 with pandas. Then all shards as one file, counted by one process with the default spill limits, as each of the
-PILE's 30 files (~27 GB of text) is: its runs are merged inside the job (its tables must equal the merged
-shards'). Extrapolates to the 825 GB PILE in core-hours both ways, as 30 files with the merge of their tables
+PILE's 30 files (~27 GB of text) is, and its runs merged (its tables must equal the merged shards').
+Extrapolates to the 825 GB PILE in core-hours both ways, as 30 files with the merge of their runs
 (:func:`final_merge`). Also times the first shard counted in this process
 (``count_files`` as the CLI calls it, after a warm-up on a few lines: no process start, imports or loading of the
 compiled code), the figure to hold against bench_corpus.py's single pass.
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import shutil
 import subprocess
@@ -62,7 +61,7 @@ def count_all(shards: list[Path], work: Path, jobs: int) -> tuple[float, dict[st
 
     def one(shard: Path) -> tuple[str, tuple[float, float]]:
         return shard.name, unstereo(
-            "corpus", "count", str(shard), "-o", str(work / shard.name.split(".")[0]), "--unsorted"
+            "corpus", "count", str(shard), "-o", str(work / shard.name.split(".")[0]), "--runs"
         )
 
     with ThreadPoolExecutor(jobs) as pool:
@@ -71,7 +70,7 @@ def count_all(shards: list[Path], work: Path, jobs: int) -> tuple[float, dict[st
 
 
 def in_process(shard: Path, work: Path) -> tuple[float, float]:
-    """(wall, CPU seconds) of ``count_files`` on ``shard`` in this process, unsorted as the workflow counts; a
+    """(wall, CPU seconds) of ``count_files`` on ``shard`` in this process, to runs as the workflow counts; a
     warm-up on a few lines first loads the compiled code."""
     from unstereo.corpus.count import count_files
     from unstereo.corpus.lexicon import load_stopwords, load_targets
@@ -80,18 +79,22 @@ def in_process(shard: Path, work: Path) -> tuple[float, float]:
     tiny = work / "warmup.jsonl"
     tiny.parent.mkdir(parents=True, exist_ok=True)
     tiny.write_text('{"text": "She said that he was late."}\n' * 10)
-    count_files([tiny], work / "warmup", targets, stop, ordered=False)
+    count_files([tiny], work / "warmup", targets, stop, runs=True)
     w0, c0 = time.perf_counter(), time.process_time()
-    count_files([shard], work / shard.name.split(".")[0], targets, stop, ordered=False)
+    count_files([shard], work / shard.name.split(".")[0], targets, stop, runs=True)
     return time.perf_counter() - w0, time.process_time() - c0
 
 
 def check_exact(corpus: Path, work: Path, merged: Path, shards: list[Path]) -> dict[str, bool]:
-    from unstereo.corpus.merge import read_counts
+    from unstereo.corpus.merge import merge_count_dirs, read_counts
 
     expected = json.loads((corpus / "expected.json").read_text())
     uni, co, stats = read_counts(merged)
-    parts = [read_counts(work / s.name.split(".")[0]) for s in shards]
+    # each shard's runs summed alone
+    parts = [
+        read_counts(merge_count_dirs([work / s.name.split(".")[0]], work / "alone" / s.name)) for s in shards
+    ]
+    shutil.rmtree(work / "alone")
     summed_uni = pd.concat([p[0] for p in parts]).groupby("word", as_index=False)["count"].sum()
     summed_co = pd.concat([p[1] for p in parts]).groupby(["word", "target"], as_index=False)["count"].sum()
     truth = pd.concat(pd.read_parquet(corpus / f"unigrams_{s.name.split('.')[0]}.parquet") for s in shards)
@@ -113,10 +116,10 @@ def check_exact(corpus: Path, work: Path, merged: Path, shards: list[Path]) -> d
     }
 
 
-def one_file(shards: list[Path], work: Path) -> tuple[float, float, bool]:
+def one_file(shards: list[Path], work: Path) -> tuple[float, float, bool, float]:
     """The shards as one file (their zstd frames concatenated: one stream) counted by one process, with the default
     spill limits, as one of the PILE's 30 files (~27 GB of text each) is counted: (wall, max RSS in MiB, whether
-    its tables equal the merged shards')."""
+    its runs merged equal the merged shards', the wall of that merge)."""
     from unstereo.corpus.merge import read_counts
 
     joined = work / "one-file.jsonl.zst"
@@ -124,38 +127,44 @@ def one_file(shards: list[Path], work: Path) -> tuple[float, float, bool]:
         for shard in shards:
             with open(shard, "rb") as part:
                 shutil.copyfileobj(part, out)
-    wall, rss = unstereo("corpus", "count", str(joined), "-o", str(work / "one-file"), "--unsorted")
+    wall, rss = unstereo("corpus", "count", str(joined), "-o", str(work / "one-file"), "--runs")
     joined.unlink()
-    a, b = read_counts(work / "one-file"), read_counts(work / "merged")
+    t_merge, _ = unstereo("corpus", "merge", str(work / "one-file"), "-o", str(work / "one-file-merged"))
+    a, b = read_counts(work / "one-file-merged"), read_counts(work / "merged")
     same = all(
         x.sort_values(keys).reset_index(drop=True).equals(y.sort_values(keys).reset_index(drop=True))
         for x, y, keys in ((a[0], b[0], ["word"]), (a[1], b[1], ["word", "target"]))
     )
-    return wall, rss, same and a[2]["n_tokens"] == b[2]["n_tokens"] and a[2]["n_pairs"] == b[2]["n_pairs"]
+    same = same and a[2]["n_tokens"] == b[2]["n_tokens"] and a[2]["n_pairs"] == b[2]["n_pairs"]
+    return wall, rss, same, t_merge
 
 
 def _rows(count_dir: Path) -> int:
+    """Input rows of a count directory of runs: every run's words and co-occurrence rows."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    return sum(
-        pq.ParquetFile(count_dir / f).metadata.num_rows for f in ("unigrams.parquet", "cooccurrence.parquet")
-    )
+    n = 0
+    for run in json.loads((count_dir / "stats.json").read_text())["runs"]:
+        n += pq.ParquetFile(count_dir / run / "unigrams.parquet").metadata.num_rows
+        with pa.memory_map(str(count_dir / run / "cooccurrence.arrow")) as source:
+            reader = pa.ipc.open_file(source)
+            n += sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches))
+    return n
 
 
 def final_merge(work: Path, shards: list[Path], mb: float, t_merge: float, t_file: float) -> str:
-    """The PILE as 30 files: their count jobs plus the merge of their 30 tables, in core-hours. The merge's cost
-    per input row is the shards' merge's; a file's rows grow slower than its text (words and pairs repeat), so
-    they are extrapolated from one shard to all shards as one file (rows ~ text^a) up to a PILE file's ~27.5 GB."""
+    """The PILE as 30 files: their count jobs plus the merge of their runs, in core-hours. The merge's cost per
+    input row is the shards' merge's; a file's runs are not merged in its job and each is bounded by the spill
+    limits, so their rows grow with the text: extrapolated linearly from all shards as one file."""
     per_row = t_merge / sum(_rows(work / "one" / s.name.split(".")[0]) for s in shards)
-    shard, whole = _rows(work / "one" / shards[0].name.split(".")[0]), _rows(work / "one-file")
-    a = math.log(whole / shard) / math.log(len(shards))
-    rows = whole * (PILE_MB / 30 / mb) ** a
-    merge_h = 30 * rows * per_row / 3600
+    rows = _rows(work / "one-file") * PILE_MB / mb
+    merge_h = rows * per_row / 3600
     count_h = PILE_MB / (mb / t_file) / 3600
     return (
-        f"PILE as 30 files: count jobs {count_h:.2f} core-hours + their merge ~{merge_h:.2f} "
-        f"({30 * rows / 1e9:.1f}G input rows at {per_row * 1e6:.2f} us each; a file's rows ~ text^{a:.2f}, "
-        f"{whole / 1e6:.1f}M here) = ~{count_h + merge_h:.2f} core-hours"
+        f"PILE as 30 files: count jobs {count_h:.2f} core-hours + the merge of their runs ~{merge_h:.2f} "
+        f"({rows / 1e9:.1f}G input rows at {per_row * 1e6:.2f} us each, linear in the text from "
+        f"{_rows(work / 'one-file') / 1e6:.1f}M here) = ~{count_h + merge_h:.2f} core-hours"
     )
 
 
@@ -195,7 +204,7 @@ def main() -> None:
     wall_in, cpu_in = in_process(shards[0], work / "in-process")
     exact = check_exact(args.corpus, work / "one", work / "merged", shards)
     if t_file is not None:
-        exact["one file (spilled, merged in the job) = merged shards"] = t_file[2]
+        exact["one file (spilled runs, merged) = merged shards"] = t_file[2]
     mb0 = expected["shards"][shards[0].name]["bytes"] / 1e6
 
     rate = mb / t1
@@ -214,8 +223,8 @@ def main() -> None:
     print(f"merge:     {t_merge:8.1f} s  ({t_merge / mb * 1e3:.1f} s per GB of text)")
     if t_file is not None:
         print(
-            f"one file:  {t_file[0]:8.1f} s  {mb / t_file[0]:7.1f} MB/s per core (all shards as one file: spills "
-            f"merged inside the job; the merge above is then not needed)"
+            f"one file:  {t_file[0]:8.1f} s  {mb / t_file[0]:7.1f} MB/s per core (all shards as one file, "
+            f"{_rows(work / 'one-file') / 1e6:.1f}M rows of runs); its merge {t_file[3]:.1f} s"
         )
     print(
         f"peak RSS: count process {rss_count:.0f} MiB, merge {rss_merge:.0f} MiB"

@@ -5,6 +5,7 @@ import re
 
 from unstereo.corpus.shards import (
     count_mem_mb,
+    merge_mem_mb,
     shard_inputs,
     shard_size_mb,
     shards as corpus_shards,
@@ -15,6 +16,8 @@ CORPUS = config["corpus"]
 CORPUS_PAIRS = repo_path(CORPUS["pairs"], workflow.basedir)
 CORPUS_SHARDS = corpus_shards(CORPUS["inputs"], EXTERNAL)
 CORPUS_FILES = ["unigrams.parquet", "cooccurrence.parquet", "stats.json"]
+# a count job leaves its counter's runs (integer word ids) for the merge, which sums them fastest
+CORPUS_RUNS = ["runs", "stats.json"]
 CORPUS_APPENDIX = [
     "table4.csv",
     "table4.md",
@@ -30,11 +33,13 @@ CORPUS_APPENDIX = [
 
 
 rule corpus_count:
-    """Unigram and windowed co-occurrence counts of one shard (constant memory: spills to parquet)."""
+    """Unigram and windowed co-occurrence counts of one shard as runs (constant memory: a run goes to disk when
+    the spill limits are reached); no merge inside the job."""
     input:
         unpack(lambda wc: shard_inputs(CORPUS_SHARDS[wc.shard], EXTERNAL)),
     output:
-        [results("corpus", "counts", "{shard}", f) for f in CORPUS_FILES],
+        runs=directory(results("corpus", "counts", "{shard}", "runs")),
+        stats=results("corpus", "counts", "{shard}", "stats.json"),
     log:
         f"{LOGS}/corpus/count/{{shard}}.log",
     benchmark:
@@ -54,14 +59,13 @@ rule corpus_count:
         runtime=lambda wc: 10 + int(shard_size_mb(CORPUS_SHARDS[wc.shard]) / 20 / 60),
     params:
         path=lambda wc: CORPUS_SHARDS[wc.shard].path,
-        out=lambda wc, output: Path(output[0]).parent,
-        # --unsorted: corpus_merge sums and sorts the shards' rows, a sort per shard would be wasted
+        out=lambda wc, output: Path(output.stats).parent,
         opts=" ".join(
             [
                 f"--window {CORPUS['window']} --stopwords {CORPUS['stopwords']}",
                 f"--text-key {CORPUS['text_key']} --on-bad-line {CORPUS['on_bad_line']}",
                 f"--chunk-mb {CORPUS['chunk_mb']} --spill-types {CORPUS['spill_types']}",
-                f"--spill-rows {CORPUS['spill_rows']} --engine {CORPUS['engine']} --unsorted",
+                f"--spill-rows {CORPUS['spill_rows']} --engine {CORPUS['engine']} --runs",
                 f"--targets {CORPUS['targets']}" if CORPUS["targets"] else "",
             ]
         ),
@@ -70,13 +74,9 @@ rule corpus_count:
 
 
 rule corpus_merge:
-    """Sum the per-shard counts (bounded memory: partitions by word hash)."""
+    """Sum the shards' runs (bounded memory: partitions by word hash)."""
     input:
-        [
-            results("corpus", "counts", shard, f)
-            for shard in CORPUS_SHARDS
-            for f in CORPUS_FILES
-        ],
+        [results("corpus", "counts", shard, f) for shard in CORPUS_SHARDS for f in CORPUS_RUNS],
     output:
         [results("corpus", "merged", f) for f in CORPUS_FILES],
     log:
@@ -86,8 +86,9 @@ rule corpus_merge:
     conda:
         "../envs/corpus.yaml"
     resources:
-        mem_mb=lambda wc, input: 2000 + min(8000, 4 * int(input.size_mb)),
-        runtime=lambda wc, input: 10 + int(input.size_mb / 50 / 60),
+        # bounded by a partition's rows, not the corpus; time with the text (~12 s per GB of .zst here)
+        mem_mb=merge_mem_mb(CORPUS["merge_rows_per_partition"]),
+        runtime=10 + int(sum(map(shard_size_mb, CORPUS_SHARDS.values())) / 50 / 60),
     params:
         dirs=[results("corpus", "counts", shard) for shard in CORPUS_SHARDS],
         out=lambda wc, output: Path(output[0]).parent,

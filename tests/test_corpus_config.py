@@ -52,3 +52,11 @@ def test_count_mem_mb_by_hand():
     # raised limits raise the cap: 600 + 150 * 20M / 1e6 + 60 * 200M / 1e6 = 600 + 3000 + 12000
     assert count_mem_mb(14_000, 20_000_000, 200_000_000) == 15_600
     assert count_mem_mb(1000, 20_000_000, 200_000_000) == 3500  # a small shard stays small
+
+
+def test_merge_mem_mb_by_hand():
+    from unstereo.corpus.shards import merge_mem_mb
+
+    assert merge_mem_mb(5_000_000) == 1_000 + 2_000  # the default partition
+    assert merge_mem_mb(1_000_000) == 1_400
+    assert merge_mem_mb(0) == 1_000  # (at least one row a partition: 0.4 MB rounds away)

@@ -225,6 +225,88 @@ def test_unsorted_shards_hold_the_same_rows_and_merge_to_the_sorted_tables(tmp_p
     pd.testing.assert_frame_equal(m_u[1], m_s[1])
 
 
+@pytest.mark.parametrize("engine", ["fast", "naive"])
+def test_shards_left_as_runs_merge_to_the_tables(tmp_path, engine):
+    """``corpus count --runs`` (the workflow's shards): a directory of runs (several when the spill limit is low)
+    listed in stats.json, which only ``corpus merge`` reads; merged alone, with each other or with a shard of
+    tables, the same tables and totals as the shards counted to tables."""
+    from click.testing import CliRunner
+
+    from unstereo.cli import cli
+    from unstereo.errors import InputError
+
+    def word(i: int) -> str:
+        return "w" + "".join(chr(97 + (i // 26**k) % 26) for k in range(3))
+
+    docs = EDGE_DOCS + [
+        " ".join(f"{word(i)} she" if i % 3 else word(i) for i in range(k, k + 40)) for k in range(0, 800, 40)
+    ]
+    a = _write_jsonl(tmp_path / "a.jsonl", docs[::2])
+    b = _write_jsonl(tmp_path / "b.jsonl", docs[1::2])
+    opts = ["--engine", engine, "--chunk-mb", "0.0005", "--spill-types", "150"]
+    for shard in (a, b):
+        for flag in ([], ["--runs"]):
+            out = tmp_path / (shard.stem + ("-r" if flag else "-t"))
+            res = CliRunner().invoke(cli, ["corpus", "count", str(shard), "-o", str(out), *opts, *flag])
+            assert res.exit_code == 0, res.output
+    stats = json.loads((tmp_path / "a-r" / "stats.json").read_text())
+    assert sorted((tmp_path / "a-r").iterdir()) == [
+        tmp_path / "a-r" / "runs",
+        tmp_path / "a-r" / "stats.json",
+    ]
+    assert stats["runs"][0] == "runs/run-00000" and stats["sorted"] is False
+    assert len(stats["runs"]) == (
+        1 if engine == "naive" else len(list((tmp_path / "a-r" / "runs").iterdir()))
+    )
+    if engine == "fast":
+        assert len(stats["runs"]) > 1  # it did spill
+    with pytest.raises(InputError, match="corpus merge"):
+        read_counts(tmp_path / "a-r")
+    want = read_counts(merge_count_dirs([tmp_path / "a-t", tmp_path / "b-t"], tmp_path / "m-t"))
+    for name, dirs in {"runs": ["a-r", "b-r"], "mix": ["a-r", "b-t"], "one": ["a-r"]}.items():
+        got = read_counts(merge_count_dirs([tmp_path / d for d in dirs], tmp_path / f"m-{name}"))
+        if name == "one":
+            want_a = read_counts(merge_count_dirs([tmp_path / "a-t"], tmp_path / "m-a"))
+            pd.testing.assert_frame_equal(got[0], want_a[0])
+            pd.testing.assert_frame_equal(got[1], want_a[1])
+            continue
+        pd.testing.assert_frame_equal(got[0], want[0])
+        pd.testing.assert_frame_equal(got[1], want[1])
+        assert {k: got[2][k] for k in ("n_tokens", "n_pairs", "read", "targets")} == {
+            k: want[2][k] for k in ("n_tokens", "n_pairs", "read", "targets")
+        }
+
+
+def test_runs_replace_what_an_earlier_count_left(tmp_path):
+    """Counting to runs into a directory that held tables, or more runs, leaves nothing stale behind."""
+    a = _write_jsonl(tmp_path / "a.jsonl", ["she said the apple is red"] * 30 + ["zebra yak he"])
+    kw = dict(targets=TARGETS, stopwords=SPACY, window=10, chunk_mb=0.0001)
+    out = tmp_path / "c"
+    count_files([a], out, **kw)  # tables
+    count_files([a], out, runs=True, spill_types=90, **kw)  # small batches, few words: several runs
+    many = len(json.loads((out / "stats.json").read_text())["runs"])
+    assert many > 1 and not (out / "unigrams.parquet").exists()
+    count_files([a], out, runs=True, **kw)
+    assert json.loads((out / "stats.json").read_text())["runs"] == ["runs/run-00000"]
+    assert [p.name for p in (out / "runs").iterdir()] == ["run-00000"]
+    uni, _, _ = read_counts(merge_count_dirs([out], tmp_path / "m"))
+    assert dict(zip(uni["word"], uni["count"], strict=True))["apple"] == 30
+
+
+def test_merge_names_a_missing_run(tmp_path):
+    import shutil
+
+    from unstereo.errors import InputError
+
+    a = _write_jsonl(tmp_path / "a.jsonl", ["she said the apple is red"])
+    count_files([a], tmp_path / "c", targets=TARGETS, stopwords=SPACY, runs=True)
+    shutil.rmtree(tmp_path / "c" / "runs" / "run-00000")
+    with pytest.raises(InputError, match="run-00000") as err:
+        merge_count_dirs([tmp_path / "c"], tmp_path / "m")
+    assert "lacks unigrams.parquet" in str(err.value)
+    assert not (tmp_path / "m" / "stats.json").exists()
+
+
 def test_merge_refuses_different_settings(tmp_path):
     from unstereo.errors import InputError
 

@@ -42,6 +42,12 @@ def group() -> None:
     is_flag=True,
     help="rows unsorted (faster; for shards that `corpus merge` sums and sorts anyway)",
 )
+@click.option(
+    "--runs",
+    is_flag=True,
+    help="leave the counts as runs (OUTPUT/runs/, integer word ids) for `corpus merge`, which sums them fastest: "
+    "no merge inside this job (for shards; `corpus delta` wants a merged directory)",
+)
 def count_cmd(
     inputs,
     out,
@@ -55,9 +61,10 @@ def count_cmd(
     spill_rows,
     engine,
     unsorted,
+    runs,
 ):
     """Count INPUTS (.jsonl, .jsonl.zst, .txt; one document a line) as one shard into OUTPUT/
-    (unigrams.parquet, cooccurrence.parquet, stats.json)."""
+    (unigrams.parquet, cooccurrence.parquet, stats.json; with --runs: runs/ and stats.json)."""
     from .count import count_files
     from .lexicon import load_stopwords, load_targets
 
@@ -75,6 +82,7 @@ def count_cmd(
         engine=engine,
         stopwords_name=str(stopwords),
         ordered=not unsorted,
+        runs=runs,
     )
 
 

@@ -109,6 +109,11 @@ def read_counts(count_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame, dict
     """(unigrams, cooccurrence, stats) of a count directory."""
     d = Path(count_dir)
     stats = read_stats(d)
+    if "runs" in stats:
+        raise InputError(
+            "holds a counter's runs, not count tables: sum them first (unstereo corpus merge DIR -o OUT)",
+            path=d,
+        )
     return read_table(d / UNI, UNIGRAMS), read_table(d / CO, COOCCURRENCE), stats
 
 
@@ -270,7 +275,7 @@ def sum_tables(paths: Sequence[Path], out: Path, name: str, rows_per_partition: 
         for k, p in enumerate(paths):
             file = tmpdir / f"in{k:05d}.arrow"
             batches = (_canonical(b, name, p) for b in pq.ParquetFile(p).iter_batches(batch_size=1_000_000))
-            n_in = _split_by_part(batches, lambda b: _partition(b.column("word"), parts), parts, file)
+            n_in = _split_by_part(((b, _partition(b.column("word"), parts)) for b in batches), parts, file)
             spilled.append((file, n_in))
         with atomic_path(out) as tmp:
             writer = _PartWriter(tmp, name)
@@ -288,14 +293,14 @@ def sum_tables(paths: Sequence[Path], out: Path, name: str, rows_per_partition: 
         shutil.rmtree(tmpdir, ignore_errors=True)
 
 
-def _split_by_part(batches, part_of, parts: int, file: Path) -> int:
-    """Write ``batches`` to the arrow file ``file`` (lz4), the rows of each in order of their part (``part_of(batch)``,
-    ints in [0, parts)) as one record batch per part, empty ones too: part q of input batch b is record batch
-    ``b * parts + q``. Returns the number of input batches (0: the file holds nothing)."""
+def _split_by_part(batches, parts: int, file: Path) -> int:
+    """Write ``batches``, pairs (record batch, the part of each of its rows: ints in [0, parts)), to the arrow file
+    ``file`` (lz4), the rows of each in order of their part (stable) as one record batch per part, empty ones too:
+    part q of input batch b is record batch ``b * parts + q``. Returns the number of input batches (0: the file
+    holds nothing)."""
     n, writer = 0, None
     with pa.OSFile(str(file), "wb") as sink:
-        for batch in batches:
-            part = part_of(batch)
+        for batch, part in batches:
             # uint16 parts: numpy's stable sort is then a radix sort
             order = np.argsort(part.astype(np.uint16 if parts < 1 << 16 else np.int64), kind="stable")
             bounds = np.searchsorted(part[order], np.arange(parts + 1))
@@ -330,16 +335,52 @@ def merge_count_dirs(
     sum_stats: bool = True,
     rows_per_partition: int = 5_000_000,
 ) -> Path:
-    """Sum the counts of ``dirs`` into ``out_dir``; stats are summed (or ``meta`` used as is)."""
+    """Sum the counts of ``dirs`` into ``out_dir``; stats are summed (or ``meta`` used as is). A directory holds
+    count tables or a counter's runs (``unstereo corpus count --runs``: its stats list them); runs are summed by
+    integer word id (:func:`~unstereo.corpus.runs.merge_runs`), with the tables of the others if there are any."""
+    from .runs import check_run, merge_runs
+
     dirs = [Path(d) for d in dirs]
     if not dirs:
         raise InputError("nothing to merge: no count directories given")
-    for d in dirs:
-        for f in (UNI, CO):
-            if not (d / f).is_file():
-                raise InputError(f"count directory lacks {f}", path=d)
+    inputs = [(d, read_stats(d)) for d in dirs]
+    runs, table_dirs = [], []
+    for d, st in inputs:
+        if "runs" in st:
+            for r in st["runs"]:
+                check_run(d / r)
+                runs.append(d / r)
+        else:
+            for f in (UNI, CO):
+                if not (d / f).is_file():
+                    raise InputError(f"count directory lacks {f}", path=d)
+            table_dirs.append(d)
+    stats = merge_stats([st for _, st in inputs]) if sum_stats else dict(meta or {})
+    if sum_stats and meta:
+        stats.update(meta)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    if runs and not table_dirs:
+        targets = merge_stats([st for _, st in inputs]).get("targets")
+        if targets is None:
+            raise InputError("runs to merge but no 'targets' in their stats.json", path=dirs[0])
+        merge_runs(runs, out, targets, stats, partitions=partitions, rows_per_partition=rows_per_partition)
+        return out
+    tmp = None
+    try:
+        if runs:  # a mix: the runs summed to a count directory first
+            tmp = Path(tempfile.mkdtemp(prefix=".merge-runs-", dir=out.parent))
+            run_dirs = [d for d, st in inputs if "runs" in st]
+            table_dirs.append(merge_count_dirs(run_dirs, tmp / "runs", rows_per_partition=rows_per_partition))
+        _sum_count_tables(table_dirs, out, partitions, rows_per_partition)
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+    write_json(out / STATS, stats)
+    return out
+
+
+def _sum_count_tables(dirs: list[Path], out: Path, partitions: int | None, rows_per_partition: int) -> None:
     if partitions:
         rows_per_partition = 1
     for name in (UNI, CO):
@@ -349,8 +390,3 @@ def merge_count_dirs(
             rpp = max(1, math.ceil(total / partitions))
         n = sum_tables([d / name for d in dirs], out / name, name, rpp)
         log.info("%s: %d rows from %d inputs", name, n, len(dirs))
-    stats = merge_stats([read_stats(d) for d in dirs]) if sum_stats else dict(meta or {})
-    if sum_stats and meta:
-        stats.update(meta)
-    write_json(out / STATS, stats)
-    return out

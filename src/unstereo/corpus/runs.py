@@ -9,6 +9,10 @@ words are hashed, once.
 :func:`merge_runs` writes the same count directory, row for row, as :func:`~unstereo.corpus.merge.merge_count_dirs`
 on the runs written as count tables: rows are split into the same parts (a hash of the word mod the number of
 parts) and each part is sorted by (word, target).
+
+A count job may leave its runs instead of merging them (``count_files(runs=True)``, ``corpus count --runs``: the
+directory holds ``runs/`` and a ``stats.json`` listing them); the one merge at the end then sums every job's runs
+(:func:`~unstereo.corpus.merge.merge_count_dirs`), not tables built from them in each job.
 """
 
 from __future__ import annotations
@@ -53,6 +57,8 @@ def write_run(
     kept = unigrams > 0
     if kept.sum() >= 1 << 32 or n_targets > 1 << 16:
         raise ValueError("a run holds at most 2**32 words and 2**16 targets")
+    if len(codes) and (codes.min() < 0 or codes.max() >= len(unigrams) * n_targets):
+        raise ValueError("a co-occurrence code out of range (word id x targets + target)")
     nz = np.flatnonzero(kept)
     new_id = (np.cumsum(kept) - 1).astype(np.uint32)  # a kept word's id among the kept ones
     words = words if isinstance(words, pa.Array) else pa.array(words, type=pa.string())
@@ -85,6 +91,13 @@ def _batches(source):
     return (reader.get_batch(i) for i in range(reader.num_record_batches))
 
 
+def check_run(run: Path) -> None:
+    """An :class:`InputError` naming ``run`` unless it holds a run's two files."""
+    for name in (UNI, RUN_CO):
+        if not (run / name).is_file():
+            raise InputError(f"not a counter's run (lacks {name})", path=run)
+
+
 def merge_runs(
     runs: Sequence[Path],
     out_dir: str | Path,
@@ -96,41 +109,37 @@ def merge_runs(
     """Sum ``runs`` (:func:`write_run`; ``targets`` sorted, as their target indices mean) into the count directory
     ``out_dir`` with the stats ``meta``. Rows are split into parts by a hash of the word (``partitions`` of them,
     or enough for ``rows_per_partition`` input rows of either table at once); each part's distinct words are
-    hashed and sorted once, for its unigrams and its co-occurrences."""
+    hashed and sorted once, for its unigrams and its co-occurrences. Memory is bounded by a part and one run,
+    however many runs: each run's words and rows go to disk split by part first."""
     runs = [Path(r) for r in runs]
     if not runs:
         raise InputError("nothing to merge: no runs given")
+    for run in runs:
+        check_run(run)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     uni_rows = sum(pq.ParquetFile(r / UNI).metadata.num_rows for r in runs)
     co_rows = sum(_run_rows(r) for r in runs)
     parts = partitions or max(1, math.ceil(max(uni_rows, co_rows) / rows_per_partition))
     names = pa.array(sorted(targets), pa.large_string())
+    T = len(names)
     tmpdir = Path(tempfile.mkdtemp(prefix=".merge-runs-", dir=out.parent))
     try:
-        words = [_RunWords(r, parts) for r in runs]
-        spilled = []  # (file, number of input batches) per run: its co-occurrences in order of part
-        for k, (run, w) in enumerate(zip(runs, words, strict=True)):
-            with pa.memory_map(str(run / RUN_CO)) as source:
-                file = tmpdir / f"in{k:05d}.arrow"
-                spilled.append((file, _split_by_part(_batches(source), w.part_of_rows, parts, file)))
+        split = [_SplitRun(run, parts, tmpdir / f"r{k:05d}") for k, run in enumerate(runs)]
         with atomic_path(out / UNI) as uni_tmp, atomic_path(out / CO) as co_tmp:
             uni, co = _PartWriter(uni_tmp, UNI), _PartWriter(co_tmp, CO)
             for q in range(parts):
-                values, order, rank, index = _ranked(
-                    pa.chunked_array([w.words_of(q) for w in words], pa.large_string())
-                )
-                counts = np.concatenate([w.counts[slice(*w.span(q))] for w in words])
+                words = [s.words(q) for s in split]  # run after run: a run's local word index is its row here
+                part = pa.Table.from_batches([w for w in words if w is not None] or [_EMPTY_WORDS])
+                values, order, rank, index = _ranked(part.column("word"))
                 sums = np.zeros(len(values), np.int64)
-                np.add.at(sums, index, counts)
+                np.add.at(sums, index, part.column("count").to_numpy())
                 uni.write({"word": values.take(order), "count": pa.array(sums[order])})
-                word_rank, off = rank[index], 0  # the rank of each of the part's words, run after run
-                for w in words:
-                    start, stop = w.span(q)
-                    w.rank[w.ids[start:stop]] = word_rank[off : off + stop - start]
-                    off += stop - start
-                T = len(names)
-                codes, counts = _sum_codes(*_part_codes(q, parts, spilled, words, T), T)
+                # the rank (among the part's distinct words) of each run's local word index
+                word_rank = rank[index]
+                starts = np.cumsum([0] + [0 if w is None else w.num_rows for w in words])
+                codes, counts = _part_codes(q, split, word_rank, starts, T)
+                codes, counts = _sum_codes(codes, counts, T)
                 co.write(
                     {
                         "word": values.take(order[codes // T]),
@@ -146,48 +155,62 @@ def merge_runs(
     return out
 
 
-class _RunWords:
-    """A run's words and their counts grouped by part: those of part q are ``words[slice(*span(q))]``
-    (:meth:`words_of`), their ids ``ids[slice(*span(q))]``; ``rank`` is filled in by the merge, part by part: the
-    rank of each word id among its part's distinct words."""
+_EMPTY_WORDS = pa.record_batch(
+    [pa.array([], pa.large_string()), pa.array([], pa.int64())], names=["word", "count"]
+)
 
-    def __init__(self, run: Path, parts: int):
+
+class _SplitRun:
+    """A run split by part on disk (lz4 arrow files): its words with their counts, part q as record batch q and in
+    order of word id, and its co-occurrence rows, whose ``word_id`` becomes the word's index among its part's words
+    of the run (its row in :meth:`words` of that part)."""
+
+    def __init__(self, run: Path, parts: int, prefix: Path):
+        self.parts = parts
         table = pq.read_table(run / UNI)
         words = table.column("word").combine_chunks().cast(pa.large_string())
-        self.part = _partition(words, parts)
-        order = np.argsort(self.part.astype(np.uint16 if parts < 1 << 16 else np.int64), kind="stable")
-        self.bounds = np.searchsorted(self.part[order], np.arange(parts + 1))
-        self.words = words.take(pa.array(order))
-        self.counts = table.column("count").to_numpy()[order]
-        self.ids = order
-        self.rank = np.zeros(len(order), np.int64)
+        part = _partition(words, parts)
+        batch = pa.record_batch(
+            [words, table.column("count").combine_chunks().cast(pa.int64())], ["word", "count"]
+        )
+        self.words_file, self.co_file = prefix.with_suffix(".words.arrow"), prefix.with_suffix(".co.arrow")
+        self.has_words = _split_by_part([(batch, part)] if len(batch) else [], parts, self.words_file) > 0
+        # a word's index among its part's words, in order of id (the stable order _split_by_part writes)
+        order = np.argsort(part.astype(np.uint16 if parts < 1 << 16 else np.int64), kind="stable")
+        bounds = np.searchsorted(part[order], np.arange(parts + 1))
+        local = np.empty(len(order), np.uint32)
+        local[order] = np.arange(len(order)) - bounds[part[order]]
+        del order, words, table, batch
 
-    def span(self, q: int) -> tuple[int, int]:
-        """(start, stop) of part q's words."""
-        return int(self.bounds[q]), int(self.bounds[q + 1])
+        def local_rows():
+            with pa.memory_map(str(run / RUN_CO)) as source:
+                for b in _batches(source):
+                    word = b.column("word_id").to_numpy()
+                    yield b.set_column(0, "word_id", pa.array(local[word])), part[word]
 
-    def words_of(self, q: int) -> pa.Array:
-        start, stop = self.span(q)
-        return self.words.slice(start, stop - start)
+        self.co_batches = _split_by_part(local_rows(), parts, self.co_file)
 
-    def part_of_rows(self, batch: pa.RecordBatch) -> np.ndarray:
-        """The part of each co-occurrence row of a batch of this run."""
-        return self.part[batch.column("word_id").to_numpy()]
+    def words(self, q: int) -> pa.RecordBatch | None:
+        """Part q's words and counts (None: the run has no word)."""
+        if not self.has_words:
+            return None
+        with pa.OSFile(str(self.words_file)) as source:  # read, not mapped: the batch outlives the file
+            return pa.ipc.open_file(source).get_batch(q)
 
 
-def _part_codes(q: int, parts: int, spilled, words: list[_RunWords], n_targets: int):
+def _part_codes(q: int, split: list[_SplitRun], word_rank: np.ndarray, starts: np.ndarray, n_targets: int):
     """Part q's co-occurrence rows of every run as (int64 code per row, its count): the word's rank in the part
-    (:attr:`_RunWords.rank`, set for part q) x ``n_targets`` + the target index."""
+    (``word_rank[starts[k] + local index]`` for run k) x ``n_targets`` + the target index."""
     codes, counts = [], []
-    for (file, batches), w in zip(spilled, words, strict=True):
-        if not batches:
+    for k, s in enumerate(split):
+        if not s.co_batches:
             continue
-        with pa.memory_map(str(file)) as source:
+        with pa.memory_map(str(s.co_file)) as source:
             reader = pa.ipc.open_file(source)
-            for b in range(batches):
-                batch = reader.get_batch(b * parts + q)
+            for b in range(s.co_batches):
+                batch = reader.get_batch(b * s.parts + q)
                 if batch.num_rows:
-                    word = w.rank[batch.column("word_id").to_numpy()]
+                    word = word_rank[starts[k] + batch.column("word_id").to_numpy().astype(np.int64)]
                     codes.append(word * n_targets + batch.column("target").to_numpy())
                     counts.append(batch.column("count").to_numpy())
     if not codes:
