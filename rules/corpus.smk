@@ -76,7 +76,11 @@ rule corpus_count:
 rule corpus_merge:
     """Sum the shards' runs (bounded memory: partitions by word hash)."""
     input:
-        [results("corpus", "counts", shard, f) for shard in CORPUS_SHARDS for f in CORPUS_RUNS],
+        [
+            results("corpus", "counts", shard, f)
+            for shard in CORPUS_SHARDS
+            for f in CORPUS_RUNS
+        ],
     output:
         [results("corpus", "merged", f) for f in CORPUS_FILES],
     log:
