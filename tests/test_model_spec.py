@@ -171,3 +171,42 @@ def test_remote_spec_cannot_be_loaded_locally():
 
     with pytest.raises(UnstereoError, match="served by an endpoint"):
         load_causal_lm("endpoint:http://h/v1#m")
+
+
+# transformers told scikit-learn is installed (it need not be here); "pre" may stand in an imported scikit-learn
+_LOAD = """
+import sys, types
+from transformers.utils import import_utils
+import_utils._sklearn_available = True
+{pre}
+from unstereo.models import load_causal_lm
+load_causal_lm({folder!r}, device="cpu")
+print(sys.modules.get("sklearn") is not None, bool(import_utils.is_sklearn_available()))
+"""
+_FAKE_SKLEARN = """
+from importlib.machinery import ModuleSpec
+fake = {name: types.ModuleType(name) for name in ("sklearn", "sklearn.metrics")}
+for name, module in fake.items():
+    module.__spec__ = ModuleSpec(name, None)
+fake["sklearn.metrics"].roc_curve = None
+sys.modules.update(fake)
+"""
+
+
+@pytest.mark.parametrize("pre, want", [("", "False False"), (_FAKE_SKLEARN, "True True")])
+def test_loading_a_model_does_not_import_sklearn(tmp_path, pre, want):
+    """transformers' generation utilities import scikit-learn (~1.5 s) when it is installed, for a feature unstereo
+    never uses: loading a model skips it, unless the process has imported scikit-learn already (then transformers
+    keeps it)."""
+    import subprocess
+    import sys
+
+    from _scoring_models import tiny_gpt2, word_tokenizer
+
+    tok = word_tokenizer()
+    tiny_gpt2(len(tok)).save_pretrained(tmp_path / "m")
+    tok.save_pretrained(tmp_path / "m")
+    code = _LOAD.format(pre=pre, folder=str(tmp_path / "m"))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split("\n")[-2] == want

@@ -10,6 +10,7 @@ once per machine into a plain Hugging Face folder (``<file>.hf/`` beside it link
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -69,8 +70,25 @@ def load_tokenizer(spec: ModelSpec):
     return AutoTokenizer.from_pretrained(path, revision=spec.revision if not spec.gguf_file else None)
 
 
+def skip_sklearn_in_transformers() -> None:
+    """Have transformers treat scikit-learn as absent where it is not imported yet.
+
+    Importing transformers' model classes imports its generation utilities, which import scikit-learn when it is
+    installed (1.4-1.7 s of scipy and more here, a third of a scoring process's start-up), only for assisted
+    generation's adaptive confidence threshold, which unstereo never uses; without it transformers skips that
+    feature (a configuration it supports). Nothing changes where scikit-learn is already imported, or where this
+    transformers has no such flag."""
+    if "sklearn" in sys.modules or "transformers.generation.candidate_generator" in sys.modules:
+        return
+    from transformers.utils import import_utils
+
+    if hasattr(import_utils, "_sklearn_available"):
+        import_utils._sklearn_available = False
+
+
 def load_causal_lm(spec: ModelSpec | str, dtype: str = "auto", device: str = "auto"):
     """Load (model, tokenizer) for ``spec`` in eval mode on ``device`` with ``dtype``."""
+    skip_sklearn_in_transformers()
     from transformers import AutoModelForCausalLM
 
     spec = resolve_model(spec)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import UnstereoError
-from ..models import ModelSpec, resolve_device, resolve_dtype
+from ..models import ModelSpec, resolve_device, resolve_dtype, skip_sklearn_in_transformers
 from .batching import Batcher
 from .causal import LOGITS_BUDGET, _vocab_size, run_metadata, token_logprobs
 
@@ -19,6 +19,7 @@ AUTO_BATCH_SIZE = {"cuda": 256, "mps": 128, "cpu": 64}
 
 def load_masked_lm(spec: ModelSpec | str, dtype: str = "auto", device: str = "auto"):
     """Load (model, tokenizer) of a masked LM from a hub id or a local folder, in eval mode."""
+    skip_sklearn_in_transformers()
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
     if isinstance(spec, str):
