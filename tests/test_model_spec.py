@@ -207,6 +207,6 @@ def test_loading_a_model_does_not_import_sklearn(tmp_path, pre, want):
     tiny_gpt2(len(tok)).save_pretrained(tmp_path / "m")
     tok.save_pretrained(tmp_path / "m")
     code = _LOAD.format(pre=pre, folder=str(tmp_path / "m"))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split("\n")[-2] == want
