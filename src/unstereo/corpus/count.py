@@ -636,7 +636,7 @@ def count_files(
     ``ordered=False``: the fast engine may write the rows unsorted (the workflow's shards: the merge sorts; sorting
     millions of strings and rows per shard was ~15 % of a count job). ``runs``: leave the counts as the counter's
     runs in ``out_dir/runs`` (integer word ids, :mod:`~unstereo.corpus.runs`) for
-    :func:`~unstereo.corpus.merge.merge_count_dirs`, which sums runs ~1.7x faster per row than count tables; a
+    :func:`~unstereo.corpus.merge.merge_count_dirs`, which sums a shard's runs ~1.8x faster than its count tables; a
     large input's runs are then merged once, at the end, not also inside its job."""
     import sys
     import time

@@ -355,23 +355,26 @@ def merge_count_dirs(
                 if not (d / f).is_file():
                     raise InputError(f"count directory lacks {f}", path=d)
             table_dirs.append(d)
-    stats = merge_stats([st for _, st in inputs]) if sum_stats else dict(meta or {})
+    # runs need the targets their indices mean, so their settings are checked even when the stats are not summed
+    summed = merge_stats([st for _, st in inputs]) if sum_stats or runs else {}
+    stats = dict(summed) if sum_stats else dict(meta or {})
     if sum_stats and meta:
         stats.update(meta)
+    targets = summed.get("targets")
+    if runs and targets is None:
+        raise InputError("runs to merge but no 'targets' in their stats.json", path=dirs[0])
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     if runs and not table_dirs:
-        targets = merge_stats([st for _, st in inputs]).get("targets")
-        if targets is None:
-            raise InputError("runs to merge but no 'targets' in their stats.json", path=dirs[0])
         merge_runs(runs, out, targets, stats, partitions=partitions, rows_per_partition=rows_per_partition)
         return out
     tmp = None
     try:
         if runs:  # a mix: the runs summed to a count directory first
             tmp = Path(tempfile.mkdtemp(prefix=".merge-runs-", dir=out.parent))
-            run_dirs = [d for d, st in inputs if "runs" in st]
-            table_dirs.append(merge_count_dirs(run_dirs, tmp / "runs", rows_per_partition=rows_per_partition))
+            table_dirs.append(
+                merge_runs(runs, tmp / "runs", targets, {}, rows_per_partition=rows_per_partition)
+            )
         _sum_count_tables(table_dirs, out, partitions, rows_per_partition)
     finally:
         if tmp is not None:
