@@ -13,7 +13,9 @@ imports, model load, scoring) and its peak RSS its own:
 - ``lm-eval``: lm-evaluation-harness (``pip install -e '.[lmeval]'``) ``HFLM.loglikelihood`` with an empty context
   (its prefix token, BOS, then the sentence), batch ``--lmeval-batch-size``, on the same converted Hugging Face
   folder; reported as missing when the package is not installed;
-- ``naive``: one forward pass per sentence, log_softmax, sum, on the first ``--naive-pairs`` pairs.
+- ``naive``: one forward pass per sentence, log_softmax, sum, on the first ``--naive-pairs`` pairs;
+- ``ours-torch`` (not run unless named): ``ours`` with PyTorch's default matmul instead of oneDNN's
+  (``CausalScorer(onednn=False)``, see :mod:`unstereo.scoring.onednn`).
 Prints pairs per second (whole process and scoring alone), the ratio to lm-eval (target >= 1.3x, whole process, on
 both models), to the naive loop, the largest per-sentence score differences and each side's peak RSS. With
 ``--rounds`` > 1 the sides run in turn that many times and each keeps its fastest run (for a busy machine).
@@ -33,7 +35,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_MODEL = REPO / "data/external/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
-SIDES = ("ours", "lm-eval", "naive")
+SIDES = ("ours", "lm-eval", "naive", "ours-torch")
+DEFAULT_SIDES = ("ours", "lm-eval", "naive")
 
 
 def reference_templates(n: int, table: str = "USE-10", seed: int = 0) -> tuple[list[str], str]:
@@ -110,9 +113,16 @@ def worker(args: argparse.Namespace) -> None:
             scores = naive_scores(model, tokenizer, sentences)
         else:
             batch_size = args.batch_size if args.batch_size == "auto" else int(args.batch_size)
-            scorer = CausalScorer(model, tokenizer, device="cpu", batch_size=batch_size, path=args.path)
+            scorer = CausalScorer(
+                model,
+                tokenizer,
+                device="cpu",
+                batch_size=batch_size,
+                path=args.path,
+                onednn=args.worker == "ours",
+            )
             scores = [lp for lp, _ in scorer.score(sentences)]
-            info = {"path": scorer.path, "largest_batch": scorer.batcher.largest_batch}
+            info = {"path": scorer.path, "largest_batch": scorer.batcher.largest_batch, **scorer.metadata()}
     t2 = time.perf_counter()
     result = {"scores": scores, "load_s": t1 - t0, "score_s": t2 - t1, **info}
     Path(args.out).write_text(json.dumps(result))
@@ -171,7 +181,9 @@ def main() -> None:
     ap.add_argument("--path", default="auto", help="ours: scoring path (auto, tree, padded, full)")
     ap.add_argument("--lmeval-batch-size", type=int, default=32)
     ap.add_argument("--naive-pairs", type=int, default=100, help="pairs for the naive loop (it is slow)")
-    ap.add_argument("--sides", default=",".join(SIDES), help="comma-separated: ours, lm-eval, naive")
+    ap.add_argument(
+        "--sides", default=",".join(DEFAULT_SIDES), help="comma-separated: ours, lm-eval, naive, ours-torch"
+    )
     ap.add_argument(
         "--rounds", type=int, default=1, help="run the sides in turn this many times, keep the best"
     )
@@ -220,7 +232,8 @@ def main() -> None:
 
     print(
         f"model {args.model}; {n_pairs} pairs ({source}); {args.threads} threads; fp32 on CPU; "
-        f"ours: batch size {args.batch_size}, path {best.get('ours', {}).get('path', '-')}; "
+        f"ours: batch size {args.batch_size}, path {best.get('ours', {}).get('path', '-')}, "
+        f"matmul {best.get('ours', {}).get('matmul', '-')}; "
         f"lm-eval batch size {args.lmeval_batch_size}; best of {args.rounds} round(s)"
     )
     print(
@@ -240,6 +253,13 @@ def main() -> None:
             f"{lm['score_s'] / ours['score_s']:.2f}x scoring alone"
         )
         print(f"max |ours - lm-eval| per sentence: {max_diff(ours['scores'], lm['scores']):.2e}")
+    if "ours" in best and "ours-torch" in best:
+        ours, plain = best["ours"], best["ours-torch"]
+        print(
+            f"ours ({ours.get('matmul')}) vs ours-torch ({plain.get('matmul')}): "
+            f"{plain['wall_s'] / ours['wall_s']:.2f}x whole process, {plain['score_s'] / ours['score_s']:.2f}x "
+            f"scoring alone; max |diff| per sentence {max_diff(ours['scores'], plain['scores']):.2e}"
+        )
     if "ours" in best and "naive" in best:
         ours, naive = best["ours"], best["naive"]
         rate = (n_pairs / ours["score_s"]) / (naive_n / naive["score_s"])

@@ -4,6 +4,7 @@ Gemma3 (soft-capped), Granite and Cohere (scaled logits) models, and the scores 
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 
@@ -96,28 +97,31 @@ def test_segment_layout_shared_chains_and_several_roots():
 # ------------------------------------------------------------------------------------------ blockwise LM head
 
 
-def test_head_logprobs_by_hand():
+@pytest.mark.parametrize("onednn", [False, True])
+def test_head_logprobs_by_hand(onednn):
     # weight rows e1, e2, 0 and hidden (ln 2, ln 5): logits ln 2, ln 5, 0 -> p = 2/8, 5/8, 1/8.
     weight = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]])
     hidden = torch.tensor([[math.log(2), math.log(5)]])
     nodes, tokens = torch.tensor([0, 0, 0]), torch.tensor([0, 1, 2])
-    lp = head_logprobs(hidden, LMHead(weight), nodes, tokens)
+    head = functools.partial(head_logprobs, onednn=onednn)  # products by oneDNN or by torch.mm
+    lp = head(hidden, LMHead(weight), nodes, tokens)
     assert lp.tolist() == pytest.approx([math.log(2 / 8), math.log(5 / 8), math.log(1 / 8)], abs=1e-6)
     # scale 2: logits 2 ln 2, 2 ln 5, 0 -> 4/30, 25/30, 1/30
-    lp = head_logprobs(hidden, LMHead(weight, scale=2.0), nodes, tokens)
+    lp = head(hidden, LMHead(weight, scale=2.0), nodes, tokens)
     assert lp.tolist() == pytest.approx([math.log(4 / 30), math.log(25 / 30), math.log(1 / 30)], abs=1e-6)
     # soft cap 1: logits tanh(ln 2) = 3/5, tanh(ln 5) = 12/13, 0
-    lp = head_logprobs(hidden, LMHead(weight, softcap=1.0), nodes, tokens)
+    lp = head(hidden, LMHead(weight, softcap=1.0), nodes, tokens)
     z = [3 / 5, 12 / 13, 0.0]
     norm = math.log(sum(math.exp(x) for x in z))
     assert lp.tolist() == pytest.approx([x - norm for x in z], abs=1e-6)
     # bias (0, 0, ln 3): logits ln 2, ln 5, ln 3 -> 2/10, 5/10, 3/10
-    lp = head_logprobs(hidden, LMHead(weight, bias=torch.tensor([0.0, 0.0, math.log(3)])), nodes, tokens)
+    lp = head(hidden, LMHead(weight, bias=torch.tensor([0.0, 0.0, math.log(3)])), nodes, tokens)
     assert lp.tolist() == pytest.approx([math.log(0.2), math.log(0.5), math.log(0.3)], abs=1e-6)
 
 
+@pytest.mark.parametrize("onednn", [False, True])
 @pytest.mark.parametrize("chunk_cells", [5 * 256, 5 * 300, 10**9])
-def test_head_logprobs_blocks_equal_log_softmax(chunk_cells):
+def test_head_logprobs_blocks_equal_log_softmax(chunk_cells, onednn):
     # 1,000-token vocabulary in blocks of 256 or 300 tokens (4 blocks, the last one short) or one block; targets in
     # every block; large logits so that the running max changes from block to block.
     g = torch.Generator().manual_seed(0)
@@ -131,7 +135,7 @@ def test_head_logprobs_blocks_equal_log_softmax(chunk_cells):
         if head.softcap:
             logits = head.softcap * torch.tanh(logits / head.softcap)
         want = torch.log_softmax(logits, -1)[nodes, tokens]
-        got = head_logprobs(hidden, head, nodes, tokens, chunk_cells=chunk_cells)
+        got = head_logprobs(hidden, head, nodes, tokens, chunk_cells=chunk_cells, onednn=onednn)
         assert got.dtype == torch.float32
         assert got.double().tolist() == pytest.approx(want.tolist(), abs=2e-5)
 

@@ -90,29 +90,41 @@ def last_hidden(output: Any) -> Any:
 
 
 def head_logprobs(
-    hidden: Any, head: LMHead, query_node: Any, query_token: Any, chunk_cells: int = CHUNK_CELLS
+    hidden: Any,
+    head: LMHead,
+    query_node: Any,
+    query_token: Any,
+    chunk_cells: int = CHUNK_CELLS,
+    onednn: bool = False,
 ):
     """ln p(query_token[q] | node query_node[q]) in fp32 for the hidden states ``hidden`` (``[nodes, hidden]``).
 
     The same numbers as gathering from ``log_softmax(head(hidden))``: the logits of each vocabulary block are
     computed in the model's dtype (as the full forward pass does), turned to fp32, scaled and soft-capped, the
-    queried ones picked, and the block folded into a running max and sum of exponentials per node."""
+    queried ones picked, and the block folded into a running max and sum of exponentials per node. ``onednn``:
+    the blocks' products by :func:`.onednn.linear` (fp32 on the CPU, see :mod:`.onednn`)."""
     import torch
+
+    from .onednn import linear
 
     n, vocab = hidden.shape[0], head.weight.shape[0]
     step = max(MIN_CHUNK, min(vocab, chunk_cells // max(1, n)))
     running_max = torch.full((n,), float("-inf"), dtype=torch.float32, device=hidden.device)
     running_sum = torch.zeros(n, dtype=torch.float32, device=hidden.device)
     picked = torch.zeros(len(query_node), dtype=torch.float32, device=hidden.device)
-    buffer = torch.empty(n * min(step, vocab), dtype=hidden.dtype, device=hidden.device)
+    buffer = None if onednn else torch.empty(n * min(step, vocab), dtype=hidden.dtype, device=hidden.device)
     for v0 in range(0, vocab, step):
         v1 = min(vocab, v0 + step)
-        out = buffer[: n * (v1 - v0)].view(n, v1 - v0)  # reused: no fresh pages per block
-        weight = head.weight[v0:v1].t()
-        if head.bias is not None:
-            torch.addmm(head.bias[v0:v1], hidden, weight, out=out)
+        bias = head.bias[v0:v1] if head.bias is not None else None
+        if onednn:
+            out = linear(hidden, head.weight[v0:v1], bias)
         else:
-            torch.mm(hidden, weight, out=out)
+            out = buffer[: n * (v1 - v0)].view(n, v1 - v0)  # reused: no fresh pages per block
+            weight = head.weight[v0:v1].t()
+            if bias is not None:
+                torch.addmm(bias, hidden, weight, out=out)
+            else:
+                torch.mm(hidden, weight, out=out)
         logits = out.float()  # the same tensor in fp32, so the in-place steps below are safe
         if head.scale is not None:
             logits.mul_(head.scale)
