@@ -353,6 +353,7 @@ def test_unknown_logit_transform_falls_back_to_full(tok, caplog):
         scorer = CausalScorer(model, tok, batch_size=3)
         got = scorer.score(SENTENCES)
     assert scorer.path == "full" and "probe scores differ" in caplog.text
+    assert not scorer.onednn and scorer.metadata()["matmul"] == "default"  # the model's own forward pass
     assert got == CausalScorer(model, tok, batch_size=3, path="full").score(SENTENCES)  # the same batches
     with pytest.raises(ValueError, match="scoring path 'tree' does not work"):
         CausalScorer(model, tok, path="tree").score(["she"])

@@ -162,7 +162,7 @@ class CausalScorer:
         # nodes per attention segment of the tree path; 0: dense attention over the row
         self._segment = SEGMENT
         self.onednn_requested = onednn
-        self.onednn = False  # resolved with the path
+        self.onednn = False  # resolved with the path: True where the fast path's products run on oneDNN
 
     def encode(self, sentences: list[str]) -> list[list[int]]:
         """Token ids of each sentence with the prefix token prepended (when the policy has one)."""
@@ -310,8 +310,8 @@ class CausalScorer:
 
     def _use(self, path: str) -> None:
         self.path = path
-        onednn = self.onednn and path in ("tree", "padded")
-        log.info("scoring path: %s%s", path, " (products on oneDNN)" if onednn else "")
+        self.onednn = self.onednn and path != "full"  # the full path is the model's own forward pass
+        log.info("scoring path: %s%s", path, " (products on oneDNN)" if self.onednn else "")
         if path == "tree":
             self.batcher.max_cells = TREE_MAX_CELLS
         elif path == "padded":  # no batch x length x vocabulary logits: no logits budget
@@ -344,7 +344,7 @@ class CausalScorer:
         return {
             **run_metadata(self, self.prefix.describe()),
             "scoring_path": self.path or self.path_requested,
-            "matmul": "onednn" if self.onednn and self.path in ("tree", "padded") else "default",
+            "matmul": "onednn" if self.onednn else "default",
         }
 
 
