@@ -304,7 +304,7 @@ def _fnv_mix(b: bytes) -> int:
 def test_string_hashes_by_hand_and_merge_partitions():
     import pyarrow as pa
 
-    from unstereo.corpus.merge import _partition
+    from unstereo.corpus.parts import partition
 
     words = ["", "a", "she", "café", "she"]
     data = "".join(words).encode()
@@ -314,4 +314,4 @@ def test_string_hashes_by_hand_and_merge_partitions():
     # partitions: the hash mod parts, also on a sliced arrow array (its offset) and a large_string one
     arr = pa.array(["x", *words])[1:]
     expect = [_fnv_mix(w.encode()) % 7 for w in words]
-    assert _partition(arr, 7).tolist() == expect == _partition(arr.cast(pa.large_string()), 7).tolist()
+    assert partition(arr, 7).tolist() == expect == partition(arr.cast(pa.large_string()), 7).tolist()

@@ -9,14 +9,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from unstereo.corpus import kernels
-from unstereo.corpus.merge import (
-    _group_sum,
-    _radix_order,
-    _sum_codes,
-    merge_count_dirs,
-    read_counts,
-    sum_tables,
-)
+from unstereo.corpus.merge import _group_sum, merge_count_dirs, read_counts, sum_tables
+from unstereo.corpus.parts import radix_order, sum_codes
 from unstereo.errors import InputError
 
 
@@ -62,9 +56,9 @@ def test_sum_codes_by_hand(monkeypatch, compiled):
     if compiled and not kernels.AVAILABLE:
         pytest.skip("numba missing")
     monkeypatch.setattr(kernels, "AVAILABLE", compiled)
-    codes, sums = _sum_codes(np.array([5, 3, 5, 0, 7]), np.array([1, 2, 3, 4, 0]), 2)
+    codes, sums = sum_codes(np.array([5, 3, 5, 0, 7]), np.array([1, 2, 3, 4, 0]), 2)
     assert codes.tolist() == [0, 3, 5, 7] and sums.tolist() == [4, 2, 4, 0]
-    codes, sums = _sum_codes(np.array([], np.int64), np.array([], np.int64), 2)
+    codes, sums = sum_codes(np.array([], np.int64), np.array([], np.int64), 2)
     assert codes.size == 0 and sums.size == 0
 
 
@@ -75,9 +69,9 @@ def test_sum_codes_compiled_equals_radix(monkeypatch, n_low):
     rng = np.random.default_rng(n_low)
     codes = rng.integers(0, 2000, 20_000) * n_low + rng.integers(0, n_low, 20_000)
     counts = rng.integers(0, 2**40, codes.size)
-    got = _sum_codes(codes, counts, n_low)
+    got = sum_codes(codes, counts, n_low)
     monkeypatch.setattr(kernels, "AVAILABLE", False)
-    want = _sum_codes(codes, counts, n_low)
+    want = sum_codes(codes, counts, n_low)
     assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
     assert np.array_equal(want[0], np.unique(codes))
 
@@ -86,8 +80,8 @@ def test_sum_codes_compiled_equals_radix(monkeypatch, n_low):
 def test_radix_order_is_the_stable_sort(high):
     rng = np.random.default_rng(high)
     code = rng.integers(0, high, 5000)
-    assert np.array_equal(_radix_order(code), np.argsort(code, kind="stable"))
-    assert _radix_order(code[:0]).size == 0
+    assert np.array_equal(radix_order(code), np.argsort(code, kind="stable"))
+    assert radix_order(code[:0]).size == 0
 
 
 def test_partitioned_sum_equals_pandas(tmp_path):

@@ -562,7 +562,7 @@ class FastCounter:
         complete). :func:`~unstereo.corpus.merge.merge_count_dirs` sums such a directory by integer word id; no
         merge here."""
         from ..io import write_json
-        from .merge import STATS
+        from .parts import STATS
 
         self._spill()  # even an empty run: a directory of runs always lists one
         out = Path(out_dir)
@@ -745,7 +745,7 @@ RUNS = "runs"  # a count directory's folder of runs (count_files(runs=True))
 def _clear_counts(out: Path) -> None:
     """Remove what an earlier count left in ``out`` (stats first: a directory without them is incomplete), so no
     stale run or table mixes with the new runs."""
-    from .merge import CO, STATS, UNI
+    from .parts import CO, STATS, UNI
 
     for name in (STATS, UNI, CO):
         (out / name).unlink(missing_ok=True)
@@ -755,7 +755,7 @@ def _clear_counts(out: Path) -> None:
 def _write_naive_run(out: Path, counts: Counts, meta: dict) -> None:
     """The naive engine's counts written as one run (same directory as the fast engine's ``runs=True``)."""
     from ..io import write_json
-    from .merge import STATS
+    from .parts import STATS
     from .runs import write_run
 
     words = pd.Index(counts.unigrams["word"])

@@ -2,7 +2,8 @@
 
 Summing many count tables would need memory for the whole vocabulary at once; instead rows are split by a hash of
 the word into partitions (temporary arrow files), and each partition is summed on its own, in arrow and numpy (no
-Python object per row). Memory then scales with ``rows_per_partition``, not with the vocabulary.
+Python object per row; the part layer, shared with the runs' sum, is :mod:`~unstereo.corpus.parts`). Memory then
+scales with ``rows_per_partition``, not with the vocabulary.
 """
 
 from __future__ import annotations
@@ -18,19 +19,29 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import InputError
 from ..io import atomic_path, write_json
 from ..log import get_logger
 from ..tables import COOCCURRENCE, UNIGRAMS, read_table, validate
+from .parts import (
+    CO,
+    SCHEMA,
+    STATS,
+    UNI,
+    PartWriter,
+    empty_table,
+    partition,
+    ranked,
+    split_by_part,
+    sum_codes,
+)
+from .runs import check_run, merge_runs
 
 log = get_logger("corpus.merge")
 
-UNI, CO, STATS = "unigrams.parquet", "cooccurrence.parquet", "stats.json"
 KEYS = {UNI: ["word"], CO: ["word", "target"]}
-SCHEMA = {UNI: UNIGRAMS, CO: COOCCURRENCE}
 # stats that must agree between the parts of a merge (counting settings)
 SETTINGS = ("window", "targets", "stopwords", "text_key")
 SUMMED = ("n_tokens", "n_pairs")
@@ -147,98 +158,21 @@ def _group_sum(table: pa.Table, keys: list[str]) -> pa.Table:
     Each key column is dictionary-encoded (arrow's exact hash of the strings) and only its distinct values are
     sorted, so no string is compared twice and no Python object is made (pandas' group-by on str objects was most
     of a merge's time); rows with equal int64 codes made of the keys' ranks are then summed, in code order
-    (:func:`_sum_codes`)."""
+    (:func:`~unstereo.corpus.parts.sum_codes`)."""
     code = np.zeros(table.num_rows, np.int64)
     levels = []
     for key in keys:
-        values, order, rank, index = _ranked(table.column(key))
+        values, order, rank, index = ranked(table.column(key))
         code = code * len(values) + rank[index]
         levels.append((values, order))
     # the last key's cardinality splits a code into hi (the other keys) and lo (the last: a row's target)
     n_low = len(levels[-1][0]) if len(keys) > 1 else 1
-    code, sums = _sum_codes(code, table.column("count").to_numpy(), n_low)
+    code, sums = sum_codes(code, table.column("count").to_numpy(), n_low)
     columns = {}
     for key, (values, order) in reversed(list(zip(keys, levels, strict=True))):
         columns[key] = values.take(order[code % len(values)])
         code = code // len(values)
     return pa.table({**{k: columns[k] for k in keys}, "count": pa.array(sums, pa.int64())})
-
-
-def _sum_codes(codes: np.ndarray, counts: np.ndarray, n_low: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    """(distinct ``codes`` in ascending order, the sum of ``counts`` of each). Codes ``hi * n_low + lo`` with few
-    distinct ``hi`` (a part's words; ``lo`` its targets) go to the compiled counting sort by ``hi``
-    (:func:`~unstereo.corpus.kernels.group_sum`, ~4x faster); else a radix sort, then equal neighbours summed."""
-    from . import kernels
-
-    if not codes.size:
-        return codes, counts
-    # (the kernel's memory grows with the number of hi, its time with the square of a hi's distinct lo)
-    if kernels.AVAILABLE and n_low <= 1024 and int(codes.max()) // n_low <= 4 * codes.size:
-        return kernels.group_sum(codes, np.ascontiguousarray(counts, np.int64), n_low)
-    by = _radix_order(codes)
-    codes = codes[by]
-    starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
-    return codes[starts], np.add.reduceat(counts[by], starts)
-
-
-class _PartWriter:
-    """A count table of kind ``name`` written to ``path`` a part at a time (:func:`_empty` if no part has rows)."""
-
-    def __init__(self, path: Path, name: str):
-        self.path, self.name, self.rows, self._writer = path, name, 0, None
-
-    def write(self, table: pa.Table | dict) -> None:
-        table = table if isinstance(table, pa.Table) else pa.table(table)
-        if table.num_rows:
-            if self._writer is None:
-                self._writer = pq.ParquetWriter(self.path, table.schema)
-            self._writer.write_table(table)
-            self.rows += table.num_rows
-
-    def close(self) -> int:
-        """Finish the file; the number of rows written."""
-        if self._writer is None:
-            pq.write_table(_empty(self.name), self.path)
-        else:
-            self._writer.close()
-        return self.rows
-
-
-def _radix_order(code: np.ndarray) -> np.ndarray:
-    """The stable sorting permutation of non-negative int64 ``code``: 16 bits at a time, lowest first, by numpy's
-    stable sort of uint16 (a radix sort). Codes of up to 32 bits take two passes, half a comparison sort's time."""
-    order = np.arange(len(code))
-    for shift in range(0, int(code.max()).bit_length() if len(code) else 0, 16):
-        order = order[np.argsort((code[order] >> shift).astype(np.uint16), kind="stable")]
-    return order
-
-
-def _ranked(column: pa.ChunkedArray) -> tuple[pa.Array, np.ndarray, np.ndarray, np.ndarray]:
-    """(distinct values, their indices in sorted order, the rank of each, each row's index into them) of a string
-    column."""
-    enc = pc.dictionary_encode(column.combine_chunks())
-    order = pc.sort_indices(enc.dictionary).to_numpy().astype(np.int64)
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    return enc.dictionary, order, rank, enc.indices.to_numpy().astype(np.int64)
-
-
-def _partition(words: pa.Array, parts: int) -> np.ndarray:
-    """The part of each word: a hash of its text mod ``parts`` (the same word always lands in one part). From the
-    arrow strings' bytes by a compiled kernel where numba is there (pandas' hash of Python str objects took a
-    third of a merge's time), else pandas' (neither depends on PYTHONHASHSEED)."""
-    from . import kernels
-
-    if kernels.AVAILABLE and not words.null_count:
-        # int64 offsets whether the column is string or large_string (a copy of the offsets only)
-        words = words.cast(pa.large_string())
-        _, offsets, data = words.buffers()
-        off = np.frombuffer(offsets, np.int64)[words.offset : words.offset + len(words) + 1]
-        raw = np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
-        return (kernels.string_hashes(off, raw) % np.uint64(parts)).astype(np.int64)
-    return (
-        pd.util.hash_array(words.to_numpy(zero_copy_only=False).astype(object)) % np.uint64(parts)
-    ).astype(np.int64)
 
 
 def _canonical(batch: pa.RecordBatch | pa.Table, name: str, source: Path):
@@ -265,7 +199,7 @@ def sum_tables(paths: Sequence[Path], out: Path, name: str, rows_per_partition: 
     parts = max(1, math.ceil(total / rows_per_partition))
     if parts == 1:
         tables = [_canonical(pq.read_table(p), name, p) for p in paths]
-        summed = _group_sum(pa.concat_tables(tables or [_empty(name)]), keys)
+        summed = _group_sum(pa.concat_tables(tables or [empty_table(name)]), keys)
         with atomic_path(out) as tmp:
             pq.write_table(summed, tmp)
         return summed.num_rows
@@ -275,10 +209,10 @@ def sum_tables(paths: Sequence[Path], out: Path, name: str, rows_per_partition: 
         for k, p in enumerate(paths):
             file = tmpdir / f"in{k:05d}.arrow"
             batches = (_canonical(b, name, p) for b in pq.ParquetFile(p).iter_batches(batch_size=1_000_000))
-            n_in = _split_by_part(((b, _partition(b.column("word"), parts)) for b in batches), parts, file)
+            n_in = split_by_part(((b, partition(b.column("word"), parts)) for b in batches), parts, file)
             spilled.append((file, n_in))
         with atomic_path(out) as tmp:
-            writer = _PartWriter(tmp, name)
+            writer = PartWriter(tmp, name)
             for q in range(parts):
                 pieces = []
                 for file, batches in spilled:
@@ -293,40 +227,6 @@ def sum_tables(paths: Sequence[Path], out: Path, name: str, rows_per_partition: 
         shutil.rmtree(tmpdir, ignore_errors=True)
 
 
-def _split_by_part(batches, parts: int, file: Path) -> int:
-    """Write ``batches``, pairs (record batch, the part of each of its rows: ints in [0, parts)), to the arrow file
-    ``file`` (lz4), the rows of each in order of their part (stable) as one record batch per part, empty ones too:
-    part q of input batch b is record batch ``b * parts + q``. Returns the number of input batches (0: the file
-    holds nothing)."""
-    n, writer = 0, None
-    with pa.OSFile(str(file), "wb") as sink:
-        for batch, part in batches:
-            # uint16 parts: numpy's stable sort is then a radix sort
-            order = np.argsort(part.astype(np.uint16 if parts < 1 << 16 else np.int64), kind="stable")
-            bounds = np.searchsorted(part[order], np.arange(parts + 1))
-            batch = batch.take(pa.array(order))
-            if writer is None:
-                writer = pa.ipc.new_file(
-                    sink, batch.schema, options=pa.ipc.IpcWriteOptions(compression="lz4")
-                )
-            for q in range(parts):
-                writer.write_batch(batch.slice(bounds[q], bounds[q + 1] - bounds[q]))
-            n += 1
-        if writer is not None:
-            writer.close()
-    return n
-
-
-def _empty(name: str) -> pa.Table:
-    """A count table of kind ``name`` without rows, in :func:`_canonical`'s types."""
-    return pa.table(
-        {
-            c.name: pa.array([], pa.large_string() if c.kind == "str" else pa.int64())
-            for c in SCHEMA[name].columns
-        }
-    )
-
-
 def merge_count_dirs(
     dirs: Sequence[str | Path],
     out_dir: str | Path,
@@ -338,8 +238,6 @@ def merge_count_dirs(
     """Sum the counts of ``dirs`` into ``out_dir``; stats are summed (or ``meta`` used as is). A directory holds
     count tables or a counter's runs (``unstereo corpus count --runs``: its stats list them); runs are summed by
     integer word id (:func:`~unstereo.corpus.runs.merge_runs`), with the tables of the others if there are any."""
-    from .runs import check_run, merge_runs
-
     dirs = [Path(d) for d in dirs]
     if not dirs:
         raise InputError("nothing to merge: no count directories given")

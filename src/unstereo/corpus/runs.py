@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 from ..errors import InputError
 from ..io import atomic_path, write_json
 from ..log import get_logger
-from .merge import CO, STATS, UNI, _partition, _PartWriter, _ranked, _split_by_part, _sum_codes
+from .parts import CO, STATS, UNI, PartWriter, partition, ranked, split_by_part, sum_codes
 
 log = get_logger("corpus.runs")
 
@@ -127,11 +127,11 @@ def merge_runs(
     try:
         split = [_SplitRun(run, parts, tmpdir / f"r{k:05d}") for k, run in enumerate(runs)]
         with atomic_path(out / UNI) as uni_tmp, atomic_path(out / CO) as co_tmp:
-            uni, co = _PartWriter(uni_tmp, UNI), _PartWriter(co_tmp, CO)
+            uni, co = PartWriter(uni_tmp, UNI), PartWriter(co_tmp, CO)
             for q in range(parts):
                 words = [s.words(q) for s in split]  # run after run: a run's local word index is its row here
                 part = pa.Table.from_batches([w for w in words if w is not None] or [_EMPTY_WORDS])
-                values, order, rank, index = _ranked(part.column("word"))
+                values, order, rank, index = ranked(part.column("word"))
                 sums = np.zeros(len(values), np.int64)
                 np.add.at(sums, index, part.column("count").to_numpy())
                 uni.write({"word": values.take(order), "count": pa.array(sums[order])})
@@ -139,7 +139,7 @@ def merge_runs(
                 word_rank = rank[index]
                 starts = np.cumsum([0] + [0 if w is None else w.num_rows for w in words])
                 codes, counts = _part_codes(q, split, word_rank, starts, T)
-                codes, counts = _sum_codes(codes, counts, T)
+                codes, counts = sum_codes(codes, counts, T)
                 co.write(
                     {
                         "word": values.take(order[codes // T]),
@@ -169,13 +169,13 @@ class _SplitRun:
         self.parts = parts
         table = pq.read_table(run / UNI)
         words = table.column("word").combine_chunks().cast(pa.large_string())
-        part = _partition(words, parts)
+        part = partition(words, parts)
         batch = pa.record_batch(
             [words, table.column("count").combine_chunks().cast(pa.int64())], ["word", "count"]
         )
         self.words_file, self.co_file = prefix.with_suffix(".words.arrow"), prefix.with_suffix(".co.arrow")
-        self.has_words = _split_by_part([(batch, part)] if len(batch) else [], parts, self.words_file) > 0
-        # a word's index among its part's words, in order of id (the stable order _split_by_part writes)
+        self.has_words = split_by_part([(batch, part)] if len(batch) else [], parts, self.words_file) > 0
+        # a word's index among its part's words, in order of id (the stable order split_by_part writes)
         order = np.argsort(part.astype(np.uint16 if parts < 1 << 16 else np.int64), kind="stable")
         bounds = np.searchsorted(part[order], np.arange(parts + 1))
         local = np.empty(len(order), np.uint32)
@@ -188,7 +188,7 @@ class _SplitRun:
                     word = b.column("word_id").to_numpy()
                     yield b.set_column(0, "word_id", pa.array(local[word])), part[word]
 
-        self.co_batches = _split_by_part(local_rows(), parts, self.co_file)
+        self.co_batches = split_by_part(local_rows(), parts, self.co_file)
 
     def words(self, q: int) -> pa.RecordBatch | None:
         """Part q's words and counts (None: the run has no word)."""

@@ -1,0 +1,84 @@
+"""The corpus package's modules import each other without a cycle (merge.py and runs.py once did, both ways), and
+each one imports on its own."""
+
+from __future__ import annotations
+
+import ast
+import graphlib
+import importlib
+from pathlib import Path
+
+import pytest
+
+import unstereo.corpus
+
+CORPUS = Path(unstereo.corpus.__file__).parent
+MODULES = sorted(p.stem for p in CORPUS.glob("*.py") if p.stem != "__init__")
+
+
+def corpus_imports(source: str) -> set[str]:
+    """The corpus modules ``source`` (a module of unstereo.corpus) imports, at module level or inside a function:
+    ``from .x import y``, ``from . import x``, ``from unstereo.corpus.x import y``, ``import unstereo.corpus.x``."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            if node.level == 1:
+                names = [node.module] if node.module else [a.name for a in node.names]
+            elif node.level == 0 and (node.module or "").startswith("unstereo.corpus"):
+                rest = node.module.removeprefix("unstereo.corpus").lstrip(".")
+                names = [rest] if rest else [a.name for a in node.names]
+            else:
+                continue
+        elif isinstance(node, ast.Import):
+            names = [
+                a.name.removeprefix("unstereo.corpus.")
+                for a in node.names
+                if a.name.startswith("unstereo.corpus.")
+            ]
+        else:
+            continue
+        found.update(n.split(".")[0] for n in names)
+    return found
+
+
+def corpus_graph() -> dict[str, set[str]]:
+    """Corpus module -> the corpus modules it imports."""
+    return {
+        m: corpus_imports((CORPUS / f"{m}.py").read_text(encoding="utf-8")) & set(MODULES) for m in MODULES
+    }
+
+
+def test_corpus_imports_by_hand():
+    source = (
+        "from . import tokenize as tk\n"
+        "from .parts import UNI\n"
+        "from ..errors import InputError\n"  # another stage: not a corpus module
+        "import numpy as np\n"
+        "def f():\n"
+        "    from .runs import merge_runs\n"  # inside a function counts too
+        "    from unstereo.corpus.lexicon import x\n"
+        "    import unstereo.corpus.shards\n"
+    )
+    assert corpus_imports(source) == {"tokenize", "parts", "runs", "lexicon", "shards"}
+
+
+def test_cycle_is_found():
+    """The check itself: merge <-> runs, as it was, is a cycle."""
+    with pytest.raises(graphlib.CycleError):
+        tuple(graphlib.TopologicalSorter({"merge": {"runs"}, "runs": {"merge", "parts"}}).static_order())
+
+
+def test_no_import_cycle_between_corpus_modules():
+    graph = corpus_graph()
+    assert {"merge", "runs", "parts", "count"} <= graph.keys()
+    assert "parts" in graph["merge"] and "parts" in graph["runs"] and "runs" in graph["merge"]
+    try:
+        order = tuple(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as exc:
+        pytest.fail(f"corpus modules import each other in a cycle: {' -> '.join(exc.args[1])}")
+    assert set(order) == set(MODULES)
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_each_corpus_module_imports(module):
+    assert importlib.import_module(f"unstereo.corpus.{module}").__doc__
