@@ -28,7 +28,7 @@ for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import pandas as pd  # noqa: E402
 
-from unstereo.corpus import kernels  # noqa: E402
+from unstereo.corpus import jit  # noqa: E402
 from unstereo.corpus.count import FastCounter, count_naive  # noqa: E402
 from unstereo.corpus.lexicon import load_stopwords, load_targets  # noqa: E402
 from unstereo.corpus.readers import DocumentReader  # noqa: E402
@@ -87,7 +87,7 @@ def main() -> None:
     paths = args.file or [ext / "demo-corpus" / "brown.jsonl", ext / "demo-corpus" / "nlp-corpus.jsonl"]
     mb = sum(p.stat().st_size for p in paths) / 1e6
     targets, stop = load_targets(), load_stopwords("spacy")
-    paths_fast = [("fast, compiled", True)] if kernels.AVAILABLE else []
+    paths_fast = [("fast, compiled", True)] if jit.AVAILABLE else []
     paths_fast.append(("fast, numpy", False))
     rows, results = [], {}
     for name, compiled in paths_fast:

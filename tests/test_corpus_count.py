@@ -67,9 +67,9 @@ def as_counters(counts):
 @pytest.fixture(params=[False, True], ids=["numpy", "numba"])
 def compiled(request):
     """Both paths of the fast counter: numpy, and the compiled kernels (when numba is installed)."""
-    from unstereo.corpus import kernels
+    from unstereo.corpus import jit
 
-    if request.param and not kernels.AVAILABLE:
+    if request.param and not jit.AVAILABLE:
         pytest.skip("numba is not installed")
     return request.param
 

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from test_corpus_count import SPACY, TARGETS, as_counters, plain_counter
 
-from unstereo.corpus import kernels
+from unstereo.corpus import count_loop, hashing, jit, row_sort, token_edges, word_table
 from unstereo.corpus import tokenize as tk
 from unstereo.corpus.count import FastCounter, _decode_spans
 from unstereo.corpus.readers import chunk_lines, iter_chunks
@@ -28,7 +28,7 @@ def random_text(rng: random.Random, n: int) -> str:
     return "".join(rng.choice(SPECIAL if rng.random() < 0.3 else ASCII) for _ in range(n))
 
 
-WITH_KERNELS = [None] + ([kernels] if kernels.AVAILABLE else [])
+WITH_KERNELS = [False] + ([True] if jit.AVAILABLE else [])
 
 
 @pytest.mark.parametrize("compiled", WITH_KERNELS, ids=lambda k: "numba" if k else "numpy")
@@ -36,7 +36,7 @@ def test_encode_batch_equals_lowering_the_whole_text(compiled):
     rng = random.Random(7)
     for _ in range(300):
         texts = [random_text(rng, rng.randrange(0, 40)) for _ in range(rng.randrange(1, 6))]
-        buf, n = tk.encode_batch(texts, compiled)
+        buf, n = tk.encode_batch(texts, compiled=compiled)
         joined = tk.DOC_SEP.join(t.replace(tk.SEP, " ") for t in texts)
         assert buf == (joined + tk.SEP * tk.PAD).lower().encode("utf-8", "surrogatepass")
         assert n == len(buf) - tk.PAD
@@ -45,24 +45,26 @@ def test_encode_batch_equals_lowering_the_whole_text(compiled):
 @pytest.mark.parametrize("compiled", WITH_KERNELS, ids=lambda k: "numba" if k else "numpy")
 def test_final_sigma_is_lowered_in_context(compiled):
     # "ΑΣ" ends a word: final ς; "ΑΣΑ": medial σ; the context reaches across case-ignorable "'" but not a space
-    buf, n = tk.encode_batch(["ΑΣ ΑΣΑ Α'Σ ΑΣ'Α x"], compiled)
+    buf, n = tk.encode_batch(["ΑΣ ΑΣΑ Α'Σ ΑΣ'Α x"], compiled=compiled)
     assert buf[:n].decode() == "ας ασα α'ς ασ'α x"
 
 
 def compiled_spans(arr: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Start and end offsets of the tokens as the compiled kernel gives them (start, end, start, ... in one array)."""
-    edges, k = kernels.edges(arr, n, tk.alpha_table())
+    edges, k = token_edges.edges(arr, n, tk.alpha_table())
     return edges[0:k:2], edges[1:k:2]
 
 
-@pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
+@pytest.mark.skipif(not jit.AVAILABLE, reason="numba is not installed")
 def test_compiled_spans_equal_numpy_spans():
     # hand-made: "ab\x00 ç1d" -> tokens "ab\x00" (a NUL joins letters: the separator is spaced by encode_batch),
     # "ç" (2 bytes), "d"
     arr = np.frombuffer("ab\x00 ç1d".encode() + b"\x00" * tk.PAD, np.uint8)
     starts, ends = compiled_spans(arr, 8)
     assert starts.tolist() == [0, 4, 7] and ends.tolist() == [3, 6, 8]
-    edges, k = kernels.edges(arr, 8, tk.alpha_table())  # what the counting loop reads: start, end, start, ...
+    edges, k = token_edges.edges(
+        arr, 8, tk.alpha_table()
+    )  # what the counting loop reads: start, end, start, ...
     assert k == 6 and edges[:k].tolist() == [0, 3, 4, 6, 7, 8]
     rng = random.Random(11)
     for _ in range(300):
@@ -83,14 +85,14 @@ def test_compiled_spans_equal_numpy_spans():
         assert [g.tolist() for g in got] == [e.tolist() for e in expect]
 
 
-@pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
+@pytest.mark.skipif(not jit.AVAILABLE, reason="numba is not installed")
 def test_new_words_decoded_the_same_by_the_kernel_and_numpy():
     arr = np.frombuffer("he said ç sa".encode(), np.uint8)
     starts, ends = np.array([0, 3, 8, 11]), np.array([2, 7, 10, 13])
-    assert kernels.join_spans(arr, starts, ends).tobytes() == "he\x01said\x01ç\x01sa".encode()
-    for k in (None, kernels):
-        assert _decode_spans(arr, starts, ends, k) == ["he", "said", "ç", "sa"]
-        assert _decode_spans(arr, starts[1:2], ends[1:2], k) == ["said"]
+    assert token_edges.join_spans(arr, starts, ends).tobytes() == "he\x01said\x01ç\x01sa".encode()
+    for compiled in (False, True):
+        assert _decode_spans(arr, starts, ends, compiled) == ["he", "said", "ç", "sa"]
+        assert _decode_spans(arr, starts[1:2], ends[1:2], compiled) == ["said"]
 
 
 def test_alpha_table_is_isalpha_everywhere():
@@ -115,7 +117,7 @@ def test_chunks_hold_whole_lines(tmp_path, chunk):
     assert got == lines
 
 
-@pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
+@pytest.mark.skipif(not jit.AVAILABLE, reason="numba is not installed")
 def test_compiled_and_numpy_agree_on_random_unicode_and_long_words():
     rng = random.Random(3)
     words = [
@@ -147,7 +149,7 @@ def test_compiled_and_numpy_agree_on_random_unicode_and_long_words():
         assert as_counters(out) == (uni, co) and out.n_pairs == n_pairs, compiled
 
 
-@pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
+@pytest.mark.skipif(not jit.AVAILABLE, reason="numba is not installed")
 def test_compiled_hash_table_grows_without_losing_words():
     # batches of 1,000, 39,000 and 60,000 new words (plus repeats, targets among them): the table (32,768 words at
     # most at first, then 65,536) fills up in the middle of batches 2 and 3, grows and the count goes on from there
@@ -202,7 +204,7 @@ def test_reader_fast_path_reads_well_formed_chunks_and_defers_the_rest(tmp_path,
     assert not blank(b'{"a": 1}\n{"b": 2}\n') and not blank(b"x\ny") and not blank(b"x\n  y\n")
 
 
-@pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
+@pytest.mark.skipif(not jit.AVAILABLE, reason="numba is not installed")
 def test_sparse_table_sums_codes_and_grows():
     # 8 slots to start; room for one more code past 70 % load doubles it: before the 6th distinct code (16 slots),
     # the 12th (32) and the 23rd (64), and 43 distinct codes stay below the next step (45); each code's count is
@@ -210,22 +212,24 @@ def test_sparse_table_sums_codes_and_grows():
     codes = [5, 5, 0, 7, 5] + list(range(100, 140)) + [0, 139]
     sp, nsp = np.zeros(16, np.uint64), 0
     for c in codes:
-        sp = kernels._sparse_reserve(sp, nsp, 1)
-        nsp += kernels._sparse_add(sp, c)
+        sp = count_loop._sparse_reserve(sp, nsp, 1)
+        nsp += count_loop._sparse_add(sp, c)
     assert nsp == 43 and sp.size == 2 * 64
-    assert kernels._sparse_reserve(sp, nsp, 2).size == 2 * 128  # 45 codes in 64 slots would be 70.3 %
-    assert kernels._sparse_reserve(sp, nsp, 1) is sp and kernels._sparse_reserve(sp, 0, 90).size == 2 * 256
-    keys, vals = kernels.co_items(np.zeros(0, np.int64), 0, 0, 0, sp, nsp)
+    assert count_loop._sparse_reserve(sp, nsp, 2).size == 2 * 128  # 45 codes in 64 slots would be 70.3 %
+    assert (
+        count_loop._sparse_reserve(sp, nsp, 1) is sp and count_loop._sparse_reserve(sp, 0, 90).size == 2 * 256
+    )
+    keys, vals = count_loop.co_items(np.zeros(0, np.int64), 0, 0, 0, sp, nsp)
     assert dict(zip(keys.tolist(), vals.tolist(), strict=True)) == Counter(codes)
 
 
-@pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
+@pytest.mark.skipif(not jit.AVAILABLE, reason="numba is not installed")
 def test_sorted_rows_orders_by_word_rank_then_target():
     # 3 targets; words 0, 1, 2 rank 2, 0, 1. Rows (w, g, count): (0, 1, 10) (1, 2, 11) (0, 0, 12) (2, 0, 13)
     # (1, 0, 14) -> by (rank, g): (0, 0, 14) (0, 2, 11) (1, 0, 13) (2, 0, 12) (2, 1, 10)
     keys = np.array([0 * 3 + 1, 1 * 3 + 2, 0 * 3 + 0, 2 * 3 + 0, 1 * 3 + 0], np.int64)
     counts = np.array([10, 11, 12, 13, 14], np.int64)
-    word, target, count = kernels.sorted_rows(keys, counts, np.array([2, 0, 1], np.int64), 3)
+    word, target, count = row_sort.sorted_rows(keys, counts, np.array([2, 0, 1], np.int64), 3)
     assert word.tolist() == [0, 0, 1, 2, 2]
     assert target.tolist() == [0, 2, 0, 0, 1]
     assert count.tolist() == [14, 11, 13, 12, 10]
@@ -240,7 +244,7 @@ def test_sparse_rows_beyond_the_dense_ones_match_numpy_and_hand_count():
     docs = [" ".join(f"{word(i)} she" for i in range(k, k + 5_000)) for k in range(0, 50_000, 5_000)]
     docs.append("he " + word(7) + " she")
     outs = []
-    for compiled in [False] + ([True] if kernels.AVAILABLE else []):
+    for compiled in [False] + ([True] if jit.AVAILABLE else []):
         c = FastCounter(["she", "he"], ["the"], 10, dense_rows=0, compiled=compiled)
         c.add(docs[:4])
         c.add(docs[4:])
@@ -258,19 +262,19 @@ def test_sparse_rows_beyond_the_dense_ones_match_numpy_and_hand_count():
         assert as_counters(out) == as_counters(outs[0]) and out.n_pairs == outs[0].n_pairs
 
 
-@pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
+@pytest.mark.skipif(not jit.AVAILABLE, reason="numba is not installed")
 def test_co_items_by_hand():
     """Target-major dense counts, 2 targets x 4 rows, 3 words seen: the row beyond them is not read; then the
     sparse table's codes (slots [code + 1, count]) in slot order."""
     dense = np.array([0, 2, 0, 9, 5, 0, 1, 0], np.int64)  # g=0: w1=2 (w3=9 unseen); g=1: w0=5, w2=1
     sp = np.array([0, 0, 8 + 1, 3, 0, 0, 11 + 1, 4], np.uint64)  # codes 8 (w4, g0) x3 and 11 (w5, g1) x4
-    codes, counts = kernels.co_items(dense, 2, 4, 3, sp, 2)
+    codes, counts = count_loop.co_items(dense, 2, 4, 3, sp, 2)
     assert codes.tolist() == [1 * 2 + 0, 0 * 2 + 1, 2 * 2 + 1, 8, 11] and counts.tolist() == [2, 5, 1, 3, 4]
-    codes, counts = kernels.co_items(dense, 2, 4, 3, np.zeros(4, np.uint64), 0)
+    codes, counts = count_loop.co_items(dense, 2, 4, 3, np.zeros(4, np.uint64), 0)
     assert codes.tolist() == [2, 1, 5] and counts.tolist() == [2, 5, 1]
 
 
-@pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
+@pytest.mark.skipif(not jit.AVAILABLE, reason="numba is not installed")
 def test_presized_table_counts_the_same_without_growing():
     """40,000 words: the default table (64k slots, half of them usable) grows, one sized for 100,000 does not."""
     letters = "bcdfghjklm"  # digits as letters: every word distinct, no stop word among them
@@ -279,7 +283,7 @@ def test_presized_table_counts_the_same_without_growing():
     plain = FastCounter(TARGETS, SPACY, 10, compiled=True)
     sized = FastCounter(TARGETS, SPACY, 10, compiled=True, expected_words=100_000)
     start = plain._table.size, sized._table.size
-    assert start == (kernels.SLOT << 16, kernels.SLOT << 18)
+    assert start == (word_table.SLOT << 16, word_table.SLOT << 18)
     for c in (plain, sized):
         c.add(docs)
     assert plain._table.size > start[0] and sized._table.size == start[1]
@@ -300,7 +304,7 @@ def _fnv_mix(b: bytes) -> int:
     return h ^ (h >> 31)
 
 
-@pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
+@pytest.mark.skipif(not jit.AVAILABLE, reason="numba is not installed")
 def test_string_hashes_by_hand_and_merge_partitions():
     import pyarrow as pa
 
@@ -309,7 +313,7 @@ def test_string_hashes_by_hand_and_merge_partitions():
     words = ["", "a", "she", "café", "she"]
     data = "".join(words).encode()
     offsets = np.cumsum([0] + [len(w.encode()) for w in words])
-    got = kernels.string_hashes(offsets.astype(np.int64), np.frombuffer(data, np.uint8))
+    got = hashing.string_hashes(offsets.astype(np.int64), np.frombuffer(data, np.uint8))
     assert got.tolist() == [_fnv_mix(w.encode()) for w in words]
     # partitions: the hash mod parts, also on a sliced arrow array (its offset) and a large_string one
     arr = pa.array(["x", *words])[1:]

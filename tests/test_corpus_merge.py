@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from unstereo.corpus import kernels
+from unstereo.corpus import jit
 from unstereo.corpus.merge import _group_sum, merge_count_dirs, read_counts, sum_tables
 from unstereo.corpus.parts import radix_order, sum_codes
 from unstereo.errors import InputError
@@ -53,9 +53,9 @@ def test_group_sum_by_hand():
 @pytest.mark.parametrize("compiled", [True, False])
 def test_sum_codes_by_hand(monkeypatch, compiled):
     """Codes hi * 2 + lo: 5 = (2, 1) twice, 1 + 3; 0 = (0, 0); 3 = (1, 1); 7 = (3, 1) with a zero count kept."""
-    if compiled and not kernels.AVAILABLE:
+    if compiled and not jit.AVAILABLE:
         pytest.skip("numba missing")
-    monkeypatch.setattr(kernels, "AVAILABLE", compiled)
+    monkeypatch.setattr(jit, "AVAILABLE", compiled)
     codes, sums = sum_codes(np.array([5, 3, 5, 0, 7]), np.array([1, 2, 3, 4, 0]), 2)
     assert codes.tolist() == [0, 3, 5, 7] and sums.tolist() == [4, 2, 4, 0]
     codes, sums = sum_codes(np.array([], np.int64), np.array([], np.int64), 2)
@@ -70,7 +70,7 @@ def test_sum_codes_compiled_equals_radix(monkeypatch, n_low):
     codes = rng.integers(0, 2000, 20_000) * n_low + rng.integers(0, n_low, 20_000)
     counts = rng.integers(0, 2**40, codes.size)
     got = sum_codes(codes, counts, n_low)
-    monkeypatch.setattr(kernels, "AVAILABLE", False)
+    monkeypatch.setattr(jit, "AVAILABLE", False)
     want = sum_codes(codes, counts, n_low)
     assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
     assert np.array_equal(want[0], np.unique(codes))

@@ -16,20 +16,22 @@ import pytest
 import zstandard
 from test_corpus_count import SPACY, TARGETS
 
-from unstereo.corpus import kernels
+from unstereo.corpus import jit
 from unstereo.corpus import tokenize as tk
 from unstereo.corpus.count import FastCounter, count_files
 from unstereo.corpus.merge import read_counts
 from unstereo.corpus.readers import DocumentReader
 from unstereo.errors import InputError
 
-pytestmark = pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
+pytestmark = pytest.mark.skipif(not jit.AVAILABLE, reason="numba is not installed")
 
 PAD = b"\x00" * tk.PAD
 
 
 def encode(*values: bytes) -> tk.EncodedBatch | None:
-    return tk.encode_json_batch(list(values), kernels)
+    from unstereo.corpus.json_strings import encode_json_batch
+
+    return encode_json_batch(list(values))
 
 
 def expected(texts: list[str]) -> bytes:
@@ -129,7 +131,7 @@ def test_json_kernel_equals_encode_batch_on_random_documents(ensure_ascii):
         if not ensure_ascii and surrogates:  # raw surrogates are not UTF-8: the str path decides
             assert batch is None
             continue
-        buf, n = tk.encode_batch(texts, kernels)
+        buf, n = tk.encode_batch(texts, compiled=True)
         assert bytes(batch.buffer) == buf == expected(texts) and batch.n == n
 
 
@@ -138,7 +140,9 @@ def scan(*lines: bytes, key: bytes = b"text") -> list[bytes] | None:
     chunk = b"\n".join(lines) + b"\n"
     newlines = np.flatnonzero(np.frombuffer(chunk, np.uint8) == 10)
     starts, ends = np.empty(len(lines), np.int64), np.empty(len(lines), np.int64)
-    ok = kernels.json_lines(
+    from unstereo.corpus.jsonl_scan import json_lines
+
+    ok = json_lines(
         np.frombuffer(chunk, np.uint8),
         newlines,
         np.frombuffer(key, np.uint8),
@@ -261,7 +265,7 @@ def test_line_scan_declined_chunks_still_take_the_raw_path_through_msgspec(tmp_p
     assert scan(path.read_bytes().rstrip(b"\n")) is None
     (batch,), _ = read(path, True)
     assert isinstance(batch, tk.EncodedBatch)
-    assert as_buffer(batch) == tk.encode_batch(["She Said"], kernels)[0]
+    assert as_buffer(batch) == tk.encode_batch(["She Said"], compiled=True)[0]
 
 
 def write_jsonl(path: Path, texts: list[str], rng: random.Random, ensure_ascii: bool = True) -> Path:
@@ -286,7 +290,11 @@ def read(path: Path, raw: bool, **kw) -> tuple[list, DocumentReader]:
 
 
 def as_buffer(batch) -> bytes:
-    return bytes(batch.buffer) if isinstance(batch, tk.EncodedBatch) else tk.encode_batch(batch, kernels)[0]
+    return (
+        bytes(batch.buffer)
+        if isinstance(batch, tk.EncodedBatch)
+        else tk.encode_batch(batch, compiled=True)[0]
+    )
 
 
 @pytest.mark.parametrize("name", ["r.jsonl", "r.jsonl.zst"])
@@ -305,7 +313,7 @@ def test_reader_raw_batches_equal_encoded_str_batches(tmp_path, name, lone):
     encoded = sum(isinstance(b, tk.EncodedBatch) for b in raw)
     assert len(raw) == len(plain) and encoded == len(raw)
     for b, texts in zip(raw, plain, strict=True):
-        assert as_buffer(b) == tk.encode_batch(texts, kernels)[0] and len(b) == len(texts)
+        assert as_buffer(b) == tk.encode_batch(texts, compiled=True)[0] and len(b) == len(texts)
         if isinstance(b, tk.EncodedBatch):
             assert b.n == len(b.buffer) - tk.PAD
 
@@ -343,7 +351,7 @@ def test_raw_path_reads_what_the_str_path_reads(tmp_path, line, texts):
     (raw,), _ = read(path, True)
     (plain,), _ = read(path, False)
     assert plain == texts
-    assert as_buffer(raw) == tk.encode_batch(texts, kernels)[0]
+    assert as_buffer(raw) == tk.encode_batch(texts, compiled=True)[0]
 
 
 def test_blank_line_falls_back(tmp_path):

@@ -16,9 +16,9 @@ The fast counter works on batches of documents as byte arrays (see tokenize.py),
 hash table over 64-bit keys (one Python string per distinct word, not per token), counts the windows around target
 positions, and keeps memory bounded by spilling partial counts to runs (:mod:`~unstereo.corpus.runs`: the words,
 and co-occurrences by integer word id) that are summed partition by partition, in the job or, with
-``runs=True``, by the merge of all jobs. Two paths do the per-token work: compiled kernels (:mod:`.kernels`, numba; one pass
-over the bytes, the default where numba is installed) and numpy (vectorised passes); the tests hold both to the
-naive reference.
+``runs=True``, by the merge of all jobs. Two paths do the per-token work: compiled kernels (numba, :mod:`.jit`;
+the counting loop :mod:`.count_loop` makes one pass over the bytes; the default where numba is installed) and numpy
+(vectorised passes); the tests hold both to the naive reference.
 """
 
 from __future__ import annotations
@@ -155,10 +155,10 @@ class _Grow:
         return self.a[: self.n]
 
 
-def _word_keys(words: list[str], kernels=None, with_checks: bool = False):
-    """Keys of single alphabetic words, as the fast counter computes them for tokens (numpy, or the compiled
-    kernels when given: their keys of words longer than 32 bytes differ); with ``with_checks``, (keys, check
-    hashes)."""
+def _word_keys(words: list[str], compiled: bool = False, with_checks: bool = False):
+    """Keys of single alphabetic words, as the fast counter computes them for tokens (numpy, or with ``compiled``
+    :func:`~unstereo.corpus.hashing.word_keys`: their keys of words longer than 32 bytes differ); with
+    ``with_checks``, (keys, check hashes)."""
     if not words:
         empty = np.empty(0, np.uint64)
         return (empty, empty) if with_checks else empty
@@ -166,20 +166,25 @@ def _word_keys(words: list[str], kernels=None, with_checks: bool = False):
     starts, ends = tk.token_spans(np.frombuffer(buf, np.uint8), n)
     if starts.size != len(words):
         raise ValueError("every word must be one alphabetic token")
-    if kernels is None:
+    if not compiled:
         keys, long_idx, check = tk.token_keys(buf, starts, ends)
         checks = np.zeros(len(words), np.uint64)
         checks[long_idx] = check
     else:
+        from .hashing import word_keys
+
         keys, checks = np.empty(len(words), np.uint64), np.empty(len(words), np.uint64)
-        kernels.word_keys(np.frombuffer(buf, "<u8", count=len(buf) // 8), starts, ends, keys, checks)
+        word_keys(np.frombuffer(buf, "<u8", count=len(buf) // 8), starts, ends, keys, checks)
     return (keys, checks) if with_checks else keys
 
 
-def _decode_spans(arr: np.ndarray, s: np.ndarray, e: np.ndarray, kernels=None) -> list[str]:
-    """The strings ``arr[s[i]:e[i]]`` (UTF-8), gathered (by the compiled kernels when given) and decoded in one go."""
-    if kernels is not None:
-        return kernels.join_spans(arr, s, e).tobytes().decode("utf-8", "surrogatepass").split("\x01")
+def _decode_spans(arr: np.ndarray, s: np.ndarray, e: np.ndarray, compiled: bool = False) -> list[str]:
+    """The strings ``arr[s[i]:e[i]]`` (UTF-8), gathered (by a compiled kernel with ``compiled``) and decoded in one
+    go."""
+    if compiled:
+        from .token_edges import join_spans
+
+        return join_spans(arr, s, e).tobytes().decode("utf-8", "surrogatepass").split("\x01")
     lens = e - s
     inword = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
     out_off = np.cumsum(lens + 1) - (lens + 1)  # one \x01 (never part of a word) after each word
@@ -239,12 +244,12 @@ class FastCounter:
     ):
         if window < 1:
             raise ValueError("window must be >= 1")
-        from . import kernels
+        from . import jit
 
-        if compiled and not kernels.AVAILABLE:
+        if compiled and not jit.AVAILABLE:
             raise RuntimeError("compiled counting needs numba (pip install numba)")
         # the compiled kernels when numba is there (None: auto), else the numpy path
-        self._kernels = kernels if (kernels.AVAILABLE if compiled is None else compiled) else None
+        self._compiled = bool(jit.AVAILABLE if compiled is None else compiled)
         self.targets = sorted(set(targets))
         self._tindex = {t: i for i, t in enumerate(self.targets)}
         self.stopwords = frozenset(stopwords) - set(self.targets)
@@ -273,13 +278,13 @@ class FastCounter:
     @property
     def accelerator(self) -> str:
         """``numba`` (compiled kernels) or ``numpy``."""
-        return "numba" if self._kernels is not None else "numpy"
+        return "numba" if self._compiled else "numpy"
 
     # -- state of the current run
     def _reset(self) -> None:
         self._gid = _KeyTable()  # numpy path: key -> id
         self._words: list[str] = []
-        if self._kernels is not None:
+        if self._compiled:
             self._reset_table()
         self._uni = _Grow(np.int64)
         self._stop = _Grow(bool, False)
@@ -321,7 +326,7 @@ class FastCounter:
         """Count one batch of documents: texts, or (compiled path only) a batch already encoded."""
         if not texts:
             return
-        if self._kernels is not None:
+        if self._compiled:
             self._add_compiled(texts)
         elif isinstance(texts, tk.EncodedBatch):
             raise TypeError("an encoded batch needs the compiled counter (read without raw_json)")
@@ -332,37 +337,39 @@ class FastCounter:
 
     def _reset_table(self) -> None:
         """Compiled path: an empty hash table holding the stop words and the targets (ids 0, 1, ... in that order)."""
-        K = self._kernels
+        from .word_table import SLOT, insert
+
         stop = sorted(w for w in self.stopwords if w.isalpha())
         words = stop + self.targets
-        keys, checks = _word_keys(words, K, with_checks=True)
+        keys, checks = _word_keys(words, compiled=True, with_checks=True)
         ids = np.arange(len(words), dtype=np.uint64)
         tid = np.concatenate(
             [np.zeros(len(stop), np.uint64), np.arange(1, len(self.targets) + 1, dtype=np.uint64)]
         )
         stop_flag = (ids < len(stop)).astype(np.uint64)
         bits = max(16, (4 * len(words)).bit_length(), (2 * self.expected_words).bit_length())
-        self._table = np.zeros(K.SLOT << bits, np.uint64)
-        bad = K.insert(self._table, keys, checks, ids | tid << np.uint64(32) | stop_flag << np.uint64(48))
+        self._table = np.zeros(SLOT << bits, np.uint64)
+        bad = insert(self._table, keys, checks, ids | tid << np.uint64(32) | stop_flag << np.uint64(48))
         if bad >= 0:  # pragma: no cover - two of the given words share a 64-bit key
             raise HashCollisionError(f"hash collision of {words[bad]!r} with another stop word or target")
         self._words = words
 
     def _add_compiled(self, texts: list[str] | tk.EncodedBatch) -> None:
-        K = self._kernels
+        from . import count_loop, token_edges, word_table
+
         if isinstance(texts, tk.EncodedBatch):
             buf, n = texts.buffer, texts.n
         else:
-            buf, n = tk.encode_batch(texts, K)
+            buf, n = tk.encode_batch(texts, compiled=True)
         arr = np.frombuffer(buf, dtype=np.uint8)
-        edges, k = K.edges(arr, n, tk.alpha_table())
+        edges, k = token_edges.edges(arr, n, tk.alpha_table())
         ntok = k // 2
         new_tok, kept = np.empty(ntok, np.int64), np.empty(ntok, np.uint64)
         words = np.frombuffer(buf, "<u8", count=len(buf) // 8)
         t = m = 0
         T = len(self.targets)
         while True:  # count stops when the hash table is half full: grow it, go on
-            t, nnew, m, n_tokens, n_pairs, self._sp, self._nsp, bad, bad_t = K.count(
+            t, nnew, m, n_tokens, n_pairs, self._sp, self._nsp, bad, bad_t = count_loop.count(
                 words, edges, ntok, t, self._table, len(self._words), new_tok, kept, m,
                 self._dense, self.dense_rows, T, self.window, self._sp, self._nsp,
             )  # fmt: skip
@@ -371,7 +378,7 @@ class FastCounter:
             self._co_len = int(self._nsp)
             if nnew:
                 first = 2 * new_tok[:nnew]  # token i spans edges[2 * i]:edges[2 * i + 1]
-                self._words += _decode_spans(arr, edges[first], edges[first + 1], K)
+                self._words += _decode_spans(arr, edges[first], edges[first + 1], compiled=True)
             if bad >= 0:
                 raise HashCollisionError(
                     f"hash collision between {self._words[bad]!r} and "
@@ -381,15 +388,17 @@ class FastCounter:
             if t >= ntok:
                 break
             table = np.zeros(2 * self._table.size, np.uint64)
-            K.rehash(self._table, table)
+            word_table.rehash(self._table, table)
             self._table = table
 
     def _unigram_counts(self) -> np.ndarray:
         """Unigram counts by word id of the current run."""
-        if self._kernels is None:
+        if not self._compiled:
             return self._uni.view
+        from .word_table import unigrams
+
         uni = np.zeros(len(self._words), np.int64)
-        self._kernels.unigrams(self._table, uni)
+        unigrams(self._table, uni)
         return uni
 
     def _add_sparse(self, codes: np.ndarray) -> None:
@@ -472,9 +481,11 @@ class FastCounter:
         T = len(self.targets)
         # only the rows of words seen: untouched pages stay unmapped
         seen = min(len(self._words), self.dense_rows)
-        if self._kernels is not None:
+        if self._compiled:
+            from .count_loop import co_items
+
             # the sparse table's codes are words beyond the dense rows, so the two parts never share a code
-            keys, vals = self._kernels.co_items(self._dense, T, self.dense_rows, seen, self._sp, self._nsp)
+            keys, vals = co_items(self._dense, T, self.dense_rows, seen, self._sp, self._nsp)
             self._dense = np.zeros(self._dense.size, np.int64)
             self._sp, self._nsp = np.zeros(2 << 16, np.uint64), 0
             return keys, vals
@@ -511,8 +522,10 @@ class FastCounter:
         rank[order] = np.arange(order.size)
         # temporaries freed as soon as possible: a shard's table has millions of rows and this is the peak of the
         # count's memory
-        if self._kernels is not None:  # a counting sort, O(rows)
-            co_word, co_target, vals = self._kernels.sorted_rows(keys, vals, rank, T)
+        if self._compiled:  # a counting sort, O(rows)
+            from .row_sort import sorted_rows
+
+            co_word, co_target, vals = sorted_rows(keys, vals, rank, T)
             del keys, rank
         else:
             co_word = rank[keys // T]

@@ -28,14 +28,16 @@ SCHEMA = {UNI: UNIGRAMS, CO: COOCCURRENCE}
 def sum_codes(codes: np.ndarray, counts: np.ndarray, n_low: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """(distinct ``codes`` in ascending order, the sum of ``counts`` of each). Codes ``hi * n_low + lo`` with few
     distinct ``hi`` (a part's words; ``lo`` its targets) go to the compiled counting sort by ``hi``
-    (:func:`~unstereo.corpus.kernels.group_sum`, ~4x faster); else a radix sort, then equal neighbours summed."""
-    from . import kernels
+    (:func:`~unstereo.corpus.row_sort.group_sum`, ~4x faster); else a radix sort, then equal neighbours summed."""
+    from . import jit
 
     if not codes.size:
         return codes, counts
     # (the kernel's memory grows with the number of hi, its time with the square of a hi's distinct lo)
-    if kernels.AVAILABLE and n_low <= 1024 and int(codes.max()) // n_low <= 4 * codes.size:
-        return kernels.group_sum(codes, np.ascontiguousarray(counts, np.int64), n_low)
+    if jit.AVAILABLE and n_low <= 1024 and int(codes.max()) // n_low <= 4 * codes.size:
+        from .row_sort import group_sum
+
+        return group_sum(codes, np.ascontiguousarray(counts, np.int64), n_low)
     by = radix_order(codes)
     codes = codes[by]
     starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
@@ -43,7 +45,8 @@ def sum_codes(codes: np.ndarray, counts: np.ndarray, n_low: int = 1) -> tuple[np
 
 
 class PartWriter:
-    """A count table of kind ``name`` written to ``path`` a part at a time (:func:`empty_table` if no part has rows)."""
+    """A count table of kind ``name`` written to ``path`` a part at a time (:func:`empty_table` if no part has
+    rows)."""
 
     def __init__(self, path: Path, name: str):
         self.path, self.name, self.rows, self._writer = path, name, 0, None
@@ -88,15 +91,17 @@ def partition(words: pa.Array, parts: int) -> np.ndarray:
     """The part of each word: a hash of its text mod ``parts`` (the same word always lands in one part). From the
     arrow strings' bytes by a compiled kernel where numba is there (pandas' hash of Python str objects took a
     third of a merge's time), else pandas' (neither depends on PYTHONHASHSEED)."""
-    from . import kernels
+    from . import jit
 
-    if kernels.AVAILABLE and not words.null_count:
+    if jit.AVAILABLE and not words.null_count:
+        from .hashing import string_hashes
+
         # int64 offsets whether the column is string or large_string (a copy of the offsets only)
         words = words.cast(pa.large_string())
         _, offsets, data = words.buffers()
         off = np.frombuffer(offsets, np.int64)[words.offset : words.offset + len(words) + 1]
         raw = np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
-        return (kernels.string_hashes(off, raw) % np.uint64(parts)).astype(np.int64)
+        return (string_hashes(off, raw) % np.uint64(parts)).astype(np.int64)
     return (
         pd.util.hash_array(words.to_numpy(zero_copy_only=False).astype(object)) % np.uint64(parts)
     ).astype(np.int64)

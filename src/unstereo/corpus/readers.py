@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..log import get_logger
-from .tokenize import EncodedBatch, encode_json_batch, encode_json_lines
+from .tokenize import EncodedBatch
 
 log = get_logger("corpus.readers")
 
@@ -195,11 +195,11 @@ def _decode_lines(decoder, chunk: bytes, newlines: np.ndarray) -> list | None:
 
 
 def _raw_path(key: str):
-    """(raw decoder, compiled kernels) of the raw JSONL path, or None where numba or msgspec is missing."""
-    from . import kernels
+    """The raw decoder of the raw JSONL path, or None where numba or msgspec is missing."""
+    from . import jit
 
     decoder = _text_decoder(key, raw=True)
-    return (decoder, kernels) if decoder is not None and kernels.AVAILABLE else None
+    return decoder if jit.AVAILABLE else None
 
 
 class DocumentReader:
@@ -209,7 +209,7 @@ class DocumentReader:
     ``raw_json`` (for the compiled counter; ignored without numba or msgspec) a JSONL batch comes as a
     :class:`~unstereo.corpus.tokenize.EncodedBatch` where the compiled JSON kernel accepts the whole chunk: no
     Python str per document (decoding ``\\uXXXX`` escapes into str and encoding back was most of the reading), nor
-    a parser's object per line where the line scan (:func:`~unstereo.corpus.kernels.json_lines`) is sure of them.
+    a parser's object per line where the line scan (:func:`~unstereo.corpus.jsonl_scan.json_lines`) is sure of them.
     """
 
     def __init__(
@@ -227,7 +227,7 @@ class DocumentReader:
         self.stats = ReadStats()
         self._file_bad = 0
         self._decoder = _text_decoder(text_key)
-        self._raw = _raw_path(text_key) if raw_json else None
+        self._raw_decoder = _raw_path(text_key) if raw_json else None
         # the key as the line scan compares it: only a key JSON writes as it is (printable ASCII, no quote or
         # backslash); any other goes through msgspec
         plain = text_key.isascii() and text_key.isprintable() and not set(text_key) & set('"\\')
@@ -296,14 +296,16 @@ class DocumentReader:
         """An :class:`EncodedBatch` of the chunk when the raw path is sure of it (one JSON object a line, no blank
         line, every text a string the kernel accepts), else :meth:`_parse_jsonl`'s texts (it decides validity and
         names bad lines)."""
-        decoder, kernels = self._raw
+        from .json_strings import encode_json_batch
+        from .jsonl_scan import encode_json_lines
+
         if self._line_key is not None:  # the lines scanned by a kernel, no parser objects
-            batch = encode_json_lines(chunk, newlines, self._line_key, kernels)
+            batch = encode_json_lines(chunk, newlines, self._line_key)
             if batch is not None:
                 return batch
-        docs = _decode_lines(decoder, chunk, newlines)
+        docs = _decode_lines(self._raw_decoder, chunk, newlines)
         if docs is not None:
-            batch = encode_json_batch([d.text for d in docs], kernels)
+            batch = encode_json_batch([d.text for d in docs])
             if batch is not None:
                 return batch
         return self._parse_jsonl(path, first, chunk, newlines)
@@ -331,7 +333,7 @@ class DocumentReader:
         kind = input_kind(path)
         if not path.is_file():
             raise InputError("corpus file not found", path=path)
-        parse = self._parse_jsonl_raw if self._raw else self._parse_jsonl
+        parse = self._parse_jsonl_raw if self._raw_decoder is not None else self._parse_jsonl
         parse = self._parse_txt if kind == "txt" else parse
         self.stats.files += 1
         self._file_bad = 0

@@ -83,19 +83,21 @@ def tokenize(text: str) -> list[str]:
     return _token_re().findall(text.lower())
 
 
-def encode_batch(texts: list[str], kernels=None) -> tuple[bytes, int]:
+def encode_batch(texts: list[str], compiled: bool = False) -> tuple[bytes, int]:
     """Join ``texts`` with " NUL " (a one-byte token of key 0 that marks document ends), encode as UTF-8, lowercase
     and pad; returns ``(buffer, n)``, n = size without padding. The buffer equals
     ``(DOC_SEP.join(texts) + SEP * PAD).lower().encode("utf-8", "surrogatepass")`` (NULs inside a text blanked).
 
     Lowercasing happens on the bytes: ``bytes.lower`` for ASCII (2-3 GB/s), then ``str.lower`` only on the stretches
     between ASCII spaces that hold a character it changes (:func:`_lower_non_ascii`); ``str.lower`` on a whole batch
-    with any non-ASCII character runs at ~150 MB/s, and joining str of mixed widths is slow too. With ``kernels``
-    (the compiled ones) one compiled pass finds NULs inside texts and those stretches."""
+    with any non-ASCII character runs at ~150 MB/s, and joining str of mixed widths is slow too. With ``compiled``
+    one compiled pass (:func:`~unstereo.corpus.lower_scan.scan`, numba) finds NULs inside texts and those stretches."""
     parts = [t.encode("utf-8", "surrogatepass") for t in texts]
     data = (_DOC_SEP_BYTES.join(parts) + _PAD_BYTES).lower()
-    if kernels is not None:
-        nuls, lo, hi = kernels.scan(np.frombuffer(data, np.uint8), len(data) - PAD, lower_changes_table())
+    if compiled:
+        from .lower_scan import scan
+
+        nuls, lo, hi = scan(np.frombuffer(data, np.uint8), len(data) - PAD, lower_changes_table())
         if nuls == len(parts) - 1:
             data = _lower_stretches(data, lo, hi) if lo.size else data
             return data, len(data) - PAD
@@ -121,52 +123,7 @@ class EncodedBatch:
         return self.docs
 
 
-def encode_json_batch(values: list, kernels) -> EncodedBatch | None:
-    """:func:`encode_batch` of the texts of raw JSON string values (bytes-like, quotes included, as
-    ``msgspec.Raw`` gives them) without a Python str per text: one compiled pass unescapes, validates, joins and
-    lowercases (:func:`~unstereo.corpus.kernels.json_batch`). None where it cannot be sure of the result (a value
-    that is not a string of strict UTF-8, ...): the caller decodes those texts the usual way."""
-    src = np.frombuffer(b"".join(values), np.uint8)
-    offsets = np.zeros(len(values) + 1, np.int64)
-    np.cumsum(np.fromiter(map(len, values), np.int64, len(values)), out=offsets[1:])
-    return _json_values_batch(src, offsets[:-1], offsets[1:], kernels)
-
-
-def encode_json_lines(chunk: bytes, newlines: np.ndarray, key: bytes, kernels) -> EncodedBatch | None:
-    """:func:`encode_json_batch` of the ``key`` member of each JSON line of ``chunk`` (``newlines``: the offsets
-    of its newlines), found by a compiled scan of the lines (:func:`~unstereo.corpus.kernels.json_lines`) instead
-    of a JSON parser's object per line. None where the scan or the kernel is not sure of every line: the caller
-    parses the chunk the usual way."""
-    src = np.frombuffer(chunk, np.uint8)
-    lines = newlines.size + (not chunk.endswith(b"\n"))
-    starts, ends = np.empty(lines, np.int64), np.empty(lines, np.int64)
-    key_bytes = np.frombuffer(key, np.uint8)
-    if not lines or not kernels.json_lines(src, newlines, key_bytes, starts, ends, np.empty(64, np.uint8)):
-        return None
-    return _json_values_batch(src, starts, ends, kernels)
-
-
-def _json_values_batch(src: np.ndarray, starts: np.ndarray, ends: np.ndarray, kernels) -> EncodedBatch | None:
-    """The batch of the raw JSON string values ``src[starts[d]:ends[d]]`` (quotes included), or None."""
-    out = np.empty(src.size + 3 * starts.size + PAD, np.uint8)
-    pos = np.empty(_MAX_CHANGED, np.int64)
-    n, k = kernels.json_batch(src, starts, ends, out, pos, lower_changes_table())
-    if n < 0:
-        return None
-    data = out[: n + PAD]
-    if k:
-        # the stretches str.lower changes: from the offsets the kernel noted, or (many) from a scan of the buffer
-        lo, hi = (
-            kernels.stretches(data, n, pos[:k])
-            if k <= pos.size
-            else kernels.scan(data, n, lower_changes_table())[1:]
-        )
-        data = _lower_stretches(data, lo, hi)
-    return EncodedBatch(data, len(data) - PAD, starts.size)
-
-
 _DOC_SEP_BYTES = DOC_SEP.encode()
-_MAX_CHANGED = 1 << 14  # characters str.lower changes whose offsets the JSON kernel notes per batch
 _PAD_BYTES = SEP.encode() * PAD
 _MERGE_GAP = 64  # stretches closer than this are lowercased together (fewer Python calls)
 
