@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 import graphlib
 import importlib
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -82,3 +84,31 @@ def test_no_import_cycle_between_corpus_modules():
 @pytest.mark.parametrize("module", MODULES)
 def test_each_corpus_module_imports(module):
     assert importlib.import_module(f"unstereo.corpus.{module}").__doc__
+
+
+def test_corpus_modules_import_and_count_without_numba(tmp_path):
+    """The core install has no numba: every corpus module still imports (the kernels stay plain functions) and a
+    count and a partitioned merge run on the numpy path (in a fresh interpreter where numba cannot be imported)."""
+    (tmp_path / "a.jsonl").write_text('{"text": "She saw him. He saw her."}\n{"text": "she"}\n')
+    script = f"""
+import importlib, sys
+class NoNumba:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("numba", "llvmlite"):
+            raise ImportError("numba is not installed")
+sys.meta_path.insert(0, NoNumba())
+for m in {MODULES!r}:
+    importlib.import_module("unstereo.corpus." + m)
+from unstereo.corpus import jit
+from unstereo.corpus.count import count_files
+from unstereo.corpus.merge import merge_count_dirs, read_counts
+d = {str(tmp_path)!r}
+meta = count_files([d + "/a.jsonl"], d + "/c", ["he", "she"], ["saw"], window=2)
+merge_count_dirs([d + "/c", d + "/c"], d + "/m", partitions=3)
+uni, co, _ = read_counts(d + "/m")
+print(jit.AVAILABLE, meta["accelerator"], sorted(zip(uni["word"], uni["count"])))
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    # tokens without the stop word "saw": she him he her / she; the merge sums the directory with itself (its
+    # parts are each sorted, not the whole table: hence sorted here)
+    assert out.split("\n")[-2] == "False numpy [('he', 2), ('her', 2), ('him', 2), ('she', 4)]"

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import lower_scan
 from .jit import AVAILABLE, HIGH, LOW7, load8, njit, ones, store8, trailing_zeros
-from .lower_scan import scan, stretches
 from .tokenize import PAD, EncodedBatch, _lower_stretches, lower_changes_table
 
 _MAX_CHANGED = 1 << 14  # characters str.lower changes whose offsets the JSON kernel notes per batch
@@ -34,7 +34,11 @@ def _json_values_batch(src: np.ndarray, starts: np.ndarray, ends: np.ndarray) ->
     data = out[: n + PAD]
     if k:
         # the stretches str.lower changes: from the offsets the kernel noted, or (many) from a scan of the buffer
-        lo, hi = stretches(data, n, pos[:k]) if k <= pos.size else scan(data, n, lower_changes_table())[1:]
+        lo, hi = (
+            lower_scan.stretches(data, n, pos[:k])
+            if k <= pos.size
+            else lower_scan.scan(data, n, lower_changes_table())[1:]
+        )
         data = _lower_stretches(data, lo, hi)
     return EncodedBatch(data, len(data) - PAD, starts.size)
 
