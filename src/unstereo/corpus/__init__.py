@@ -1,1 +1,2 @@
-"""Corpus statistics: windowed co-occurrence counts, PMI/delta tables and the paper's appendix A (SPEC 1.1)."""
+"""Corpus statistics: windowed co-occurrence counts, PMI/delta tables and appendix A (UnStereoEval paper,
+section 2.1)."""

@@ -1,4 +1,5 @@
-"""``unstereo corpus``: count, merge, delta, import-delta, appendix (SPEC 1.1, paper section 2.1 and appendix A)."""
+"""``unstereo corpus``: count, merge, delta, import-delta, appendix (UnStereoEval paper, section 2.1 and
+appendix A)."""
 
 from __future__ import annotations
 

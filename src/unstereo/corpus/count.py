@@ -1,4 +1,5 @@
-"""Unigram and windowed co-occurrence counts (SPEC 1.1), fast (numpy) and naive (plain Python, the reference).
+"""Unigram and windowed co-occurrence counts (UnStereoEval paper, section 2.1), fast (numpy) and naive (plain
+Python, the reference).
 
 Definitions (both counters):
 

@@ -1,4 +1,4 @@
-"""PMI and delta per word from merged counts (SPEC 1.1; paper Eq. 1 and its generalisation Eq. 4).
+"""PMI and delta per word from merged counts (UnStereoEval paper, Eq. 1 and its generalisation Eq. 4).
 
 - ``PMI(w, g) = ln p(w, g) - ln p(w) - ln p(g)``, ``p(w) = c(w) / N_uni``, ``p(w, g) = c(w, g) / N_pairs``;
 - ``delta_{f,m}(w) = PMI(w, f) - PMI(w, m) = ln c(w, f) - ln c(w, m) - ln c(f) + ln c(m)`` (positive: female);
