@@ -16,6 +16,19 @@ GENERATE_MODEL = resolve_model(GENERATE["model"], EXTERNAL, key="generate.model"
 GENERATE_MODEL_INPUT = (
     [resource_manifest(GENERATE_MODEL.resource)] if GENERATE_MODEL.resource else []
 )
+# The naturalness filter's scoring model (none when the filter is off); its resource is an input too.
+GENERATE_NAT = GENERATE["naturalness"]
+GENERATE_NAT_MODEL = (
+    resolve_model(GENERATE_NAT["model"], EXTERNAL, key="generate.naturalness.model")
+    if GENERATE_NAT["model"] is not None
+    and GENERATE_NAT["min_token_logprob"] is not None
+    else None
+)
+GENERATE_NAT_INPUT = (
+    [resource_manifest(GENERATE_NAT_MODEL.resource)]
+    if GENERATE_NAT_MODEL is not None and GENERATE_NAT_MODEL.resource
+    else []
+)
 
 
 rule generate_use:
@@ -23,6 +36,7 @@ rule generate_use:
     input:
         seed_words=GENERATE_SEED_WORDS,
         model=GENERATE_MODEL_INPUT,
+        naturalness_model=GENERATE_NAT_INPUT,
     output:
         full=results("generate", "{benchmark}", "full.parquet"),
         pairs=results("generate", "{benchmark}", "pairs.parquet"),
