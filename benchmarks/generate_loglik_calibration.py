@@ -1,61 +1,76 @@
-"""Distribution of per-token log-likelihoods (the generate stage's naturalness filter) on known-natural sentences
-and on generated ones: the data behind ``generate.naturalness.min_token_logprob``.
+"""The data behind ``generate.naturalness`` (``start_logprob``, ``min_token_logprob``): log-likelihoods of known-natural
+sentences (the released USE-k templates marked natural) and of generated ones under the filter's model.
 
-    python benchmarks/generate_loglik_calibration.py --released <USE-5.csv> --full results/generate/USE-5/full.parquet
+    python benchmarks/generate_loglik_calibration.py --released-dir <unstereo-eval>/data/datasets/raw \\
+        --full results/generate/USE-5/full.parquet --cache results/score-cache.sqlite
 
-``--released``: a released USE-k raw CSV (column ``template``; rows with ``is_natural`` True), a random sample of
-``--n`` templates; ``--full``: a generate stage's full table (its templated rows). Both fillings of each template are
-scored under ``--model`` (default the config's SmolLM2); prints percentiles and, for the generated rows, each
-template's worse per-token value (so a reader can set it against their own reading).
+From ``--n`` random natural templates of each released USE-5/10/20 (both fillings): the least-squares fit
+``ln p ~ a * tokens + b`` (b is ``start_logprob``), then per benchmark the percentiles of the worse filling's
+``(ln p - b) / tokens`` (the threshold is a low percentile of USE-5's). With ``--full``: each templated row of a
+generate stage's full table with its value, status and reason, lowest first (to set against a reader's judgement).
 """
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from unstereo.generate.naturalness import make_scorer, token_logprob
+from unstereo.generate.naturalness import make_scorer
 from unstereo.templates import fill_template
 
 DEFAULT_MODEL = {"resource": "smollm2", "gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf"}
+QS = [1, 2, 5, 10, 25, 50]
 
 
-def worse(scorer, templates: list[str]) -> np.ndarray:
-    """min over the male and female filling of each template's per-token log-likelihood."""
+def scores(scorer, templates: list[str]) -> np.ndarray:
+    """(templates, 2, 2): (ln p, tokens) of the male and female filling of each template."""
     texts = [fill_template(t, g) for t in templates for g in ("male", "female")]
-    lp = np.array(token_logprob(scorer, texts)).reshape(-1, 2)
-    return lp.min(axis=1)
+    return np.array(scorer.score(texts), dtype=float).reshape(-1, 2, 2)
+
+
+def worse(s: np.ndarray, start: float) -> np.ndarray:
+    return ((s[:, :, 0] - start) / s[:, :, 1]).min(axis=1)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--released", required=True)
+    ap.add_argument(
+        "--released-dir", required=True, help="folder with the released USE-5.csv, USE-10.csv, USE-20.csv"
+    )
     ap.add_argument("--full", nargs="*", default=[])
-    ap.add_argument("--n", type=int, default=400)
+    ap.add_argument("--n", type=int, default=300)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--cache", default=None, help="score cache (SQLite)")
     args = ap.parse_args()
     scorer = make_scorer(DEFAULT_MODEL, args.cache)
-    rel = pd.read_csv(args.released)
-    rel = rel[(rel["is_natural"] == True) & rel["template"].str.contains("{pronoun", regex=False)]  # noqa: E712
-    rel = rel[~rel["template"].str.contains("\n")]
-    sample = rel.sample(n=min(args.n, len(rel)), random_state=args.seed)["template"].tolist()
-    r = worse(scorer, sample)
-    qs = [1, 2, 5, 10, 25, 50]
-    print(f"released natural ({len(r)} templates), worse filling per token: "
-          + ", ".join(f"p{q} {np.percentile(r, q):.2f}" for q in qs))  # fmt: skip
+    released = {}
+    for k in (5, 10, 20):
+        d = pd.read_csv(Path(args.released_dir) / f"USE-{k}.csv")
+        d = d[(d["is_natural"] == True) & d["template"].str.contains("{pronoun", regex=False)]  # noqa: E712
+        d = d[~d["template"].str.contains("\n")]
+        released[k] = scores(
+            scorer, d.sample(n=min(args.n, len(d)), random_state=args.seed)["template"].tolist()
+        )
+    pooled = np.concatenate([s.reshape(-1, 2) for s in released.values()])
+    (a, b), *_ = np.linalg.lstsq(np.c_[pooled[:, 1], np.ones(len(pooled))], pooled[:, 0], rcond=None)
+    print(f"fit on {len(pooled)} released natural sentences: ln p = {a:.3f} * tokens + {b:.2f}")
+    for start in (0.0, round(b, 1)):
+        print(f"start_logprob {start}: worse filling's (ln p - start) / tokens")
+        for k, s in released.items():
+            w = worse(s, start)
+            print(
+                f"  released USE-{k} ({len(w)} templates): "
+                + ", ".join(f"p{q} {np.percentile(w, q):.2f}" for q in QS)
+            )
     for path in args.full:
         full = pd.read_parquet(path)
         full = full[full["template"].notna()]
-        templates = full["template"].tolist()
-        g = worse(scorer, templates)
-        print(
-            f"\n{path}: {len(g)} templated rows; " + ", ".join(f"p{q} {np.percentile(g, q):.2f}" for q in qs)
-        )
-        for t, v, st, reason in sorted(zip(templates, g, full["status"], full["reason"], strict=True),
-                                       key=lambda x: x[1]):  # fmt: skip
+        w = worse(scores(scorer, full["template"].tolist()), round(b, 1))
+        print(f"\n{path}: {len(w)} templated rows, start_logprob {round(b, 1)}")
+        for v, t, st, reason in sorted(zip(w, full["template"], full["status"], full["reason"], strict=True)):
             print(f"{v:7.2f}  {st:10s} {fill_template(t, 'male')!r}  [{reason}]")
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from unstereo.generate import GenerateSettings, generate_benchmark, load_prompts, summarize, to_pairs
 from unstereo.generate.minimal import check_minimal_pair
-from unstereo.generate.naturalness import chat_reply, task_ngrams, token_logprob
+from unstereo.generate.naturalness import chat_reply, repetition, task_ngrams, token_logprob
 from unstereo.llm.types import ChatResult
 from unstereo.templates import fill_template
 
@@ -56,6 +56,14 @@ def test_chat_reply_signs(sentence, expected):
 )
 def test_natural_sentences_are_no_chat_reply(sentence):
     assert chat_reply(sentence, GRAMS) is None
+
+
+def test_repetition():
+    assert repetition("He bolted the bolted bolted door.") == "repetition: 'bolted' 3 times"
+    assert (
+        repetition("The dog and the cat and the bird ran to the park.") is None
+    )  # function words may repeat
+    assert repetition("He ran, ran, ran.", times=4) is None
 
 
 def test_task_ngrams_cross_no_field():
@@ -120,7 +128,8 @@ def test_pipeline_filters_worked_by_hand():
             "He gave her an apple.",  # mixed pronouns (a she-pronoun in the male version)
             "The king ate his apple.",  # gendered word
             "I gave him an apple.",  # chat reply: first person
-            "He apple apple apple.",  # log-likelihood below the threshold (scorer table)
+            "He apple pear plum.",  # log-likelihood below the threshold (scorer table)
+            "He bolted the apple apple apple.",  # degenerate: a word 3 times
         ],
         ("apple", "she"): [
             "She shared her apple.",  # editing -> "He shared his apple." kept
@@ -128,8 +137,8 @@ def test_pipeline_filters_worked_by_hand():
         ],
     }
     client = FakeClient(lists)
-    scorer = FakeScorer({"He apple apple apple.": -5.0, "She apple apple apple.": -5.0})
-    s = GenerateSettings(n_sentences=6, revision_max_tries=0, min_token_logprob=-3.0)
+    scorer = FakeScorer({"He apple pear plum.": -5.0, "She apple pear plum.": -5.0})
+    s = GenerateSettings(n_sentences=7, revision_max_tries=0, min_token_logprob=-3.0)
     full = generate_benchmark(["apple"], 5, client, PROMPTS, s, scorer=scorer)
     got = dict(zip(full["sentence"], zip(full["status"], full["reason"], strict=True), strict=True))
     assert got["He ate an apple."] == ("kept", None)
@@ -141,7 +150,11 @@ def test_pipeline_filters_worked_by_hand():
     )
     assert got["The king ate his apple."] == ("discarded", "minimal pair: gendered word: 'king'")
     assert got["I gave him an apple."] == ("unnatural", "chat reply: male first person: 'I'")
-    assert got["He apple apple apple."] == ("unnatural", "log-likelihood: male -5.00 < -3, female -5.00 < -3")
+    assert got["He apple pear plum."] == ("unnatural", "log-likelihood: male -5.00 < -3, female -5.00 < -3")
+    assert got["He bolted the apple apple apple."] == (
+        "unnatural",
+        "degenerate: male repetition: 'apple' 3 times",
+    )
     assert got["The apple is hers, she said."][0] == "discarded"
     assert got["The apple is hers, she said."][1].startswith(
         "minimal pair: not the template's filling: the she-"
@@ -155,8 +168,9 @@ def test_pipeline_filters_worked_by_hand():
         "no placeholder": 0, "pronoun alternative": 1, "not the template's filling": 1, "mixed pronouns": 1,
         "differs beyond pronouns": 0, "gendered word": 1, "total": 4,
     }  # fmt: skip
-    assert (summ["chat_reply"], summ["low_log_likelihood"], summ["semantic_filter_rejected"]) == (1, 1, 0)
-    assert summ["kept"]["total"] == 2 and summ["unnatural"]["total"] == 2
+    assert (summ["chat_reply"], summ["degenerate"], summ["low_log_likelihood"]) == (1, 1, 1)
+    assert summ["semantic_filter_rejected"] == 0
+    assert summ["kept"]["total"] == 2 and summ["unnatural"]["total"] == 3
     pairs = to_pairs(full, "test")
     assert pairs["sentence_male"].tolist() == ["He ate an apple.", "He shared his apple."]
 
@@ -181,7 +195,8 @@ def test_settings_from_config_naturalness():
 
     nat = load_section({})["naturalness"]
     assert nat["model"] == {"resource": "smollm2", "gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf"}
-    assert nat["chat_reply"] and nat["llm_filter"] and isinstance(nat["min_token_logprob"], float)
+    # the schema's default loads no model (the offline config sets the threshold)
+    assert nat["chat_reply"] and nat["llm_filter"] and nat["min_token_logprob"] is None
     assert load_section({"naturalness": {"model": None}})["naturalness"]["model"] is None
 
 
@@ -226,3 +241,17 @@ def test_property_pipeline_never_keeps_a_broken_pair():
         minimal = full["reason"].fillna("").str.startswith("minimal pair: ")
         assert summ["minimal_pair_rejected"]["total"] == int(minimal.sum())
         assert summ["chat_reply"] == int(full["reason"].fillna("").str.startswith("chat reply: ").sum())
+
+
+def test_offline_prompts_differ_from_the_paper_only_in_generation():
+    offline = load_prompts("data/prompts-offline")
+    assert (offline.revision, offline.editing, offline.semantic_filter) == (
+        PROMPTS.revision,
+        PROMPTS.editing,
+        PROMPTS.semantic_filter,
+    )
+    text = offline.generation.format(num_sentences=5, attribute="booth", group="she", num_words=5)
+    assert "the exact word 'booth'" in text and "1. Yesterday she enjoyed the rain." in text
+    assert "{" not in text and 'Never write "his/her"' in text
+    # a copy of an example is no 4-word quote of the task ({group} splits it): the seed-word check catches copies
+    assert chat_reply("After work, she felt tired today.", task_ngrams(offline)) is None

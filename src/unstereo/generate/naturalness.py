@@ -9,8 +9,10 @@ per-token log-likelihood under a second, offline language model.
   "Absolutely", "Note"), the task's vocabulary ("sentence(s)", "pronoun(s)", "task", "revised", "revision",
   "rewrite", "numbered", "gender-neutral", "as an AI", "language model"), a line break or markdown ``**``, and any
   4 consecutive words of a prompt of the pipeline (a quote of the task; :func:`task_ngrams`).
-- :func:`token_logprob`: ln p(sentence) / scored tokens under a causal LM (:mod:`unstereo.scoring`); a pair is kept
-  when both its sentences reach the configured threshold (``generate.naturalness.min_token_logprob``).
+- :func:`repetition`: a degenerate answer, a word (not a function word) three times or more.
+- :func:`token_logprob`: (ln p(sentence) - a fixed start cost) / scored tokens under a causal LM
+  (:mod:`unstereo.scoring`); a pair is kept when both its sentences reach the configured threshold
+  (``generate.naturalness.min_token_logprob``, ``start_logprob``).
 """
 
 from __future__ import annotations
@@ -78,10 +80,31 @@ def chat_reply(sentence: str, ngrams: frozenset[tuple[str, ...]] = frozenset()) 
     return None
 
 
-def token_logprob(scorer: Any, sentences: list[str]) -> list[float]:
-    """ln p(s) / number of scored tokens of each sentence under ``scorer`` (a :mod:`unstereo.scoring` scorer:
-    ``score(list) -> [(ln p, ntok)]``); -inf for a sentence with no scored token."""
-    return [lp / n if n else float("-inf") for lp, n in scorer.score(list(sentences))]
+# words a short sentence may repeat (function words)
+_COMMON = frozenset("the a an and or of to in on at for with by from as is was be it its that this".split())
+
+
+def repetition(sentence: str, times: int = 3) -> str | None:
+    """A degenerate answer: a word other than a function word appears ``times`` times or more ("He bolted the
+    bolted bolted bolted ...": repetition raises a language model's likelihood, so the log-likelihood filter lets it
+    pass). Returns "repetition: '<word>' n times" or None."""
+    counts: dict[str, int] = {}
+    for w in _lower_words(sentence):
+        if w not in _COMMON:
+            counts[w] = counts.get(w, 0) + 1
+    word, n = max(counts.items(), key=lambda x: x[1], default=("", 0))
+    return f"repetition: {word!r} {n} times" if n >= times else None
+
+
+def token_logprob(scorer: Any, sentences: list[str], start_logprob: float = 0.0) -> list[float]:
+    """(ln p(s) - ``start_logprob``) / scored tokens of each sentence under ``scorer`` (a :mod:`unstereo.scoring`
+    scorer: ``score(list) -> [(ln p, ntok)]``); -inf for a sentence with no scored token.
+
+    ``start_logprob`` is the part of ln p that does not grow with the length (a sentence's first tokens are the
+    least predictable): with 0 this is the plain per-token mean, which is much lower for short sentences (natural
+    released USE sentences: median -7.4 at <= 6 tokens, -3.3 at > 30 under SmolLM2-135M); with the fitted value
+    (``ln p ~ a * tokens + start_logprob``) the median is the same at every length (docs/methods.md)."""
+    return [(lp - start_logprob) / n if n else float("-inf") for lp, n in scorer.score(list(sentences))]
 
 
 def make_scorer(model: Any, cache: str | None, external_dir: str | None = None) -> Any:

@@ -22,7 +22,7 @@ from ..log import get_logger
 from ..templates import fill_template, has_placeholder, templatize_male, words
 from .filters import first_occurrences, gendered_words, length_ok, load_gendered_words
 from .minimal import RULES, check_minimal_pair, rule_of
-from .naturalness import chat_reply, task_ngrams, token_logprob
+from .naturalness import chat_reply, repetition, task_ngrams, token_logprob
 from .pairing import direct_female_to_male, has_female_pronoun, has_male_pronoun, modifications
 from .parse import has_pronoun, has_word, is_refusal, parse_likelihood, parse_numbered_list, parse_single
 from .prompts import PromptSet
@@ -45,7 +45,7 @@ FULL_COLUMNS = [
 
 # keys of the config's ``naturalness`` mapping -> GenerateSettings fields (model and cache go to the scorer)
 NATURALNESS_KEYS = {"chat_reply": "chat_reply_filter", "min_token_logprob": "min_token_logprob",
-                    "llm_filter": "llm_semantic_filter"}  # fmt: skip
+                    "start_logprob": "start_logprob", "llm_filter": "llm_semantic_filter"}  # fmt: skip
 
 
 @dataclass
@@ -72,6 +72,9 @@ class GenerateSettings:
     length_tolerance: int | None = None
     chat_reply_filter: bool = True
     min_token_logprob: float | None = None  # None: no log-likelihood filter
+    start_logprob: float = (
+        0.0  # subtracted from ln p before dividing by the tokens (.naturalness.token_logprob)
+    )
     llm_semantic_filter: bool = True
     seed: int = 0
 
@@ -305,16 +308,21 @@ def generate_benchmark(
         grams = task_ngrams(prompts)
         for r in alive():
             for g in ("male", "female"):
-                why = chat_reply(fill_template(r["template"], g), grams)
+                text = fill_template(r["template"], g)
+                why = chat_reply(text, grams)
                 if why:
                     r.update(status="unnatural", reason=f"chat reply: {g} {why}")
+                    break
+                why = repetition(text)
+                if why:
+                    r.update(status="unnatural", reason=f"degenerate: {g} {why}")
                     break
     if s.min_token_logprob is not None:
         if scorer is None:
             raise ValueError("min_token_logprob needs a scorer (unstereo.generate.naturalness.make_scorer)")
         live = alive()
         texts = [fill_template(r["template"], g) for r in live for g in ("male", "female")]
-        lps = token_logprob(scorer, texts) if texts else []
+        lps = token_logprob(scorer, texts, s.start_logprob) if texts else []
         for n, r in enumerate(live):
             r["logprob_male"], r["logprob_female"] = lps[2 * n], lps[2 * n + 1]
             low = [
@@ -434,6 +442,7 @@ def summarize(full: pd.DataFrame, n_seed_words: int) -> dict[str, Any]:
         "kept_with_gendered_words": int(((full["status"] == "kept") & full["gendered_words"].notna()).sum()),
         "minimal_pair_rejected": _rule_counts(full["reason"]),
         "chat_reply": int((reasons == "chat reply").sum()),
+        "degenerate": int((reasons == "degenerate").sum()),
         "low_log_likelihood": int((reasons == "log-likelihood").sum()),
         "semantic_filter_rejected": int((reasons == "semantic filter").sum()),
         "yield_per_sentence": round(float((full["status"] == "kept").sum()) / max(1, len(sent)), 4),
