@@ -75,7 +75,41 @@ rule generate_use:
         " --cache {params.cache:q} --seed {params.seed} > {log} 2>&1"
 
 
+rule generate_report:
+    """The report's generation section: counts of every filter per benchmark, the kept pairs, the rejections."""
+    input:
+        summaries=expand(
+            results("generate", "USE-{k}", "summary.json"), k=GENERATE["k"]
+        ),
+        full=expand(results("generate", "USE-{k}", "full.parquet"), k=GENERATE["k"]),
+    output:
+        html=report(
+            results("generate", "generation.html"),
+            caption="../workflow/report/generation.rst",
+            category="Generation",
+        ),
+        tables=[
+            results("generate", f"generation_filters.{ext}")
+            for ext in ("csv", "md", "tex", "html")
+        ],
+    log:
+        f"{LOGS}/generate/report.log",
+    conda:
+        "../envs/generate.yaml"
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    params:
+        dirs=lambda wc, input: " ".join(
+            shlex.quote(str(Path(p).parent)) for p in input.summaries
+        ),
+        out_dir=lambda wc, output: Path(output.html).parent,
+    shell:
+        "unstereo report generation {params.dirs} -o {params.out_dir} > {log} 2>&1"
+
+
 if GENERATE["enabled"]:
+    ALL_TARGETS.append(results("generate", "generation.html"))
     ALL_TARGETS.extend(
         results("generate", f"USE-{k}", name)
         for k in GENERATE["k"]
