@@ -16,6 +16,19 @@ GENERATE_MODEL = resolve_model(GENERATE["model"], EXTERNAL, key="generate.model"
 GENERATE_MODEL_INPUT = (
     [resource_manifest(GENERATE_MODEL.resource)] if GENERATE_MODEL.resource else []
 )
+# The naturalness filter's scoring model (none when the filter is off); its resource is an input too.
+GENERATE_NAT = GENERATE["naturalness"]
+GENERATE_NAT_MODEL = (
+    resolve_model(GENERATE_NAT["model"], EXTERNAL, key="generate.naturalness.model")
+    if GENERATE_NAT["model"] is not None
+    and GENERATE_NAT["min_token_logprob"] is not None
+    else None
+)
+GENERATE_NAT_INPUT = (
+    [resource_manifest(GENERATE_NAT_MODEL.resource)]
+    if GENERATE_NAT_MODEL is not None and GENERATE_NAT_MODEL.resource
+    else []
+)
 
 
 rule generate_use:
@@ -23,6 +36,7 @@ rule generate_use:
     input:
         seed_words=GENERATE_SEED_WORDS,
         model=GENERATE_MODEL_INPUT,
+        naturalness_model=GENERATE_NAT_INPUT,
     output:
         full=results("generate", "{benchmark}", "full.parquet"),
         pairs=results("generate", "{benchmark}", "pairs.parquet"),
@@ -61,7 +75,41 @@ rule generate_use:
         " --cache {params.cache:q} --seed {params.seed} > {log} 2>&1"
 
 
+rule generate_report:
+    """The report's generation section: counts of every filter per benchmark, the kept pairs, the rejections."""
+    input:
+        summaries=expand(
+            results("generate", "USE-{k}", "summary.json"), k=GENERATE["k"]
+        ),
+        full=expand(results("generate", "USE-{k}", "full.parquet"), k=GENERATE["k"]),
+    output:
+        html=report(
+            results("generate", "generation.html"),
+            caption="../workflow/report/generation.rst",
+            category="Generation",
+        ),
+        tables=[
+            results("generate", f"generation_filters.{ext}")
+            for ext in ("csv", "md", "tex", "html")
+        ],
+    log:
+        f"{LOGS}/generate/report.log",
+    conda:
+        "../envs/generate.yaml"
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    params:
+        dirs=lambda wc, input: " ".join(
+            shlex.quote(str(Path(p).parent)) for p in input.summaries
+        ),
+        out_dir=lambda wc, output: Path(output.html).parent,
+    shell:
+        "unstereo report generation {params.dirs} -o {params.out_dir} > {log} 2>&1"
+
+
 if GENERATE["enabled"]:
+    ALL_TARGETS.append(results("generate", "generation.html"))
     ALL_TARGETS.extend(
         results("generate", f"USE-{k}", name)
         for k in GENERATE["k"]

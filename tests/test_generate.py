@@ -260,7 +260,10 @@ def test_cli_run_writes_tables_summary_usage(tmp_path, monkeypatch):
     with ScriptedServer(scripted) as srv:
         settings = {"model": {"endpoint": srv.base_url, "name": "m", "api_key_env": "UNSTEREO_TEST_KEY"},
                     "n_sentences": 3, "revision_max_tries": 1, "generation_max_tries": 2, "seed": 0,
-                    "max_retries": 0, "prices": {"prompt_per_1m": 1.0, "completion_per_1m": 2.0}}  # fmt: skip
+                    "max_retries": 0, "prices": {"prompt_per_1m": 1.0, "completion_per_1m": 2.0},
+                    # the scripted answers are judged by the chat-reply check only (the log-likelihood filter loads
+                    # a model: tests/test_generate_naturalness.py runs it with a stand-in scorer)
+                    "naturalness": {"min_token_logprob": None}}  # fmt: skip
         out = tmp_path / "results" / "generate" / "USE-5"
         args = ["generate", "run", "--seed-words", str(tmp_path / "seeds.csv"), "--benchmark", "USE-5",
                 "-o", str(out), "--settings", json.dumps(settings)]  # fmt: skip

@@ -78,25 +78,27 @@ def test_pipeline_dedups_checks_length_and_flags():
     client = FakeClient(LISTS)
     s = GenerateSettings(n_sentences=3, revision_max_tries=1, length_tolerance=1)
     full = generate_benchmark(["apple"], 5, client, load_prompts(), s)
-    assert full["status"].tolist() == ["kept", "discarded", "discarded", "discarded", "kept"]
-    assert full["reason"].tolist()[1:4] == [
+    assert full["status"].tolist() == ["kept", "discarded", "discarded", "discarded", "discarded"]
+    assert full["reason"].tolist()[1:] == [
         "duplicate: same template as row 0",
         "length: 8 words, not 5 +- 1",
         "duplicate: same template as row 0",
+        # a pair with another gendered word is no minimal pair: discarded (it was kept and flagged before)
+        "minimal pair: gendered word: 'mother'",
     ]
     assert full["gendered_words"].tolist() == [None, None, None, None, "mother"]
-    # the duplicates never reach the semantic filter: 2 kept rows x 2 fillings
-    assert client.tags.count("semantic_filter") == 4
+    # the duplicates and the gendered pair never reach the semantic filter: 1 kept row x 2 fillings
+    assert client.tags.count("semantic_filter") == 2
     summ = summarize(full, 1)
-    assert (summ["duplicates"], summ["length_failed"], summ["kept"]["total"]) == (2, 1, 2)
-    assert summ["kept_with_gendered_words"] == 1
+    assert (summ["duplicates"], summ["length_failed"], summ["kept"]["total"]) == (2, 1, 1)
+    assert summ["kept_with_gendered_words"] == 0 and summ["minimal_pair_rejected"]["gendered word"] == 1
 
 
 def test_pipeline_without_dedup_keeps_repeats():
     client = FakeClient(LISTS)
     s = GenerateSettings(n_sentences=3, revision_max_tries=1, dedup=False)
     full = generate_benchmark(["apple"], 5, client, load_prompts(), s)
-    assert (full["status"] == "kept").sum() == 5
+    assert (full["status"] == "kept").sum() == 4  # the fifth has "mother"
     summ = summarize(full, 1)
     assert (summ["duplicates"], summ["length_failed"]) == (0, 0)
     assert GenerateSettings.from_config({"dedup": False, "length_tolerance": 2}).length_tolerance == 2

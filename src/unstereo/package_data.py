@@ -1,7 +1,7 @@
 """Files the package ships (config schemas, model registry, gendered pairs, prompts), found wherever it is installed.
 
 The repository keeps one copy of each, inside the package (``src/unstereo/schemas``, ``src/unstereo/data``);
-``workflow/schemas`` and ``data/{models.csv,gendered_pairs.csv,prompts}`` are links to them. Config keys that name
+``workflow/schemas`` and ``data/{models.csv,gendered_pairs.csv,prompts,prompts-offline}`` are links to them. Config keys that name
 one of these files by its repository path (the schema defaults, e.g. ``report.registry: data/models.csv``) resolve to
 the packaged copy through :func:`packaged`, so a non-editable install needs no checkout.
 """
@@ -22,6 +22,7 @@ REPO_PATHS: dict[str, Path] = {
     "data/models.csv": DATA_DIR / "models.csv",
     "data/gendered_pairs.csv": DATA_DIR / "gendered_pairs.csv",
     "data/prompts": DATA_DIR / "prompts",
+    "data/prompts-offline": DATA_DIR / "prompts-offline",
 }
 
 

@@ -87,6 +87,7 @@ def run(seed_words_path, benchmark, k, out_dir, settings, model, api_key_env, ex
     from ..log import get_logger
     from ..model_spec import resolve_model
     from ..tables import PAIRS, write_table
+    from .naturalness import make_scorer
     from .pipeline import GenerateSettings, generate_benchmark, summarize, to_pairs
     from .prompts import load_prompts
     from .settings import load_section, read_settings_arg
@@ -116,10 +117,19 @@ def run(seed_words_path, benchmark, k, out_dir, settings, model, api_key_env, ex
         price_prompt_per_1m=cfg["prices"]["prompt_per_1m"], price_completion_per_1m=cfg["prices"]["completion_per_1m"],
     )  # fmt: skip
     s = GenerateSettings.from_config(cfg)
+    scorer = None
+    nat = cfg["naturalness"]
+    if nat["model"] is None:
+        s = dataclasses.replace(s, min_token_logprob=None)
+    elif s.min_token_logprob is not None:
+        score_cache = nat["cache"] or str(out.parent.parent / "score-cache.sqlite")
+        scorer = make_scorer(nat["model"], score_cache, external_dir)
+        log.info("%s: naturalness under %s, >= %g per token, score cache %s", benchmark,
+                 resolve_model(nat["model"], external_dir).to_arg(), s.min_token_logprob, score_cache)  # fmt: skip
     log.info("%s: %d seed words, k=%d, %s, cache %s", benchmark, len(words), k, client.model_id, cache_path)
     t0 = time.time()
     try:
-        full = generate_benchmark(words, k, client, prompts, s, benchmark=benchmark)
+        full = generate_benchmark(words, k, client, prompts, s, benchmark=benchmark, scorer=scorer)
         elapsed = time.time() - t0
         source = f"generate:{client.model_id}"
         pairs = to_pairs(full, source)
@@ -129,6 +139,9 @@ def run(seed_words_path, benchmark, k, out_dir, settings, model, api_key_env, ex
                                                  "seconds": round(elapsed, 1)}  # fmt: skip
         # provenance for `benchmarks export`: the decoding settings and filters of this run, and the prompts folder
         summary["settings"] = dataclasses.asdict(s) | {"prompts_dir": str(cfg["prompts_dir"] or "")}
+        summary["naturalness_model"] = (
+            resolve_model(nat["model"], external_dir).to_arg() if scorer is not None else None
+        )
         write_json(out / "summary.json", summary)
         client.write_usage(out / "usage.json", {"benchmark": benchmark, "seconds": round(elapsed, 1)})
     finally:

@@ -20,7 +20,9 @@ import pandas as pd
 
 from ..log import get_logger
 from ..templates import fill_template, has_placeholder, templatize_male, words
-from .filters import first_occurrences, gendered_words, length_ok
+from .filters import first_occurrences, gendered_words, length_ok, load_gendered_words
+from .minimal import RULES, check_minimal_pair, rule_of
+from .naturalness import chat_reply, repetition, task_ngrams, token_logprob
 from .pairing import direct_female_to_male, has_female_pronoun, has_male_pronoun, modifications
 from .parse import has_pronoun, has_word, is_refusal, parse_likelihood, parse_numbered_list, parse_single
 from .prompts import PromptSet
@@ -36,9 +38,14 @@ GROUP = {"he": "he/his/him/himself", "she": "she/her/her/herself"}
 FULL_COLUMNS = [
     "benchmark", "k", "word", "target_word", "sample", "item", "raw_sentence", "sentence", "has_word",
     "has_pronoun", "is_revised", "revision_calls", "revision_prompt", "pairing", "sentence_male", "modifications",
-    "template", "has_placeholder", "gendered_words", "likely_under", "likely_male", "likely_female", "is_natural", "status", "reason",
-    "pair_id",
+    "template", "has_placeholder", "gendered_words", "logprob_male", "logprob_female", "likely_under", "likely_male",
+    "likely_female", "is_natural", "status", "reason", "pair_id",
 ]  # fmt: skip
+
+
+# keys of the config's ``naturalness`` mapping -> GenerateSettings fields (model and cache go to the scorer)
+NATURALNESS_KEYS = {"chat_reply": "chat_reply_filter", "min_token_logprob": "min_token_logprob",
+                    "start_logprob": "start_logprob", "llm_filter": "llm_semantic_filter"}  # fmt: skip
 
 
 @dataclass
@@ -63,6 +70,12 @@ class GenerateSettings:
     pronoun_check: str = "family"
     dedup: bool = True
     length_tolerance: int | None = None
+    chat_reply_filter: bool = True
+    min_token_logprob: float | None = None  # None: no log-likelihood filter
+    start_logprob: float = (
+        0.0  # subtracted from ln p before dividing by the tokens (.naturalness.token_logprob)
+    )
+    llm_semantic_filter: bool = True
     seed: int = 0
 
     @classmethod
@@ -71,7 +84,9 @@ class GenerateSettings:
         kw: dict[str, Any] = {}
         names = {f.name for f in fields(cls)}
         for key, value in cfg.items():
-            if key in ("temperatures", "max_tokens") and isinstance(value, dict):
+            if key == "naturalness" and isinstance(value, dict):
+                kw.update({NATURALNESS_KEYS[k]: v for k, v in value.items() if k in NATURALNESS_KEYS})
+            elif key in ("temperatures", "max_tokens") and isinstance(value, dict):
                 prefix = "temperature" if key == "temperatures" else "max_tokens"
                 kw.update({f"{prefix}_{k}": v for k, v in value.items() if f"{prefix}_{k}" in names})
             elif key in names:
@@ -109,10 +124,13 @@ def generate_benchmark(
     prompts: PromptSet,
     settings: GenerateSettings | None = None,
     benchmark: str | None = None,
+    scorer: Any = None,
 ) -> pd.DataFrame:
     """Run the pipeline for sentences of at most ``k`` words; return the full table (one row per sentence).
 
-    A seed word listed twice is generated twice (distinct seeds), as in the released USE data.
+    A seed word listed twice is generated twice (distinct seeds), as in the released USE data. ``scorer`` (a
+    :mod:`unstereo.scoring` scorer, see :func:`.naturalness.make_scorer`) gives the log-likelihoods of the
+    naturalness filter; it is needed when ``settings.min_token_logprob`` is set.
     """
     s = settings or GenerateSettings()
     benchmark = benchmark or f"USE-{k}"
@@ -261,9 +279,20 @@ def generate_benchmark(
         if not r["has_placeholder"]:
             r.update(status="discarded", reason="template: no pronoun placeholder")
 
-    # ---- 4b. flag other gendered words; drop repeated templates (the first one stays)
+    # ---- 4b. post-conditions: a true minimal pair (.minimal); the she-sentence must be its template's female
+    # filling ("hers" has no placeholder; an edited male version may have changed other words), and an edited male
+    # version must keep the seed word
+    gendered = frozenset().union(*load_gendered_words())
     for r in alive():
         r["gendered_words"] = ", ".join(gendered_words(r["template"])) or None
+        male, female = fill_template(r["template"], "male"), fill_template(r["template"], "female")
+        why = check_minimal_pair(male, female, r["template"], gendered)
+        if why is None and r["target_word"] == "she" and female != r["sentence"]:
+            why = f"not the template's filling: the she-sentence {r['sentence']!r} is not {female!r}"
+        if why is not None:
+            r.update(status="discarded", reason=f"minimal pair: {why}")
+        elif not has_word(male, r["word"]):
+            r.update(status="discarded", reason=f"editing: the male version lost the word {r['word']!r}")
     if s.dedup:
         live = alive()
         index = {id(r): i for i, r in enumerate(rows)}
@@ -273,8 +302,42 @@ def generate_benchmark(
                     status="discarded", reason=f"duplicate: same template as row {index[id(live[first])]}"
                 )
 
-    # ---- 5. semantic filter on both fillings
+    # ---- 5. naturalness, cheapest first: chat-reply detector, log-likelihood under a second model, the paper's
+    # semantic filter (the generator's own verdict on both fillings)
+    if s.chat_reply_filter:
+        grams = task_ngrams(prompts)
+        for r in alive():
+            for g in ("male", "female"):
+                text = fill_template(r["template"], g)
+                why = chat_reply(text, grams)
+                if why:
+                    r.update(status="unnatural", reason=f"chat reply: {g} {why}")
+                    break
+                why = repetition(text)
+                if why:
+                    r.update(status="unnatural", reason=f"degenerate: {g} {why}")
+                    break
+    if s.min_token_logprob is not None:
+        if scorer is None:
+            raise ValueError("min_token_logprob needs a scorer (unstereo.generate.naturalness.make_scorer)")
+        live = alive()
+        texts = [fill_template(r["template"], g) for r in live for g in ("male", "female")]
+        lps = token_logprob(scorer, texts, s.start_logprob) if texts else []
+        for n, r in enumerate(live):
+            r["logprob_male"], r["logprob_female"] = lps[2 * n], lps[2 * n + 1]
+            low = [
+                (g, v)
+                for g, v in (("male", lps[2 * n]), ("female", lps[2 * n + 1]))
+                if v < s.min_token_logprob
+            ]
+            if low:
+                r.update(status="unnatural", reason="log-likelihood: " + ", ".join(
+                    f"{g} {v:.2f} < {s.min_token_logprob:g}" for g, v in low))  # fmt: skip
     live = alive()
+    if not s.llm_semantic_filter:
+        for r in live:
+            r.update(status="kept", reason=None)
+        live = []
     reqs = [
         _req(
             prompts.semantic_filter.format(sentence=fill_template(r["template"], g)),
@@ -306,16 +369,23 @@ def generate_benchmark(
         df[col] = df[col].astype("boolean")
     for col in ("k", "sample", "item", "revision_calls"):
         df[col] = df[col].fillna(0).astype("int64")
+    for col in ("logprob_male", "logprob_female"):
+        df[col] = df[col].astype("float64")
     for col in df.columns:
         if col not in ("is_revised", "has_word", "has_pronoun", "has_placeholder", "is_natural",
-                       "k", "sample", "item", "revision_calls"):  # fmt: skip
+                       "k", "sample", "item", "revision_calls", "logprob_male", "logprob_female"):  # fmt: skip
             df[col] = df[col].astype(object).where(df[col].notna(), None)
     return df[FULL_COLUMNS]
 
 
 def to_pairs(full: pd.DataFrame, source: str) -> pd.DataFrame:
-    """The kept rows as a PAIRS table (max_pmi / max_pmi_word null: the benchmarks stage adds them)."""
+    """The kept rows as a PAIRS table (max_pmi / max_pmi_word null: the benchmarks stage adds them). A kept row
+    that is not a minimal pair (:func:`.minimal.check_minimal_pair`) is an error: the pipeline never keeps one."""
     kept = full[full["status"] == "kept"]
+    for pid, t in zip(kept["pair_id"], kept["template"], strict=True):
+        why = check_minimal_pair(fill_template(t, "male"), fill_template(t, "female"), t)
+        if why is not None:
+            raise ValueError(f"kept pair {pid} ({t!r}) is not a minimal pair: {why}")
     return pd.DataFrame(
         {
             "pair_id": kept["pair_id"].astype(str).tolist(),
@@ -329,6 +399,13 @@ def to_pairs(full: pd.DataFrame, source: str) -> pd.DataFrame:
             "source": source,
         }
     )
+
+
+def _rule_counts(reason: pd.Series) -> dict[str, int]:
+    """Rows per broken minimal-pair rule (reasons "minimal pair: <rule>: ..."), every rule listed, and the total."""
+    prefix = "minimal pair: "
+    rules = Counter(rule_of(x[len(prefix) :]) for x in reason.dropna() if x.startswith(prefix))
+    return {rule: int(rules[rule]) for rule in RULES} | {"total": int(sum(rules.values()))}
 
 
 def summarize(full: pd.DataFrame, n_seed_words: int) -> dict[str, Any]:
@@ -363,5 +440,10 @@ def summarize(full: pd.DataFrame, n_seed_words: int) -> dict[str, Any]:
         "unnatural": by_pronoun(full["status"] == "unnatural"),
         "kept": by_pronoun(full["status"] == "kept"),
         "kept_with_gendered_words": int(((full["status"] == "kept") & full["gendered_words"].notna()).sum()),
+        "minimal_pair_rejected": _rule_counts(full["reason"]),
+        "chat_reply": int((reasons == "chat reply").sum()),
+        "degenerate": int((reasons == "degenerate").sum()),
+        "low_log_likelihood": int((reasons == "log-likelihood").sum()),
+        "semantic_filter_rejected": int((reasons == "semantic filter").sum()),
         "yield_per_sentence": round(float((full["status"] == "kept").sum()) / max(1, len(sent)), 4),
     }

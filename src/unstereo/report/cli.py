@@ -104,6 +104,38 @@ def table7_cmd(props_paths: tuple[str, ...], out_dir: str) -> None:
         click.echo(str(path))
 
 
+@group.command("generation")
+@click.argument(
+    "generate_dirs",
+    metavar="GENERATE_DIR...",
+    nargs=-1,
+    required=True,
+    type=click.Path(exists=True, file_okay=False),
+)
+@click.option(
+    "-o", "--out-dir", required=True, type=click.Path(file_okay=False),
+    help="writes generation.html and generation_filters.{csv,md,tex,html}",
+)  # fmt: skip
+def generation_cmd(generate_dirs: tuple[str, ...], out_dir: str) -> None:
+    """The generation section: counts of every filter and the kept pairs of the generate stage's benchmark folders
+    (results/generate/USE-k, each with summary.json and full.parquet)."""
+    from ..errors import InputError
+    from .generation import filter_table, generation_html, read_generate_dir
+    from .render import write_table_files
+
+    dirs = {}
+    for d in generate_dirs:
+        if not (Path(d) / "summary.json").is_file():
+            raise InputError("not a generate benchmark folder (no summary.json)", path=d)
+        summary, full = read_generate_dir(d)
+        dirs[summary.get("benchmark", Path(d).name)] = (summary, full)
+    for path in write_table_files(filter_table({b: s for b, (s, _) in dirs.items()}), out_dir):
+        click.echo(str(path))
+    page = Path(out_dir) / "generation.html"
+    write_text(page, generation_html(dirs))
+    click.echo(str(page))
+
+
 @group.command("compare")
 @click.argument("metrics_file", type=EXISTING_FILE)
 @click.option(
