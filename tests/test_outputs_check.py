@@ -4,6 +4,8 @@ validated against the schema its code declares."""
 from __future__ import annotations
 
 import math
+import os
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -75,6 +77,10 @@ def test_schema_of_the_methods_tables(tmp_path):
     )
     assert schema_of(res / "report" / "fairpair" / "summary.parquet", res) is None
     assert schema_of(tmp_path / "elsewhere" / "fairpair" / "summary.parquet", res) is None
+    # the summary's paths and the config's results_dir need not both be absolute or both relative
+    relative = os.path.relpath(res)
+    assert schema_of(res / "fairpair" / "summary.parquet", relative) is FAIRPAIR_SUMMARY
+    assert schema_of(Path(relative) / "fairpair" / "summary.parquet", res) is FAIRPAIR_SUMMARY
 
 
 def test_every_tables_entry_names_a_schema_in_the_code():

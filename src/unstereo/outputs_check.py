@@ -132,11 +132,14 @@ def schema_ref(path: Path, results_dir: str | Path | None = None) -> str | None:
     With ``results_dir`` only paths below it count; without, the first results folder in the path that matches."""
     parts = Path(path).parts
     if results_dir is not None:
-        try:
+        try:  # as the rules write it; else one side absolute, the other relative to the working directory
             parts = Path(path).relative_to(results_dir).parts
         except ValueError:
-            return None
-    for i in range(len(parts) if results_dir is None else min(len(parts), 1)):
+            try:
+                parts = Path(path).resolve().relative_to(Path(results_dir).resolve()).parts
+            except ValueError:
+                return None
+    for i in range(len(parts)) if results_dir is None else range(min(len(parts), 1)):
         for pattern, ref in TABLES.get(parts[i], ()):
             if _matches(parts[i + 1 :], pattern):
                 return ref
