@@ -52,6 +52,8 @@ def test_invalid_yaml_is_reported(tmp_path):
         load_config(path)
 
 
-@pytest.mark.parametrize("name", ["config/config.yaml", "config/paper.yaml", ".test/config.yaml"])
+@pytest.mark.parametrize(
+    "name", ["config/config.yaml", "config/paper.yaml", ".test/config.yaml", ".test/config-methods.yaml"]
+)
 def test_shipped_configs_are_valid(repo_dir, name):
     load_config(repo_dir / name)

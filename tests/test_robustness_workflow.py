@@ -187,3 +187,15 @@ def test_snakemake_runs_the_robustness_rules(tmp_path, repo_dir):
     assert swaps.empty  # one model: no pair to swap
     for name in ("constructions.png", "subsampling.png", "summary.html", "rank_swaps.html", "cost.html"):
         assert (out / "report" / name).stat().st_size > 0
+
+
+def test_gathered_cost_keeps_integer_counts_beside_an_empty_part():
+    from unstereo.robustness.run import COST_COLUMNS, gather_cost
+    from unstereo.robustness.schemas import COST
+    from unstereo.tables import validate
+
+    one = pd.DataFrame([["m", "W", "original", 3, 6, 2]], columns=COST_COLUMNS)
+    empty = pd.DataFrame(columns=COST_COLUMNS)  # sampling_cost without sub-samples
+    cost = validate(gather_cost([one, empty]), COST)  # a plain concat makes `pairs` an object column
+    assert cost["pairs"].tolist() == [3] and pd.api.types.is_integer_dtype(cost["forward_passes"])
+    assert gather_cost([empty]).empty

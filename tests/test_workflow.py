@@ -59,6 +59,13 @@ def test_dry_run_of_shipped_configs(tmp_path, cfg):
     assert run.returncode == 0, run.stderr[-3000:]
 
 
+@pytest.mark.parametrize("cfg", sorted(p.name for p in (REPO / ".test").glob("*.yaml")))
+def test_dry_run_of_test_configs(cfg):
+    # CI's end-to-end configs (.ci/run runs each, then unstereo.outputs_check)
+    run = snakemake(REPO, REPO / ".test" / cfg, "--dry-run", "--nolock", "--quiet", "rules")
+    assert run.returncode == 0, run.stderr[-3000:]
+
+
 def test_cli_version_and_help():
     out = subprocess.run(
         [sys.executable, "-m", "unstereo.cli", "--version"], capture_output=True, text=True, timeout=120
@@ -136,6 +143,7 @@ SHIPPED_CONFIGS = [
     "config/paper.yaml",
     "config/biastest-release.yaml",
     ".test/config.yaml",
+    ".test/config-methods.yaml",
 ]
 
 

@@ -16,7 +16,8 @@
 #    (runs only what is missing);
 # 4. stops the daemons it started (EXIT trap; by PID, never by name) and prints PASS or FAIL.
 #
-# Environment: SLURM_TEST_CONFIG (default .test/config.yaml), SLURM_TEST_TIMEOUT (seconds per snakemake run,
+# Environment: SLURM_TEST_CONFIG (default .test/config.yaml; .ci/run also runs .test/config-methods.yaml, with
+# SLURM_TEST_FAILURES=0), SLURM_TEST_TIMEOUT (seconds per snakemake run,
 # default 1200: the .test pipeline generates with a 0.5B model on CPU), SLURM_TEST_FAILURES=0 skips step 3, SLURM_TEST_KEEP=1 leaves the cluster running, and the
 # SLURM_* settings of start.sh. The output of each snakemake run is kept in .test/logs/slurm-test/. Uses .venv/bin (made by `make venv`) when it exists, otherwise snakemake on PATH;
 # the snakemake-executor-plugin-slurm package must be installed (`pip install -e '.[slurm]'`).

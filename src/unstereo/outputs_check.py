@@ -3,7 +3,9 @@
     python -m unstereo.outputs_check --configfile .test/config.yaml [--snakefile Snakefile]
 
 It asks Snakemake for every output file of the DAG (``--summary``), then checks each by type: parquet and CSV tables
-load (and tables with a known schema validate), JSON parses, PNG/PDF files carry their magic bytes, nothing is empty.
+load, JSON parses, PNG/PDF files carry their magic bytes, nothing is empty; and every table of a method (UnStereoEval,
+FairPair, counterfactual sentiment, robustness, BiasTestGPT) validates against the schema its code declares
+(:data:`TABLES`: the method's results folder -> path pattern -> schema).
 Finally the metrics table must hold a finite Unstereo Score for every (model, benchmark) the config scores.
 Exit status 1 with one line per problem.
 """
@@ -11,16 +13,19 @@ Exit status 1 with one line per problem.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import math
 import subprocess
 import sys
-from pathlib import Path
+from fnmatch import fnmatchcase
+from pathlib import Path, PurePosixPath
 
 import pandas as pd
 
 from .config import load_config
-from .tables import SCHEMAS, validate
+from .errors import InputError
+from .tables import TableSchema, validate
 
 MAGIC = {".png": b"\x89PNG", ".pdf": b"%PDF"}
 
@@ -42,29 +47,114 @@ def dag_outputs(configfile: str, snakefile: str) -> list[Path]:
     return files
 
 
-def schema_of(path: Path):
-    """The table schema a workflow output follows, by its place in the results tree (None if it has none)."""
-    if "biastest" in path.parts:  # the biastest stage's own pair, score and summary tables
-        from .biastest.schemas import PAIRS as BT_PAIRS
-        from .biastest.schemas import SCORES as BT_SCORES
-        from .biastest.schemas import SUMMARY as BT_SUMMARY
+#: Where each method writes its tables: results folder -> (path pattern below it, schema) pairs, first match wins.
+#: A pattern matches part by part (``*`` stays within one folder or file name). The schema is named as
+#: ``module:NAME`` below ``unstereo`` and read from the method's own code when a table is checked, so a method
+#: that changes its schema needs no edit here, and one whose output drifts from its schema fails the check.
+TABLES: dict[str, tuple[tuple[str, str], ...]] = {
+    # UnStereoEval
+    "corpus": (
+        ("counts/*/unigrams.parquet", "tables:UNIGRAMS"),
+        ("counts/*/cooccurrence.parquet", "tables:COOCCURRENCE"),
+        ("merged/unigrams.parquet", "tables:UNIGRAMS"),
+        ("merged/cooccurrence.parquet", "tables:COOCCURRENCE"),
+    ),
+    "generate": (("*/pairs.parquet", "tables:PAIRS"),),
+    "benchmarks": (("*/pairs.parquet", "tables:PAIRS"), ("*/eta-*.parquet", "tables:PAIRS")),
+    "scores": (("*/*.parquet", "tables:SCORES"),),
+    "metrics": (("metrics.parquet", "tables:METRICS"),),
+    "delta": (("*.parquet", "tables:DELTA"),),
+    "paper": (  # the paper reproduction (not curves/metrics.parquet: US against eps)
+        ("metrics.parquet", "tables:METRICS"),
+        ("benchmarks/*/pairs.parquet", "tables:PAIRS"),
+    ),
+    # FairPair
+    "fairpair": (
+        ("prompts/prompts.parquet", "tables:FAIRPAIR_PROMPTS"),
+        ("summary.parquet", "tables:FAIRPAIR_SUMMARY"),
+        ("*/samples.parquet", "tables:FAIRPAIR_SAMPLES"),
+        ("*/perturbations.parquet", "tables:FAIRPAIR_PERTURBATIONS"),
+        ("*/per_prompt.parquet", "tables:FAIRPAIR_PER_PROMPT"),
+        ("*/curves.parquet", "tables:FAIRPAIR_CURVES"),
+        ("*/ngrams.parquet", "tables:FAIRPAIR_NGRAMS"),
+    ),
+    # counterfactual sentiment; a debiasing run's folder holds the same tables as the model's
+    "sentiment": (
+        ("*/continuations.parquet", "sentiment.schemas:CONTINUATIONS"),
+        ("*/samples.parquet", "llm.sample:CONTINUATIONS"),
+        ("*/fairness.parquet", "sentiment.schemas:FAIRNESS"),
+        ("*/parity.parquet", "sentiment.schemas:PARITY"),
+        ("*/debias.parquet", "sentiment.debias_eval:QUALITY"),
+        ("*/debias/*/quality.parquet", "sentiment.debias_eval:QUALITY"),
+        ("*/debias/*/continuations.parquet", "sentiment.schemas:CONTINUATIONS"),
+        ("*/debias/*/samples.parquet", "llm.sample:CONTINUATIONS"),
+        ("*/debias/*/fairness.parquet", "sentiment.schemas:FAIRNESS"),
+    ),
+    # robustness to dataset construction
+    "robustness": (
+        ("*/*/pairs.parquet", "tables:PAIRS"),
+        ("*/scores/*.cost.parquet", "robustness.schemas:COST"),
+        ("*/scores/*.parquet", "tables:SCORES"),
+        ("scores.parquet", "robustness.schemas:SCORES"),
+        ("rank_swaps.parquet", "robustness.schemas:RANK_SWAPS"),
+        ("rankings.parquet", "robustness.schemas:RANKINGS"),
+        ("summary.parquet", "robustness.schemas:SUMMARY"),
+        ("cost.parquet", "robustness.schemas:COST"),
+    ),
+    # BiasTestGPT
+    "biastest": (
+        ("*/pairs.parquet", "biastest.schemas:PAIRS"),
+        ("*/generated.parquet", "biastest.schemas:PAIRS"),
+        ("*/generations.parquet", "biastest.schemas:GENERATIONS"),
+        ("*/*/scores.parquet", "biastest.schemas:SCORES"),
+        ("summary.parquet", "biastest.schemas:SUMMARY"),
+        ("comparison.parquet", "biastest.schemas:COMPARISON"),
+    ),
+}
 
-        return {"pairs.parquet": BT_PAIRS, "scores.parquet": BT_SCORES, "summary.parquet": BT_SUMMARY}.get(
-            path.name
-        )
-    if path.name == "pairs.parquet" or path.stem.startswith("eta-"):
-        return SCHEMAS["pairs"]
-    if path.parent.parent.name == "scores":
-        return SCHEMAS["scores"]
-    if (
-        path.stem in ("metrics", "unigrams", "cooccurrence") and path.parent.name != "curves"
-    ):  # curves/metrics: US vs eps
-        return SCHEMAS[path.stem]
+
+def resolve_schema(ref: str) -> TableSchema:
+    """The schema a ``module:NAME`` entry of :data:`TABLES` names (module relative to ``unstereo``)."""
+    module, _, name = ref.partition(":")
+    schema = getattr(importlib.import_module(f"{__package__}.{module}"), name)
+    if not isinstance(schema, TableSchema):
+        raise TypeError(f"outputs_check.TABLES: {ref} is a {type(schema).__name__}, not a TableSchema")
+    return schema
+
+
+def _matches(parts: tuple[str, ...], pattern: str) -> bool:
+    pat = PurePosixPath(pattern).parts
+    return len(parts) == len(pat) and all(fnmatchcase(p, q) for p, q in zip(parts, pat, strict=True))
+
+
+def schema_ref(path: Path, results_dir: str | Path | None = None) -> str | None:
+    """The :data:`TABLES` entry a workflow output follows, by its place in the results tree (None if it has none).
+    With ``results_dir`` only paths below it count; without, the first results folder in the path that matches."""
+    parts = Path(path).parts
+    if results_dir is not None:
+        try:  # as the rules write it; else one side absolute, the other relative to the working directory
+            parts = Path(path).relative_to(results_dir).parts
+        except ValueError:
+            try:
+                parts = Path(path).resolve().relative_to(Path(results_dir).resolve()).parts
+            except ValueError:
+                return None
+    for i in range(len(parts)) if results_dir is None else range(min(len(parts), 1)):
+        for pattern, ref in TABLES.get(parts[i], ()):
+            if _matches(parts[i + 1 :], pattern):
+                return ref
     return None
 
 
-def check_file(path: Path) -> str | None:
-    """None when ``path`` is well-formed, else what is wrong with it."""
+def schema_of(path: Path, results_dir: str | Path | None = None) -> TableSchema | None:
+    """The table schema a workflow output follows (None if it has none); see :func:`schema_ref`."""
+    ref = schema_ref(path, results_dir)
+    return None if ref is None else resolve_schema(ref)
+
+
+def check_file(path: Path, results_dir: str | Path | None = None) -> str | None:
+    """None when ``path`` is well-formed (a table: it loads and matches the schema of :data:`TABLES` for its place
+    below ``results_dir``), else what is wrong with it."""
     if path.is_dir():
         return None if any(path.iterdir()) else "empty directory"
     if not path.is_file():
@@ -80,14 +170,22 @@ def check_file(path: Path) -> str | None:
             json.loads(path.read_text())
         elif path.suffix == ".parquet":
             df = pd.read_parquet(path)
-            schema = schema_of(path)
-            if schema is not None:
-                validate(df, schema, source=path)
         elif path.suffix == ".csv":
             pd.read_csv(path)
     except Exception as exc:  # report, do not stop at the first bad file
         return f"unreadable: {exc}"
+    ref = schema_ref(path, results_dir) if path.suffix == ".parquet" else None
+    if ref is not None:
+        try:
+            validate(df, resolve_schema(ref))
+        except InputError as exc:
+            return f"does not match its schema ({ref}): {exc}"
     return None
+
+
+def check_files(files: list[Path], results_dir: str | Path | None = None) -> list[str]:
+    """One ``path: what is wrong`` line per file of ``files`` that is not well-formed (see :func:`check_file`)."""
+    return [f"{p}: {why}" for p in files if (why := check_file(p, results_dir))]
 
 
 def check_metrics(config: dict) -> list[str]:
@@ -114,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     config = load_config(args.configfile)
     files = dag_outputs(args.configfile, args.snakefile)
-    problems = [f"{p}: {why}" for p in files if (why := check_file(p))]
+    problems = check_files(files, config["results_dir"])
     problems += check_metrics(config)
     for line in problems:
         print(f"outputs_check: {line}", file=sys.stderr)

@@ -202,7 +202,9 @@ def metrics(
 
     from ..tables import SCORES, read_table, write_table
     from . import stats
-    from .run import ROBUSTNESS_SCORES, concat_pairs, robustness_scores, sampling_cost
+    from .run import concat_pairs, gather_cost, robustness_scores, sampling_cost
+    from .schemas import COST, RANK_SWAPS, RANKINGS, SUMMARY
+    from .schemas import SCORES as ROBUSTNESS_SCORES
 
     scores = pd.concat([read_table(p, SCORES) for p in scores_files], ignore_index=True)
     pairs = pd.concat([concat_pairs([p]) for p in pairs_files], ignore_index=True)
@@ -211,12 +213,12 @@ def metrics(
     )
     output = Path(output)
     write_table(table, output / "scores.parquet", ROBUSTNESS_SCORES)
-    write_table(stats.rank_swaps(table, metric), output / "rank_swaps.parquet")
-    write_table(stats.rankings(table, metric), output / "rankings.parquet")
-    write_table(stats.summary(table), output / "summary.parquet")
+    write_table(stats.rank_swaps(table, metric), output / "rank_swaps.parquet", RANK_SWAPS)
+    write_table(stats.rankings(table, metric), output / "rankings.parquet", RANKINGS)
+    write_table(stats.summary(table), output / "summary.parquet", SUMMARY)
     if cost_files:
-        cost = pd.concat([*(read_table(p) for p in cost_files), sampling_cost(table)], ignore_index=True)
-        write_table(cost, output / "cost.parquet")
+        cost = gather_cost([*(read_table(p, COST) for p in cost_files), sampling_cost(table)])
+        write_table(cost, output / "cost.parquet", COST)
     click.echo(f"{output}: {len(table)} score rows", err=True)
 
 

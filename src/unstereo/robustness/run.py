@@ -24,40 +24,14 @@ from ..errors import InputError
 from ..log import get_logger
 from ..metrics.compute import join_scores, metrics_from_joined
 from ..metrics.core import DEFAULT_EPS
-from ..tables import PAIRS, SCORES, Column, TableSchema, read_delta, read_table, validate, write_table
+from ..tables import PAIRS, SCORES, read_delta, read_table, validate, write_table
 from .build import ORIGINAL, RELEASE_PREFIX, construct, from_release, sample_name, subsample
+from .schemas import COST, RANK_SWAPS  # noqa: F401  (RANK_SWAPS: importable from here as before)
+from .schemas import SCORES as ROBUSTNESS_SCORES
 
 log = get_logger("robustness")
 
-ROBUSTNESS_SCORES = TableSchema(
-    "robustness_scores",
-    "one row per (model, benchmark, construction, trial, eta): the bias scores of one alternate construction",
-    (
-        Column("model", "str", "model name"),
-        Column("benchmark", "str", "benchmark the construction was built from"),
-        Column("construction", "str", "construction name (original, subject_clause_back, sample_10, ...)"),
-        Column("trial", "int", "trial of a sub-sampling construction (0 for the others)"),
-        Column("eta", "float", "MaxPMI bound (inf = unconstrained)"),
-        Column("n", "int", "pairs kept"),
-        Column("us", "float", "Unstereo Score in percent", nullable=True),
-        Column("us_std", "float", "Bernoulli standard error of us, in percent", nullable=True),
-        Column("pd", "float", "preference disparity in percent", nullable=True),
-        Column("aufc", "float", "area under the fairness curve", nullable=True),
-    ),
-    unique=("model", "benchmark", "construction", "trial", "eta"),
-)
-RANK_SWAPS = TableSchema(
-    "rank_swaps",
-    "one row per (benchmark, construction, eta, pair of models): how often their order differs from the original's",
-    (
-        Column("benchmark", "str", "benchmark"),
-        Column("construction", "str", "construction"),
-        Column("model_a", "str", "first model (sorted)"),
-        Column("model_b", "str", "second model"),
-        Column("swap_rate", "float", "share of the construction's trials where the two models swap order"),
-    ),
-)
-COST_COLUMNS = ["model", "benchmark", "construction", "pairs", "texts", "forward_passes"]
+COST_COLUMNS = COST.names
 
 
 def construct_file(
@@ -156,7 +130,7 @@ def score_constructions(
     )
     cost = forward_pass_cost(pairs, seen, name)
     if cost_out is not None:
-        write_table(cost, cost_out)
+        write_table(cost, cost_out, COST)
     return scores, cost
 
 
@@ -223,6 +197,13 @@ def _with_keys(metrics: pd.DataFrame, construction: str, trial: int) -> pd.DataF
     metrics.insert(2, "construction", construction)
     metrics.insert(3, "trial", trial)
     return metrics
+
+
+def gather_cost(parts: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """The COST tables ``parts`` one after the other. Empty ones (no sub-samples, a benchmark without pairs) are
+    left out: their object columns would turn the others' counts into objects, which the COST schema rejects."""
+    parts = [t for t in parts if len(t)]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=COST_COLUMNS)
 
 
 def sampling_cost(table: pd.DataFrame) -> pd.DataFrame:
