@@ -15,6 +15,30 @@ from ..report.tables import Table
 
 PHI_LABEL = {"jaccard": "Jaccard", "sentiment": "Sentiment"}
 TERMS = (("mean_V_pg", "V_pg (orig.)"), ("mean_V_gp", "V_gp (pert.)"), ("mean_B", "B"), ("mean_F", "F"))
+# Model-level F besides the paper's mean: ratio of means, median with its interval, infinite F counted.
+F_MORE = (("ratio_F", "F ratio of means"), ("median_F", "F median"), ("median_F_ci_low", "F median CI low"),
+          ("median_F_ci_high", "F median CI high"), ("n_inf_F", "infinite F"))  # fmt: skip
+# Fewer prompts than this and a bootstrap interval over prompts says little (the percentiles of a few dozen
+# resamples of a handful of values); the table says so.
+MIN_PROMPTS = 30
+CONVENTION = (
+    "Convention: F per model is the paper's mean of the per-prompt ratios (finite ones; infinite F counted, not "
+    "averaged), shown beside the ratio of means mean(B^2) / (mean V_gp x mean V_pg) and the median, which one "
+    "prompt with a small V cannot swing."
+)
+
+
+def small_sample_warning(summary: pd.DataFrame, minimum: int = MIN_PROMPTS) -> str:
+    """A sentence naming the (model, phi) rows with fewer than ``minimum`` prompts, or "" when none."""
+    small = summary[summary["n_prompts"] < minimum]
+    if small.empty:
+        return ""
+    names = ", ".join(f"{m} {p} ({n})" for m, p, n in zip(small["model"], small["phi"], small["n_prompts"],
+                                                          strict=True))  # fmt: skip
+    return (
+        f"Warning: fewer than {minimum} prompts for {names}: the intervals resample too few prompts to mean "
+        "anything."
+    )
 
 
 def table3(summary: pd.DataFrame, n: int) -> Table:
@@ -32,6 +56,9 @@ def table3(summary: pd.DataFrame, n: int) -> Table:
         for end in ("low", "high"):
             columns.append(f"{phi}|F_ci_{end}")
             headers[f"{phi}|F_ci_{end}"] = f"{PHI_LABEL[phi]} F CI {end}"
+        for col, label in F_MORE:
+            columns.append(f"{phi}|{col}")
+            headers[f"{phi}|{col}"] = f"{PHI_LABEL[phi]} {label}"
     rows = models + (["Average"] if len(models) > 1 else [])
     for phi in phis:
         sp = s[s["phi"] == phi].set_index("model")
@@ -47,12 +74,21 @@ def table3(summary: pd.DataFrame, n: int) -> Table:
             if m in sp.index
             for end in ("low", "high")
         ]
+        cells += [
+            (m, f"{phi}|{col}", float(sp.at[m, col]), 0 if col == "n_inf_F" else 3)
+            for m in models
+            if m in sp.index
+            for col, _ in F_MORE
+        ]
+    warning = small_sample_warning(s)
     return Table(
         key="fairpair_table3",
         caption=(
             f"FairPair: mean sampling variability V_pg (continuations of the original prompt, perturbed) and V_gp "
             f"(continuations of the perturbed prompt), bias B (x100) and F per model, n = {n} samples per side; "
-            "CI: the bootstrap interval of mean F (resampling prompts)."
+            "CI: the bootstrap interval of mean F (resampling prompts). "
+            + CONVENTION
+            + (f" {warning}" if warning else "")
         ),
         cells=pd.DataFrame(cells, columns=["row", "column", "value", "decimals"]),
         rows=rows,
