@@ -175,11 +175,27 @@ def test_diff_spans_and_marked_texts():
     a, b = "The male student got his prize.", "The female student got her prize."
     assert diff_spans(a, b) == ([(4, 8), (21, 24)], [(4, 10), (23, 26)])
     pairs = pd.DataFrame({"pair_id": ["p"], "sentence_a": [a], "sentence_b": [b]})
-    texts = pair_texts(pairs, masked=True)
+    texts = pair_texts(pairs, masked=True)  # no group terms known: every differing word marked
     assert list(texts["text"]) == [
         "The ⟦male⟧ student got ⟦his⟧ prize.",
         "The ⟦female⟧ student got ⟦her⟧ prize.",
     ]
+    # with the group terms (the BiasTestGPT score masks the term only; the pronoun stays, as in the authors' app)
+    pairs["group_term_a"], pairs["group_term_b"] = "male", "female"
+    assert list(pair_texts(pairs, masked="biastestgpt")["text"]) == [
+        "The ⟦male⟧ student got his prize.",
+        "The ⟦female⟧ student got her prize.",
+    ]
+    # a term the sentence lacks (the release pairs "Her algebra" with the term "hers"): the differing word instead;
+    # a term also found where the pair does not differ ("he ... he" vs "she ... he"): only where it differs
+    odd = pd.DataFrame({"pair_id": ["q", "r"], "sentence_a": ["His algebra.", "he said he"],
+                        "sentence_b": ["Her algebra.", "she said he"], "group_term_a": ["his", "he"],
+                        "group_term_b": ["hers", "she"]})  # fmt: skip
+    assert list(pair_texts(odd, masked="biastestgpt")["text"]) == [
+        "⟦His⟧ algebra.", "⟦Her⟧ algebra.", "⟦he⟧ said he", "⟦she⟧ said he"
+    ]  # fmt: skip
+    assert list(pair_texts(pairs, masked="crows-pairs")["text"]) == [f"{a}\u241e{b}", f"{b}\u241e{a}"]
+    assert list(pair_texts(pairs, masked="pll")["text"]) == [a, b]
     assert list(pair_texts(pairs)["id"]) == ["p|a", "p|b"]
     with pytest.raises(InputError, match="both sentences"):
         pair_texts(pd.DataFrame({"pair_id": ["q"], "sentence_a": ["x"], "sentence_b": ["x"]}))
@@ -224,36 +240,40 @@ def test_scoring_causal_through_the_project_scorer(tmp_path):
     assert total.score_b[1] == pytest.approx(scorer.score(["his dog barked"])[0][0])
 
 
-def test_scoring_masked_term_on_a_tiny_bert(tmp_path):
-    """No masked LM can be downloaded here: a randomly initialised 2-layer BERT built in the test."""
+def test_scoring_masked_on_a_tiny_bert(tmp_path):
+    """No masked LM can be downloaded here: a randomly initialised 2-layer BERT built in the test. Through the pair
+    table: the default masked score is the authors' (mean raw logit of the term at one [MASK]); each scorer name
+    reaches its scorer and the pair score follows its definition."""
     import torch
     from _scoring_models import tiny_bert
 
+    from unstereo.scoring.masked import AulScorer, MaskedScorer
+    from unstereo.scoring.masked_crows import CrowsPairsScorer
     from unstereo.scoring.masked_term import MaskedTermScorer
 
     model, tok = tiny_bert(tmp_path)
+    run = {"model_id": "tiny-bert"}
     scorer = MaskedTermScorer(model, tok, batch_size=2)
     out = score_pair_table(_toy_pairs(), None, tmp_path / "m.parquet", name="bert", masked=True,
-                           make_scorer=lambda: scorer, run={"model_id": "tiny-bert"})  # fmt: skip
-    # by hand: ln p("she" | [CLS] [MASK] went to the store . [SEP])
+                           make_scorer=lambda: scorer, run=run)  # fmt: skip
+    # by hand: the raw logit of "she" at [MASK] in [CLS] [MASK] went to the store . [SEP]
     ids = tok("she went to the store .")["input_ids"]
     masked = torch.tensor([ids])
     masked[0, 1] = tok.mask_token_id
     with torch.no_grad():
-        lp = torch.log_softmax(model(input_ids=masked).logits[0, 1].float(), -1)[ids[1]]
-    assert out.score_a[0] == pytest.approx(float(lp), abs=1e-5) and out.ntok_a[0] == 1
-    assert out.score_kind[0] == "masked-term"
-    # two marked words: both masked at once, their log-probs summed
-    ids = tok("she went to the store .")["input_ids"]
-    masked = torch.tensor([ids])
-    masked[0, 2:4] = tok.mask_token_id
-    with torch.no_grad():
-        lps = torch.log_softmax(model(input_ids=masked).logits[0].float(), -1)
-    want = float(lps[2, ids[2]] + lps[3, ids[3]])
-    got = scorer.score(["she ⟦went to⟧ the store ."])[0]
-    assert got[0] == pytest.approx(want, abs=1e-5) and got[1] == 2
-    with pytest.raises(InputError, match="marked"):
-        scorer.score(["nothing marked"])
+        logit = model(input_ids=masked).logits[0, 1, ids[1]]
+    assert out.score_a[0] == pytest.approx(float(logit), abs=1e-5) and out.ntok_a[0] == 1
+    assert out.score_kind[0] == "masked-biastestgpt"
+    # AUL: the pair score is the mean log-prob (sum / tokens); PLL and CrowS-Pairs: the sum
+    for name, cls in (("aul", AulScorer), ("pll", MaskedScorer), ("crows-pairs", CrowsPairsScorer)):
+        sc = cls(model, tok, batch_size=3)
+        got = score_pair_table(_toy_pairs(), None, tmp_path / f"{name}.parquet", name="bert", masked=name,
+                               make_scorer=lambda sc=sc: sc, run=run)  # fmt: skip
+        assert got.score_kind[0] == f"masked-{name}"
+        want = sc.score([pair_texts(_toy_pairs(), masked=name)["text"][0]])[0]
+        assert got.score_a[0] == pytest.approx(want[0] / want[1] if name == "aul" else want[0])
+    with pytest.raises(InputError, match="unknown masked-LM scorer"):
+        pair_texts(_toy_pairs(), masked="lm-eval")
     from unstereo.scoring.masked_term import unmark
 
     assert unmark("a ⟦b\nc⟧ d ⟦e⟧") == ("a b\nc d e", [(2, 5), (8, 9)])  # released pairs hold line breaks
