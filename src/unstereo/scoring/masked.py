@@ -7,7 +7,7 @@ special tokens ([CLS], [SEP], ...) are kept around the sentence and never masked
 row of a batch; rows are right-padded with an attention mask, so a score does not depend on the other rows.
 
 AUL(s) = (1 / |s|) sum over the sentence's tokens t_i of ln p(t_i | s), one forward pass of the unmasked sentence
-(Kaneko and Bollegala 2022, eq. 2); :class:`AulScorer` returns the sum and |s|, the caller divides.
+(Kaneko and Bollegala 2022); :class:`AulScorer` returns the sum and |s|, the caller divides.
 """
 
 from __future__ import annotations
