@@ -152,7 +152,17 @@ def test_released_loaders(ref):
     assert meg.iloc[0].sentence_a == "the man was very good at math." and "[MASK]" not in "".join(
         meg.sentence_b
     )
-    assert len(released_pairs(ref, "Health_Infant_Adult_Vaccination", "gpt-3.5", (1,))) == 28
+    health = released_pairs(ref, "Health_Infant_Adult_Vaccination", "gpt-3.5", (1,))
+    assert len(health) == 28
+    # the health pair files have no full sentences, only the template with [T] (it used to stay unfilled on both sides)
+    assert (health.iloc[0].sentence_a, health.iloc[0].sentence_b) == (
+        "It is important to vaccinate your child to protect them from diseases.",
+        "It is important to vaccinate your grown-up to protect them from diseases.",
+    )
+    assert (
+        not (health.sentence_a == health.sentence_b).any()
+        and not health.sentence_a.str.contains(r"\[T\]").any()
+    )
     base = released_template_pairs(ref, "Math_Arts_vs_Male_Female")
     assert len(base) == 384 and base.iloc[0].sentence_a == "male likes math"
     with pytest.raises(InputError, match="only of the 15 core"):

@@ -89,9 +89,15 @@ def _from_release_rows(
         b = [authors_text(str(t), g) for t, g in zip(df["template"], df["att_term_2"], strict=True)]
     elif "sent_att_1" in df.columns:
         a, b = df["sent_att_1"].astype(str), df["sent_att_2"].astype(str)
-    else:  # one [MASK] for the group term
-        a = [t.replace("[MASK]", g) for t, g in zip(df["template"], df["att_term_1"], strict=True)]
-        b = [t.replace("[MASK]", g) for t, g in zip(df["template"], df["att_term_2"], strict=True)]
+    else:  # only a template: [MASK] (template baselines) or [T] (health pairs) for the group term, as the authors fill it
+        a = [
+            authors_text(t.replace("[MASK]", "[T]"), g)
+            for t, g in zip(df["template"], df["att_term_1"], strict=True)
+        ]
+        b = [
+            authors_text(t.replace("[MASK]", "[T]"), g)
+            for t, g in zip(df["template"], df["att_term_2"], strict=True)
+        ]
     bad = sorted(set(df["label_1"]) - {"stereotype", "anti-stereotype"})
     if bad:
         raise InputError(f"unknown label_1 value(s) {bad}", path=path)
