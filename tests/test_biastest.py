@@ -394,3 +394,25 @@ def test_summary_and_t_test():
     t = boot[boot.source == "template"].stereotype_score
     assert cmp.t[0] == pytest.approx(stats.ttest_ind(g, t).statistic) and cmp.p[0] < 0.001
     assert cmp["mean"][0] == pytest.approx(g.mean()) and not math.isnan(cmp["mean_baseline"][0])
+
+
+def test_report_small_sample_rule_and_convention():
+    """The authors' app's rule: fewer than 20 pairs, or fewer pairs than attribute terms. s1: 25 pairs over 30 terms
+    -> warned; s2: 25 pairs over 5 terms -> fine; s3: 19 pairs over 2 terms -> warned."""
+    from unstereo.biastest.run import convention_note, report_table, small_samples
+
+    rows = []
+    for spec, n, terms in (("s1", 25, 30), ("s2", 25, 5), ("s3", 19, 2)):
+        rows.append(dict(model="m", spec=spec, source="released", attribute="*", n=n, stereotype_score=50.0,
+                         ci_low=40.0, ci_high=60.0, scorer="masked-biastestgpt"))  # fmt: skip
+        rows += [dict(model="m", spec=spec, source="released", attribute=f"a{i}", n=1, stereotype_score=50.0,
+                      ci_low=0.0, ci_high=100.0, scorer="masked-biastestgpt") for i in range(terms)]  # fmt: skip
+    summary = pd.DataFrame(rows)
+    assert list(small_samples(summary)["spec"]) == ["s1", "s3"]
+    assert convention_note(summary, True) == (
+        "Convention: released pairs are scored on the authors' texts: the template with [T] filled and [R] left "
+        "literal (reference_quirks); masked LMs by the authors' score, the group term's mean raw logit at one [MASK]."
+    )
+    comparison = pd.DataFrame(columns=["model", "spec", "source", "p"])
+    table = report_table(summary, comparison)
+    assert "m / s1 / released (25), m / s3 / released (19)" in table and "s2 / released" not in table
