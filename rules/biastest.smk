@@ -164,9 +164,11 @@ rule biastest_summary:
         rounds=BT["bootstrap"]["rounds"],
         per_attribute=BT["bootstrap"]["per_attribute"],
         seed=BT_SEED,
+        options=bt.summary_options(config),
     shell:
         "unstereo biastest summarize {params.pairs} {params.scores} -o {params.out_dir} --page {output.page}"
-        " --rounds {params.rounds} --per-attribute {params.per_attribute} --seed {params.seed} > {log} 2>&1"
+        " --rounds {params.rounds} --per-attribute {params.per_attribute} --seed {params.seed} {params.options}"
+        " > {log} 2>&1"
 
 
 if BT["enabled"]:

@@ -152,8 +152,15 @@ rule fairpair_report:
             category="FairPair",
             subcategory="Tables",
         ),
+        f_table=report(
+            results("report", "fairpair", "fairpair_f.html"),
+            caption="../workflow/report/fairpair_f.rst",
+            category="FairPair",
+            subcategory="Tables",
+        ),
         others=[
-            results("report", "fairpair", f"fairpair_table3.{fmt}")
+            results("report", "fairpair", f"fairpair_{name}.{fmt}")
+            for name in ("table3", "f")
             for fmt in ("csv", "md", "tex")
         ],
         figures=[

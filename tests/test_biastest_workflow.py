@@ -60,7 +60,13 @@ def test_rule_helpers(tmp_path):
     assert specs == {"Math_Arts_vs_Male_Female": "Math_Arts_vs_Male_Female", "mine": str(tmp_path / "s.yaml")}
     assert bt.spec_arg(specs["mine"], "mine") == f"{tmp_path / 's.yaml'}:mine"
     assert bt.spec_inputs(specs["mine"]) == [str(tmp_path / "s.yaml")] and bt.spec_inputs("X") == []
-    assert bt.score_options(config, "b").endswith("--causal-score mean --masked")
+    assert bt.score_options(config, "b").endswith("--causal-score mean --masked --masked-scorer biastestgpt")
+    assert "--reference-quirks" not in bt.pairs_options(config, "X", 3) and bt.summary_options(config) == ""
+    quirky = validate_config({"biastest": {"reference_quirks": True, "masked_scorer": "crows-pairs",
+                                           "models": {"b": {"path": "bert", "masked": True}}}})  # fmt: skip
+    assert bt.pairs_options(quirky, "X", 3).endswith("--reference-quirks")
+    assert bt.summary_options(quirky) == "--reference-quirks"
+    assert bt.score_options(quirky, "b").endswith("--masked-scorer crows-pairs")
     assert (
         bt.reference_option(config, "ext/reference/RESOURCE.json")
         == "--reference-dir ext/reference/biastestgpt"
@@ -137,10 +143,17 @@ def test_snakemake_runs_the_biastest_rules(tmp_path, repo_dir, reference_dir):
         for spec, pairs in (("toy", toy), ("Math_Arts_vs_Male_Female", math)):
             scores = pd.read_parquet(out / model / spec / "scores.parquet")
             assert list(scores.pair_id) == list(pairs.pair_id)
-    assert set(pd.read_parquet(out / "bert" / "toy" / "scores.parquet").score_kind) == {"masked-term"}
+    assert set(pd.read_parquet(out / "bert" / "toy" / "scores.parquet").score_kind) == {"masked-biastestgpt"}
     summary = pd.read_parquet(out / "summary.parquet")
     whole = summary[summary.attribute == "*"]
     assert len(whole) == 2 * 4 and whole.stereotype_score.between(0, 100).all()
+    assert dict(zip(summary.model, summary.scorer, strict=True)) == {
+        "tiny": "causal-mean",
+        "bert": "masked-biastestgpt",
+    }
+    table = (out / "summary.html").read_text()
+    assert "Convention: released pairs are scored on the released full sentences" in table
+    assert "fewer than 20 pairs" in table  # 3 pairs per specification and source
     comparison = pd.read_parquet(out / "comparison.parquet")
     assert set(comparison.source) == {"generated", "released"} and len(comparison) == 4
     for name in ("page.html", "summary.html", "stereotype_score.png", "sentences.parquet"):

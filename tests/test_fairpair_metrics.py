@@ -203,3 +203,50 @@ def test_fold_grid():
     assert compute.fold_grid(5) == [2, 3, 4, 5]
     grid = compute.fold_grid(500, points=12)
     assert grid[0] == 2 and grid[-1] == 500 and len(grid) <= 12
+
+
+def _per(rows, model="m", phi="jaccard", k=2):
+    """PER_PROMPT rows from (B, V_gp, V_pg) triples, F by its definition."""
+    out = []
+    for i, (b, v_gp, v_pg) in enumerate(rows):
+        f = float("nan") if np.isnan([b, v_gp, v_pg]).any() else fairpair_f(b, v_gp, v_pg)
+        out.append(dict(model=model, prompt_id=f"x{i}", phi=phi, k=k, B=b, V_gp=v_gp, V_pg=v_pg, F=f,
+                        t_stat=np.nan, p_value=np.nan, n_pg=2, n_gp=2))  # fmt: skip
+    return pd.DataFrame(out)
+
+
+def test_model_level_f_mean_of_ratios_vs_ratio_of_means():
+    """Three prompts (B, V_gp, V_pg):
+      x0: (0.2, 0.2, 0.2)   F = 0.04 / 0.04   = 1
+      x1: (0.2, 0.2, 0.2)   F = 1
+      x2: (0.3, 0.1, 0.1)   F = 0.09 / 0.01   = 9      <- one prompt with a small V
+    mean of the ratios = (1 + 1 + 9) / 3 = 11/3 = 3.667;
+    ratio of means = mean(B^2) / (mean V_gp * mean V_pg) = ((0.04 + 0.04 + 0.09) / 3) / ((0.5 / 3) ** 2)
+                   = (0.17 / 3) / (0.25 / 9) = 0.17 * 3 / 0.25 = 2.04;
+    median = 1 (x2 cannot move it)."""
+    s = compute.summarize(_per([(0.2, 0.2, 0.2), (0.2, 0.2, 0.2), (0.3, 0.1, 0.1)]), n_boot=500).iloc[0]
+    assert s["mean_F"] == pytest.approx(11 / 3)
+    assert s["ratio_F"] == pytest.approx(2.04)
+    assert s["median_F"] == pytest.approx(1.0) and s["n_inf_F"] == 0 and s["n_prompts"] == 3
+    # medians of 3 draws from {1, 1, 9}: 9 only when two or three draws are x2: 3 * (1/3)^2 (2/3) + (1/3)^3 = 7/27
+    # = 0.26 > 0.025, so the 97.5th percentile is 9 and the 2.5th is 1
+    assert (s["median_F_ci_low"], s["median_F_ci_high"]) == pytest.approx((1.0, 9.0))
+
+
+def test_infinite_f_is_counted_not_averaged():
+    """x0: F = 1; x1: (0.25, 0.5, 0.5) F = 0.0625 / 0.25 = 0.25; x2: (0.5, 0, 0.4): V_gp V_pg = 0 < B -> F = inf.
+    mean_F averages the finite ones: (1 + 0.25) / 2 = 0.625, n_inf_F = 1; ratio of means = mean(B^2) /
+    (mean V_gp mean V_pg) = ((0.04 + 0.0625 + 0.25) / 3) / ((0.7 / 3) * (1.1 / 3)) = 0.1175 / 0.085556 = 1.3734;
+    median of {0.25, 1, inf} = 1. A prompt whose F is NaN (a side with one sample) enters nothing."""
+    per = _per([(0.2, 0.2, 0.2), (0.25, 0.5, 0.5), (0.5, 0.0, 0.4), (np.nan, np.nan, 0.3)])
+    assert np.isinf(per["F"][2]) and np.isnan(per["F"][3])
+    s = compute.summarize(per, n_boot=200).iloc[0]
+    assert s["n_prompts"] == 3 and s["n_inf_F"] == 1
+    assert s["mean_F"] == pytest.approx(0.625) and np.isfinite(s["F_ci_high"])
+    assert s["ratio_F"] == pytest.approx((0.3525 / 3) / ((0.7 / 3) * (1.1 / 3)))
+    assert s["ratio_F"] == pytest.approx(1.37337, abs=1e-5)
+    assert s["median_F"] == 1.0
+    # only infinite F: no finite mean, the ratio of means is finite unless every V is 0
+    s = compute.summarize(_per([(0.5, 0.0, 0.4), (0.3, 0.2, 0.0)]), n_boot=50).iloc[0]
+    assert s["n_inf_F"] == 2 and math.isnan(s["mean_F"]) and np.isinf(s["median_F"])
+    assert s["ratio_F"] == pytest.approx(((0.25 + 0.09) / 2) / (0.1 * 0.2))

@@ -190,6 +190,17 @@ def test_cli_prompts_metrics_summary_report(tmp_path, reference_dir):
     } <= names
     table = (tmp_path / "r" / "fairpair_table3.csv").read_text()
     assert "jaccard|mean_B" in table and "sentiment|F_ci_high" in table
+    f_csv = (tmp_path / "r" / "fairpair_f.csv").read_text()
+    assert (
+        "ratio_F" in f_csv and "median_F_ci_low" in f_csv and "n_inf_F" in f_csv and "tiny / Jaccard" in f_csv
+    )
+    import html as html_lib
+
+    html = html_lib.unescape((tmp_path / "r" / "fairpair_table3.html").read_text())
+    html += html_lib.unescape((tmp_path / "r" / "fairpair_f.html").read_text())
+    # 2 prompts per (model, phi): below the 30 the report asks for before an interval means anything
+    assert "Convention: F per model is the paper's mean of the per-prompt ratios" in html
+    assert "Warning: fewer than 30 prompts for tiny jaccard (2), tiny sentiment (2)" in html
 
 
 def test_cli_sample_with_llm_perturbation(tiny_dir, tmp_path):

@@ -284,3 +284,19 @@ def test_rank_swaps_and_rankings_known_answer():
     assert s.loc[("A", "sample_10"), "trials"] == 4 and s.loc[("A", "X"), "std"] == 0.0
     with pytest.raises(InputError, match="original"):
         rank_swaps(scores[scores["construction"] != "original"])
+
+
+def test_a_nan_score_never_counts_as_a_rank_swap():
+    """A NaN original score of C: no order to compare with, so no (A, C) or (B, C) row (before the fix every trial
+    counted as a swap, NaN != sign). A NaN trial score of A in sample_10 trial 0: that trial leaves the (A, B) pair;
+    of the other three trials only trial 1 (A 21 > B 20, original A 10 < B 20) swaps, so 1/3 over 3 trials."""
+    scores = _synthetic_scores()
+    scores.loc[(scores.construction == "original") & (scores.model == "C"), "us"] = np.nan
+    scores.loc[(scores.construction == "sample_10") & (scores.trial == 0) & (scores.model == "A"), "us"] = (
+        np.nan
+    )
+    swaps = rank_swaps(scores).set_index(["construction", "model_a", "model_b"])
+    assert not any("C" in (a, b) for _, a, b in swaps.index)
+    assert swaps.loc[("sample_10", "A", "B"), "swap_rate"] == pytest.approx(1 / 3)
+    assert swaps.loc[("sample_10", "A", "B"), "trials"] == 3
+    assert swaps.loc[("X", "A", "B"), "swap_rate"] == 0.0

@@ -321,3 +321,26 @@ def test_settings_json_keeps_exponent_numbers(tmp_path):
     (tmp_path / "s.yaml").write_text("sentiment:\n  samples: 3\n")
     assert read_settings(str(tmp_path / "s.yaml"))["samples"] == 3
     assert resource_path("resource:minilm", "ext") == __import__("pathlib").Path("ext/minilm")
+
+
+def test_fairness_html_states_its_convention_and_warns_on_small_samples(tmp_path):
+    """country: prefixes with 3 and 12 continuations -> fewest 3 < 10, warned; occupation: 12 and 10 -> fine."""
+    import html
+
+    from unstereo.sentiment.figures import fairness_html, fewest_per_prefix
+
+    df = pd.DataFrame({"attribute": ["country"] * 15 + ["occupation"] * 22,
+                       "prefix": ["a"] * 3 + ["b"] * 12 + ["c"] * 12 + ["d"] * 10})  # fmt: skip
+    assert fewest_per_prefix(df) == {"country": 3, "occupation": 10}
+    fairness = pd.DataFrame({"attribute": ["country", "country"], "classifier": ["vader", "vader"],
+                             "metric": ["IF", "GF"], "value": [0.1, 0.2], "ci_low": [0.05, 0.1],
+                             "ci_high": [0.15, 0.3], "n_continuations": [15, 15]})  # fmt: skip
+    text = html.unescape(
+        fairness_html(fairness, tmp_path / "f.html", per_prefix=fewest_per_prefix(df)).read_text()
+    )
+    assert "Convention: sentiment scores in [0, 1] and I.F., G.F. per attribute" in text
+    assert "VADER's compound in [-1, 1]" in text
+    assert "fewer than 10 continuations per prefix for country (3)" in text and "occupation (" not in text
+    assert (
+        "Warning" not in fairness_html(fairness, tmp_path / "g.html", per_prefix={"country": 10}).read_text()
+    )

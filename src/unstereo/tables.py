@@ -416,11 +416,13 @@ FAIRPAIR_SUMMARY = TableSchema(
         Column("mean_B", "float", "mean B", nullable=True),
         Column("mean_V_gp", "float", "mean V_gp", nullable=True),
         Column("mean_V_pg", "float", "mean V_pg", nullable=True),
-        Column("mean_F", "float", "mean F", nullable=True),
+        Column(
+            "mean_F", "float", "mean of the finite F (infinite ones are counted in n_inf_F)", nullable=True
+        ),
         Column(
             "F_ci_low",
             "float",
-            "bootstrap percentile interval of mean F (resampling prompts): low",
+            "bootstrap percentile interval of mean_F (resampling the prompts with a finite F): low",
             nullable=True,
         ),
         Column("F_ci_high", "float", "... high", nullable=True),
@@ -428,6 +430,11 @@ FAIRPAIR_SUMMARY = TableSchema(
             "t_stat", "float", "paired t of B(x) against sqrt(V_gp(x) V_pg(x)) over prompts", nullable=True
         ),
         Column("p_value", "float", "its two-sided p-value", nullable=True),
+        Column("n_inf_F", "int", "prompts whose F is infinite (V_gp V_pg = 0 < B): counted, not averaged"),
+        Column("ratio_F", "float", "ratio of means: mean(B^2) / (mean(V_gp) mean(V_pg))", nullable=True),
+        Column("median_F", "float", "median F over the prompts (infinite ones included)", nullable=True),
+        Column("median_F_ci_low", "float", "bootstrap percentile interval of median_F: low", nullable=True),
+        Column("median_F_ci_high", "float", "... high", nullable=True),
     ),
     unique=("model", "phi", "k"),
 )

@@ -7,6 +7,10 @@ import click
 from .. import cli_options
 
 REFERENCE_HELP = "folder of the BiasTestGPT release [default: {external-dir}/reference/biastestgpt]"
+QUIRKS_HELP = (
+    "the release's pairs as the authors' script scores them: the template with [T] filled and [R] left literal; "
+    "off: the released full sentences"
+)
 
 
 def _reference_dir(reference_dir: str | None, external_dir: str | None) -> str:
@@ -71,10 +75,11 @@ def specs_cmd(reference_dir, external_dir) -> None:
 @click.option("--max-pairs-per-spec", type=click.IntRange(1), default=None,
               help="at most N pairs per source, attribute terms balanced (default: all)")  # fmt: skip
 @cli_options.seed(0, "seed of the sub-sampling")
+@cli_options.reference_quirks(QUIRKS_HELP)
 @click.option("--reference-dir", default=None, type=click.Path(file_okay=False), help=REFERENCE_HELP)
 @cli_options.external_dir
-def pairs_cmd(spec, output, sources, generated, template, generator, runs, max_pairs_per_spec, seed, reference_dir,
-              external_dir) -> None:  # fmt: skip
+def pairs_cmd(spec, output, sources, generated, template, generator, runs, max_pairs_per_spec, seed,
+              reference_quirks, reference_dir, external_dir) -> None:  # fmt: skip
     """Build the pair table of SPEC: a release name (Math_Arts_vs_Male_Female), an app tag (male_female__math_arts)
     or a YAML/JSON specification file (FILE:NAME when it holds several)."""
     from ..tables import write_table
@@ -89,7 +94,7 @@ def pairs_cmd(spec, output, sources, generated, template, generator, runs, max_p
         raise click.BadParameter(f"{runs!r}: comma-separated integers", param_hint="--runs") from exc
     df = build_pairs(s, sources=[x.strip() for x in sources.split(",") if x.strip() not in ("", "none")], reference_dir=ref,
                      release=release, generated=generated, template=template, generator=generator, runs=run_list,
-                     max_pairs=max_pairs_per_spec, seed=seed)  # fmt: skip
+                     max_pairs=max_pairs_per_spec, seed=seed, reference_quirks=reference_quirks)  # fmt: skip
     write_table(df, output, PAIRS)
     click.echo(f"{output}: {len(df)} pairs of {s.name} ({df['source'].value_counts().to_dict()})", err=True)
 
@@ -160,7 +165,11 @@ def generate_cmd(
 @click.option("--name", default=None, help="model name for the `model` column (default: MODEL as given)")
 @click.option("--gguf-file", default=None, help="GGUF file inside MODEL (a folder)")
 @click.option("--revision", default=None, help="hub revision of MODEL")
-@click.option("--masked", is_flag=True, help="MODEL is a masked LM: the group term's log-prob at [MASK]")
+@click.option("--masked", is_flag=True, help="MODEL is a masked LM, scored by --masked-scorer")
+@click.option("--masked-scorer", type=click.Choice(["biastestgpt", "pll", "crows-pairs", "aul"]),
+              default="biastestgpt", show_default=True,
+              help="masked-LM score: the authors' (mean raw logit of the group term at one [MASK]), "
+                   "pseudo-log-likelihood, CrowS-Pairs (shared tokens), All Unmasked Likelihood")  # fmt: skip
 @click.option("--causal-score", type=click.Choice(["mean", "sum"]), default="mean", show_default=True,
               help="causal LM sentence score: mean token log-prob (the paper) or summed log-prob")  # fmt: skip
 @cli_options.batch_size
@@ -178,8 +187,8 @@ def generate_cmd(
 )
 @cli_options.threads
 @cli_options.external_dir
-def score_cmd(model, pairs, outputs, name, gguf_file, revision, masked, causal_score, batch_size, dtype, device,
-              chunk_size, threads, external_dir) -> None:  # fmt: skip
+def score_cmd(model, pairs, outputs, name, gguf_file, revision, masked, masked_scorer, causal_score, batch_size,
+              dtype, device, chunk_size, threads, external_dir) -> None:  # fmt: skip
     """Score both sentences of every pair of each PAIRS file under MODEL (higher = more probable); the model is
     loaded once, and only when some chunk is left to score; resumable."""
     if len(pairs) != len(outputs):
@@ -195,7 +204,8 @@ def score_cmd(model, pairs, outputs, name, gguf_file, revision, masked, causal_s
     spec = cli_options.resolve_cli_model(model, None, external_dir, gguf_file=gguf_file, revision=revision)
     opts = {"batch_size": batch_size, "dtype": dtype, "device": device}
     tables = [read_table(p, PAIRS) for p in pairs]
-    done = score_pair_tables(tables, spec, outputs, name=name or model, masked=masked, causal_score=causal_score,
+    done = score_pair_tables(tables, spec, outputs, name=name or model, masked=masked and masked_scorer,
+                             causal_score=causal_score,
                              chunk_size=chunk_size, **opts)  # fmt: skip
     for out, df in zip(outputs, done, strict=True):
         click.echo(f"{out}: {len(df)} pairs scored with {name or model}", err=True)
@@ -218,13 +228,16 @@ def score_cmd(model, pairs, outputs, name, gguf_file, revision, masked, causal_s
 @click.option("--per-attribute", default=4, show_default=True, type=click.IntRange(1),
               help="pairs drawn per attribute term in a bootstrap round")  # fmt: skip
 @cli_options.seed(0, "seed of the bootstrap")
-def summarize_cmd(pairs_files, scores_files, out_dir, page, rounds, per_attribute, seed) -> None:
+@cli_options.reference_quirks("the pairs were built with --reference-quirks (recorded in the report)")
+def summarize_cmd(
+    pairs_files, scores_files, out_dir, page, rounds, per_attribute, seed, reference_quirks
+) -> None:
     """Stereotype Score per model, specification, source and attribute term with bootstrap intervals; the t-test
     against the template baseline; the inspection page."""
     from .run import summarize_run
 
     summary = summarize_run(pairs_files, scores_files, out_dir, rounds=rounds, per_attribute=per_attribute,
-                            seed=seed, page=page)  # fmt: skip
+                            seed=seed, page=page, reference_quirks=reference_quirks)  # fmt: skip
     whole = summary[summary["attribute"] == "*"]
     click.echo(whole[["model", "spec", "source", "n", "stereotype_score", "ci_low", "ci_high"]].to_string(index=False),
                err=True)  # fmt: skip

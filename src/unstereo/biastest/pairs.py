@@ -69,13 +69,35 @@ def template_pairs(spec: BiasSpec) -> pd.DataFrame:
     return validate(pd.DataFrame(rows, columns=COLUMNS), PAIRS)
 
 
-def _from_release_rows(df: pd.DataFrame, spec: str, source: str, prefix: str, path: Path) -> pd.DataFrame:
-    """Release pair rows (group_term = attribute, att_term_1/2 = group terms, label_1) -> PAIRS rows."""
-    if "sent_att_1" in df.columns:
+def authors_text(template: str, group_term: str) -> str:
+    """A sentence as the authors' ``_4_ss_test_rule.py`` builds it from a release template: every ``[T]`` replaced
+    by the group term as the release spells it (no capital added), ``[R]`` (the pronoun slot) left as it is."""
+    return template.replace("[T]", group_term)
+
+
+def _from_release_rows(
+    df: pd.DataFrame, spec: str, source: str, prefix: str, path: Path, reference_quirks: bool = False
+) -> pd.DataFrame:
+    """Release pair rows (group_term = attribute, att_term_1/2 = group terms, label_1) -> PAIRS rows; with
+    ``reference_quirks`` the sentences of generated pairs are the authors' texts (:func:`authors_text`)."""
+    if reference_quirks and "sent_att_1" in df.columns:
+        if "template" not in df.columns:
+            raise InputError(
+                "release pair file lacks column 'template' (needed by reference_quirks)", path=path
+            )
+        a = [authors_text(str(t), g) for t, g in zip(df["template"], df["att_term_1"], strict=True)]
+        b = [authors_text(str(t), g) for t, g in zip(df["template"], df["att_term_2"], strict=True)]
+    elif "sent_att_1" in df.columns:
         a, b = df["sent_att_1"].astype(str), df["sent_att_2"].astype(str)
-    else:  # one [MASK] for the group term
-        a = [t.replace("[MASK]", g) for t, g in zip(df["template"], df["att_term_1"], strict=True)]
-        b = [t.replace("[MASK]", g) for t, g in zip(df["template"], df["att_term_2"], strict=True)]
+    else:  # only a template: [MASK] (template baselines) or [T] (health pairs) for the group term, as the authors fill it
+        a = [
+            authors_text(t.replace("[MASK]", "[T]"), g)
+            for t, g in zip(df["template"], df["att_term_1"], strict=True)
+        ]
+        b = [
+            authors_text(t.replace("[MASK]", "[T]"), g)
+            for t, g in zip(df["template"], df["att_term_2"], strict=True)
+        ]
     bad = sorted(set(df["label_1"]) - {"stereotype", "anti-stereotype"})
     if bad:
         raise InputError(f"unknown label_1 value(s) {bad}", path=path)
@@ -101,12 +123,19 @@ def _read_release_csv(path: Path) -> pd.DataFrame:
 
 
 def released_pairs(
-    reference_dir: str | Path, spec: str, generator: str = "gpt-3.5", runs: tuple[int, ...] = RUNS
+    reference_dir: str | Path,
+    spec: str,
+    generator: str = "gpt-3.5",
+    runs: tuple[int, ...] = RUNS,
+    reference_quirks: bool = False,
 ) -> pd.DataFrame:
     """The release's generated pairs of specification ``spec`` (its release name), ``source = released``.
 
     ``generator``: gpt-3.5 (core and health specifications) or megatron (core only); ``runs``: which of the 5
-    generation runs. Pair ids are ``{spec}:released:{generator}:{run}:{row of the file}``.
+    generation runs. Pair ids are ``{spec}:released:{generator}:{run}:{row of the file}``. ``reference_quirks``:
+    the sentences as the authors' scoring script builds them (the ``template`` column with ``[T]`` filled and
+    ``[R]`` left literal: "... for [R] outstanding performance"), so the published pipeline's judgements can be
+    reproduced; off, the released full sentences ``sent_att_1`` / ``sent_att_2``.
     """
     if generator not in RELEASED:
         raise InputError(f"unknown released generator {generator!r}; known: {sorted(RELEASED)}")
@@ -125,7 +154,8 @@ def released_pairs(
         path = base / pattern.format(run=run)
         df = _read_release_csv(path)
         df = df[df["group"] == spec]
-        parts.append(_from_release_rows(df, spec, "released", f"{spec}:released:{generator}:{run}", path))
+        prefix = f"{spec}:released:{generator}:{run}"
+        parts.append(_from_release_rows(df, spec, "released", prefix, path, reference_quirks))
     out = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=COLUMNS)
     if out.empty:
         raise InputError(f"the release has no {generator} pairs of specification {spec!r}")

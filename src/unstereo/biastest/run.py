@@ -85,10 +85,12 @@ def build_pairs(
     runs: tuple[int, ...] = (1, 2, 3, 4, 5),
     max_pairs: int | None = None,
     seed: int = 0,
+    reference_quirks: bool = False,
 ) -> pd.DataFrame:
     """The pair table of ``spec``: generated pairs (a file), the release's pairs, the template baseline; each
     source sub-sampled to ``max_pairs`` (attribute terms balanced). ``release``: ``spec`` is one of the release's
-    (a user specification has no released pairs and gets the templates of its own file)."""
+    (a user specification has no released pairs and gets the templates of its own file). ``reference_quirks``:
+    the release's pairs as the authors' script builds them (:func:`~unstereo.biastest.pairs.released_pairs`)."""
     parts = []
     if generated is not None:
         parts.append(read_table(generated, PAIRS))
@@ -99,7 +101,7 @@ def build_pairs(
                     "%s: a user specification has no released pairs; source `released` skipped", spec.name
                 )
                 continue
-            parts.append(released_pairs(reference_dir, spec.name, generator, tuple(runs)))
+            parts.append(released_pairs(reference_dir, spec.name, generator, tuple(runs), reference_quirks))
         elif source == "template":
             if template == "release" and release:
                 parts.append(released_template_pairs(reference_dir, spec.name))
@@ -123,10 +125,12 @@ def summarize_run(
     seed: int = 0,
     page: str | Path | None = None,
     meta: dict | None = None,
+    reference_quirks: bool = False,
 ) -> pd.DataFrame:
     """Judge every scored pair, write ``summary.parquet``, ``comparison.parquet``, ``sentences.parquet``,
     ``summary.html`` (a table for the workflow report), ``stereotype_score.png`` into ``out_dir`` and the
-    inspection page (``page``, default ``out_dir/page.html``); return the summary."""
+    inspection page (``page``, default ``out_dir/page.html``); return the summary. ``reference_quirks``: the
+    released pairs were built with the authors' texts (recorded in the report table and the page)."""
     pairs = pd.concat([read_table(p, PAIRS) for p in pairs_files], ignore_index=True)
     judged_parts = []
     for path in scores_files:
@@ -141,7 +145,7 @@ def summarize_run(
             )
         sub = pairs[pairs["pair_id"].isin(ids)]
         j = stereotyped(sub, scores)
-        extra = [c for c in ("logp_a", "logp_b", "model") if c in scores.columns]
+        extra = [c for c in ("logp_a", "logp_b", "model", "score_kind") if c in scores.columns]
         j = j.merge(scores[["pair_id", *extra]], on="pair_id", how="left")
         judged_parts.append(j)
     if not judged_parts:
@@ -153,7 +157,7 @@ def summarize_run(
     write_table(summary, out / "summary.parquet", SUMMARY)
     write_table(comparison, out / "comparison.parquet", COMPARISON)
     write_table(judged, out / "sentences.parquet")
-    write_text(out / "summary.html", report_table(summary, comparison))
+    write_text(out / "summary.html", report_table(summary, comparison, reference_quirks))
     from .figure import plot_scores
 
     plot_scores(summary, out / "stereotype_score.png")
@@ -161,12 +165,48 @@ def summarize_run(
 
     write_page(page or out / "page.html", summary, judged, comparison,
                meta={"pairs": int(len(judged)), "bootstrap rounds": rounds, "per attribute": per_attribute,
-                     "seed": seed, **(meta or {})})  # fmt: skip
+                     "seed": seed, "scorer": ", ".join(sorted(set(summary["scorer"].dropna()))) or "unknown",
+                     "released texts": TEXTS_NOTE[bool(reference_quirks)], **(meta or {})})  # fmt: skip
     return summary
 
 
-def report_table(summary: pd.DataFrame, comparison: pd.DataFrame) -> str:
-    """A small HTML table (whole specifications) for the Snakemake report."""
+# The sample rule of the authors' app (_constructInterpretationMsg): fewer than 20 sentences, or fewer than the
+# specification's attribute terms, and it recommends generating more for a robust estimate.
+MIN_PAIRS = 20
+TEXTS_NOTE = {
+    False: "the released full sentences (sent_att_1 / sent_att_2)",
+    True: "the authors' texts: the template with [T] filled and [R] left literal (reference_quirks)",
+}
+SCORER_NOTE = {
+    "causal-mean": "causal LMs by the mean token log-prob (the paper's mean NLL)",
+    "causal-sum": "causal LMs by the summed log-prob",
+    "masked-biastestgpt": "masked LMs by the authors' score, the group term's mean raw logit at one [MASK]",
+    "masked-pll": "masked LMs by pseudo-log-likelihood (Salazar et al. 2020)",
+    "masked-crows-pairs": "masked LMs by the CrowS-Pairs score (Nangia et al. 2020)",
+    "masked-aul": "masked LMs by All Unmasked Likelihood (Kaneko and Bollegala 2022)",
+}
+
+
+def small_samples(summary: pd.DataFrame, minimum: int = MIN_PAIRS) -> pd.DataFrame:
+    """The whole-specification rows with fewer than ``minimum`` pairs or fewer pairs than attribute terms."""
+    whole = summary[summary["attribute"] == "*"]
+    terms = summary[summary["attribute"] != "*"].groupby(["model", "spec", "source"]).size()
+    n_terms = [terms.get((m, s, o), 0) for m, s, o in zip(whole.model, whole.spec, whole.source, strict=True)]
+    return whole[(whole["n"] < minimum) | (whole["n"] < n_terms)]
+
+
+def convention_note(summary: pd.DataFrame, reference_quirks: bool) -> str:
+    """One sentence: which texts and which scorer, where the authors' code and the paper's peers differ."""
+    kinds = sorted({k for v in summary["scorer"].dropna() for k in v.split(",")})
+    scorers = "; ".join(SCORER_NOTE.get(k, k) for k in kinds) or "unknown scorer"
+    return f"Convention: released pairs are scored on {TEXTS_NOTE[bool(reference_quirks)]}; {scorers}."
+
+
+def report_table(summary: pd.DataFrame, comparison: pd.DataFrame, reference_quirks: bool = False) -> str:
+    """A small HTML table (whole specifications) for the Snakemake report, with the convention sentence and a
+    warning for specifications with too few pairs for their interval to mean anything."""
+    import html
+
     whole = summary[summary["attribute"] == "*"].copy()
     whole = whole.merge(
         comparison[["model", "spec", "source", "p"]], on=["model", "spec", "source"], how="left"
@@ -176,12 +216,23 @@ def report_table(summary: pd.DataFrame, comparison: pd.DataFrame) -> str:
         f"[{lo:.1f}, {hi:.1f}]" for lo, hi in zip(whole.ci_low, whole.ci_high, strict=True)
     ]
     whole["p vs template"] = [("" if pd.isna(p) else f"{p:.1e}") for p in whole["p"]]
-    cols = ["model", "spec", "source", "n", "stereotype_score", "95% interval", "p vs template"]
+    cols = ["model", "spec", "source", "n", "stereotype_score", "95% interval", "p vs template", "scorer"]
     body = whole[cols].to_html(index=False, border=0, classes="biastest")
+    small = small_samples(summary)
+    warning = ""
+    if len(small):
+        names = ", ".join(f"{m} / {s} / {o} ({n})" for m, s, o, n in
+                          zip(small.model, small.spec, small.source, small.n, strict=True))  # fmt: skip
+        warning = (
+            f"<p class='warning'><b>Warning:</b> fewer than {MIN_PAIRS} pairs (or fewer pairs than attribute "
+            f"terms) for {html.escape(names)}: too few for the interval to mean anything (the authors' app "
+            "recommends generating more sentences below this).</p>"
+        )
     return (
         "<!DOCTYPE html><html><head><meta charset='utf-8'><title>BiasTestGPT Stereotype Score</title><style>"
         "body{font-family:sans-serif;font-size:13px}td,th{padding:2px 8px;border-bottom:1px solid #ddd}"
-        "</style></head><body><h3>Stereotype Score (%) per model, specification and source</h3>"
+        ".warning{color:#a40}</style></head><body><h3>Stereotype Score (%) per model, specification and source</h3>"
         f"{body}<p>50 = no preference; interval: 2.5-97.5 percentiles of the bootstrap rounds; p: t-test of the "
-        "bootstrap estimates against the template baseline.</p></body></html>"
+        f"bootstrap estimates against the template baseline.</p><p>{html.escape(convention_note(summary, reference_quirks))}"
+        f"</p>{warning}</body></html>"
     )

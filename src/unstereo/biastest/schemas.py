@@ -33,8 +33,8 @@ SCORES = TableSchema(
         Column(
             "score_a",
             "float",
-            "score of sentence_a: mean (or summed) token log-prob, or the group term's "
-            "log-prob at its masks (masked LM)",
+            "score of sentence_a: mean (or summed) token log-prob (causal LM); for a masked LM as its scorer "
+            "defines it (score_kind; default the group term's mean raw logit at one [MASK], BiasTestGPT's own)",
         ),
         Column("score_b", "float", "score of sentence_b, same definition"),
     ),
@@ -54,6 +54,13 @@ SUMMARY = TableSchema(
         Column("stereotype_score", "float", "percent of pairs whose stereotype sentence scores higher"),
         Column("ci_low", "float", "2.5th percentile of the bootstrap estimates", nullable=True),
         Column("ci_high", "float", "97.5th percentile of the bootstrap estimates", nullable=True),
+        Column(
+            "scorer",
+            "str",
+            "how the model's sentences were scored (the scores' score_kind): causal-mean, causal-sum, or "
+            "masked-<name> with name pll, crows-pairs, aul or biastestgpt",
+            nullable=True,
+        ),
     ),
     unique=("model", "spec", "source", "attribute"),
 )

@@ -2,10 +2,11 @@
 
 Causal LM: each sentence is scored by :func:`unstereo.scoring.texts.score_texts` (ln p with BOS prepended, the
 number of scored tokens); ``score = logp / ntok`` (minus the mean token NLL, the paper's loss) or ``logp``
-(``causal_score: sum``). Masked LM: the words where the two sentences differ (the group term, and any pronoun the
-pair changed with it) are marked and scored at their masks (:mod:`unstereo.scoring.masked_term`). Higher = more
-probable in both cases. The text scores stay beside the output (``<out>.texts.parquet`` and its chunks), so a rerun or
-a killed job picks up where it stopped.
+(``causal_score: sum``). Masked LM: one of the scores of :mod:`unstereo.scoring.masked_scorers` (``masked_scorer``;
+default ``biastestgpt``, the authors' own: the group term's mean raw logit at one [MASK]). For it the group term is
+marked in each sentence (:func:`term_spans`); CrowS-Pairs gets each sentence with its partner. Higher = more
+probable in every case. The text scores stay beside the output (``<out>.texts.parquet`` and its chunks), so a rerun
+or a killed job picks up where it stopped.
 """
 
 from __future__ import annotations
@@ -41,41 +42,81 @@ def diff_spans(a: str, b: str) -> tuple[list[tuple[int, int]], list[tuple[int, i
     return sa, sb
 
 
-def pair_texts(pairs: pd.DataFrame, masked: bool = False) -> pd.DataFrame:
-    """The TEXTS table of the pairs: ``{pair_id}|a`` and ``{pair_id}|b``; for a masked LM with the differing words
-    marked. Pairs whose sentences are equal (or differ only by deletion, for a masked LM) are an InputError."""
+def term_spans(sentence: str, term: str | None, diff: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Where the group ``term`` stands in ``sentence``: its case-insensitive whole-word occurrences that overlap a
+    word where the pair differs (``diff``, from :func:`diff_spans`); none such -> the differing words themselves.
+
+    On the authors' texts (a template's ``[T]`` filled, :func:`unstereo.biastest.pairs.released_pairs` with
+    ``reference_quirks``) these are exactly the ``[T]`` places (checked on every released gpt-3.5 pair); on the
+    released full sentences a pronoun the pair also changed ("his" / "her") is a difference but not the term, and
+    stays unmasked, as the authors' app masks only the term. Where the sentence lacks the term (the release pairs
+    "Her algebra skills" with the term "hers") the differing word stands in for it."""
+    if not term:
+        return diff
+    found = [
+        (m.start(), m.end()) for m in re.finditer(rf"(?<!\w){re.escape(term)}(?!\w)", sentence, re.IGNORECASE)
+    ]
+    spans = [(a, b) for a, b in found if any(a < e and s < b for s, e in diff)]
+    return spans or diff
+
+
+def pair_texts(pairs: pd.DataFrame, masked: bool | str = False) -> pd.DataFrame:
+    """The TEXTS table of the pairs: ``{pair_id}|a`` and ``{pair_id}|b``; ``masked``: a masked-LM scorer name
+    (``True`` = ``biastestgpt``): for ``biastestgpt`` the group term marked (:func:`term_spans`), for
+    ``crows-pairs`` each sentence with its partner. Pairs whose sentences are equal (or differ only by deletion, for
+    ``biastestgpt``) are an InputError."""
+    from ..scoring.masked_crows import with_partner
     from ..scoring.masked_term import mark
 
+    scorer = masked_name(masked)
     ids, texts = [], []
-    for pid, a, b in zip(pairs["pair_id"], pairs["sentence_a"], pairs["sentence_b"], strict=True):
+    none = [None] * len(pairs)
+    for pid, a, b, ga, gb in zip(pairs["pair_id"], pairs["sentence_a"], pairs["sentence_b"],
+                                 pairs.get("group_term_a", none), pairs.get("group_term_b", none), strict=True):  # fmt: skip
         if a == b:
             raise InputError(f"pair {pid!r}: both sentences are {a!r}")
-        if masked:
+        if scorer == "biastestgpt":
             sa, sb = diff_spans(a, b)
             if not sa or not sb:
                 raise InputError(f"pair {pid!r}: one sentence only adds words to the other: no term to mask")
-            a, b = mark(a, sa), mark(b, sb)
+            a, b = mark(a, term_spans(a, ga, sa)), mark(b, term_spans(b, gb, sb))
+        elif scorer == "crows-pairs":
+            a, b = with_partner(a, b), with_partner(b, a)
         ids += [f"{pid}|a", f"{pid}|b"]
         texts += [a, b]
     return pd.DataFrame({"id": ids, "text": texts})
 
 
+def masked_name(masked: bool | str | None) -> str | None:
+    """The masked-LM scorer name of a ``masked`` argument: None (causal), ``True`` = ``biastestgpt``, or a name."""
+    if not masked:
+        return None
+    from ..scoring.masked_scorers import check_name
+
+    return "biastestgpt" if masked is True else check_name(masked)
+
+
 def to_pair_scores(
-    text_scores: pd.DataFrame, pair_ids: list[str], causal_score: str, masked: bool
+    text_scores: pd.DataFrame, pair_ids: list[str], causal_score: str, masked: bool | str
 ) -> pd.DataFrame:
-    """Text scores -> one SCORES row per pair (score_a, score_b, and logp/ntok of each sentence)."""
+    """Text scores -> one SCORES row per pair (score_a, score_b, and logp/ntok of each sentence; for a masked LM
+    ``logp`` holds the scorer's value, e.g. BiasTestGPT's mean logit)."""
+    from ..scoring.masked_scorers import REDUCE
+
+    scorer = masked_name(masked)
     by_id = text_scores.set_index("id")
     out = pd.DataFrame({"pair_id": pair_ids})
     for side in ("a", "b"):
         rows = by_id.loc[[f"{p}|{side}" for p in pair_ids]]
         out[f"logp_{side}"] = rows["logp"].to_numpy()
         out[f"ntok_{side}"] = rows["ntok"].to_numpy().astype("int64")
+    mean = REDUCE[scorer] == "mean" if scorer else causal_score == "mean"
     for side in ("a", "b"):
-        if masked or causal_score == "sum":
-            out[f"score_{side}"] = out[f"logp_{side}"]
-        else:
+        if mean:
             out[f"score_{side}"] = out[f"logp_{side}"] / out[f"ntok_{side}"].clip(lower=1)
-    out["score_kind"] = "masked-term" if masked else f"causal-{causal_score}"
+        else:
+            out[f"score_{side}"] = out[f"logp_{side}"]
+    out["score_kind"] = f"masked-{scorer}" if scorer else f"causal-{causal_score}"
     out = out[["pair_id", "score_a", "score_b", "logp_a", "logp_b", "ntok_a", "ntok_b", "score_kind"]]
     for col in ("model", "model_id", "scorer", "dtype", "bos_policy"):
         if col in text_scores.columns:
@@ -89,7 +130,7 @@ def score_pair_table(
     out: str | Path,
     *,
     name: str,
-    masked: bool = False,
+    masked: bool | str = False,
     causal_score: str = "mean",
     chunk_size: int = 500,
     make_scorer: Any = None,
@@ -98,8 +139,9 @@ def score_pair_table(
 ) -> pd.DataFrame:
     """Score every pair of ``pairs`` under ``model`` (a model spec) and write the SCORES table ``out``.
 
+    ``masked``: a masked LM and its scorer name (``True`` = ``biastestgpt``, see :func:`masked_name`).
     ``model_options`` go to :func:`unstereo.scoring.run.scorer_factory` (causal) or
-    :func:`unstereo.scoring.masked_term.masked_term_factory` (masked). ``make_scorer`` and ``run`` replace the
+    :func:`unstereo.scoring.masked_scorers.masked_factory` (masked). ``make_scorer`` and ``run`` replace the
     factory (tests: a model built in memory).
     """
     from ..scoring.texts import score_texts
@@ -107,11 +149,12 @@ def score_pair_table(
     if causal_score not in CAUSAL_SCORES:
         raise ValueError(f"causal_score must be one of {CAUSAL_SCORES}, got {causal_score!r}")
     pairs = validate(pairs.reset_index(drop=True), PAIRS)
+    masked = masked_name(masked)
     if make_scorer is None:
         if masked:
-            from ..scoring.masked_term import masked_term_factory
+            from ..scoring.masked_scorers import masked_factory
 
-            run, make_scorer = masked_term_factory(model, **model_options)
+            run, make_scorer = masked_factory(model, masked, **model_options)
         else:
             from ..scoring.run import scorer_factory
 
@@ -128,16 +171,17 @@ def score_pair_table(
 
 
 def score_pair_tables(
-    tables: list[pd.DataFrame], model: Any, outs: list[str | Path], *, masked: bool = False, **kw: Any
+    tables: list[pd.DataFrame], model: Any, outs: list[str | Path], *, masked: bool | str = False, **kw: Any
 ) -> list[pd.DataFrame]:
     """:func:`score_pair_table` for several pair tables under one model, loaded once (when some chunk of some table
     is left to score)."""
     if "make_scorer" in kw:
         run, make = kw.pop("run", {}), kw.pop("make_scorer")
     elif masked:
-        from ..scoring.masked_term import masked_term_factory
+        from ..scoring.masked_scorers import masked_factory
 
-        run, make = masked_term_factory(model, **{k: kw.pop(k) for k in MODEL_OPTIONS if k in kw})
+        opts = {k: kw.pop(k) for k in MODEL_OPTIONS if k in kw and k not in ("gguf_file", "bos_policy")}
+        run, make = masked_factory(model, masked_name(masked), **opts)
     else:
         from ..scoring.run import scorer_factory
 

@@ -76,11 +76,14 @@ def summarize(
     One row per (model, spec, source) with ``attribute = *`` and one per attribute term. The bootstrap table has
     model, spec, source, round, stereotype_score (the whole-specification rounds)."""
     rows, boots = [], []
+    kinds = judged.groupby("model")["score_kind"].agg(lambda k: ",".join(sorted(set(k.dropna())))) if (
+        "score_kind" in judged.columns) else {}  # fmt: skip
     for (model, spec, source), df in judged.groupby(["model", "spec", "source"], sort=True):
         est = bootstrap(df, rounds, per_attribute, seed, (model, spec, source))
         lo, hi = _interval(est)
         rows.append({"model": model, "spec": spec, "source": source, "attribute": ALL, "n": len(df),
-                     "stereotype_score": stereotype_score(df), "ci_low": lo, "ci_high": hi})  # fmt: skip
+                     "stereotype_score": stereotype_score(df), "ci_low": lo, "ci_high": hi,
+                     "scorer": kinds.get(model) or None})  # fmt: skip
         boots.append(pd.DataFrame({"model": model, "spec": spec, "source": source, "round": range(rounds),
                                    "stereotype_score": est}))  # fmt: skip
         for attribute, g in df.groupby("attribute", sort=True):
@@ -89,7 +92,8 @@ def summarize(
             est_a = np.array([rng.choice(values, size=len(values)).mean() * 100 for _ in range(rounds)])
             lo, hi = _interval(est_a)
             rows.append({"model": model, "spec": spec, "source": source, "attribute": attribute, "n": len(g),
-                         "stereotype_score": float(values.mean() * 100), "ci_low": lo, "ci_high": hi})  # fmt: skip
+                         "stereotype_score": float(values.mean() * 100), "ci_low": lo, "ci_high": hi,
+                         "scorer": kinds.get(model) or None})  # fmt: skip
     summary = pd.DataFrame(rows, columns=SUMMARY.names)
     boot = pd.concat(boots, ignore_index=True) if boots else pd.DataFrame(
         columns=["model", "spec", "source", "round", "stereotype_score"])  # fmt: skip

@@ -64,7 +64,14 @@ def pairs_options(config: dict[str, Any], entry: str, seed: int) -> str:
             f"--seed {seed}"]  # fmt: skip
     if b["max_pairs_per_spec"]:
         opts.append(f"--max-pairs-per-spec {b['max_pairs_per_spec']}")
+    if b["reference_quirks"]:
+        opts.append("--reference-quirks")
     return " ".join(opts)
+
+
+def summary_options(config: dict[str, Any]) -> str:
+    """Options of ``unstereo biastest summarize`` beyond the bootstrap ones."""
+    return "--reference-quirks" if config["biastest"]["reference_quirks"] else ""
 
 
 def model_arg(config: dict[str, Any], name: str, manifest: str | None) -> str:
@@ -81,7 +88,7 @@ def score_options(config: dict[str, Any], name: str) -> str:
     if entry.get("revision"):
         opts.append(f"--revision {entry['revision']}")
     if entry.get("masked"):
-        opts.append("--masked")
+        opts += ["--masked", f"--masked-scorer {b['masked_scorer']}"]
     return " ".join(opts)
 
 

@@ -244,7 +244,9 @@ def summary_cmd(per_prompt, output, n_boot, level, seed) -> None:
     "-n", "--n", "n", type=click.IntRange(2), required=True, help="samples per side (the k of Table 3)"
 )
 @cli_options.output(
-    "writes fairpair_table3.{csv,md,tex,html} and fairpair_*.png here", kind="dir", dest="out_dir"
+    "writes fairpair_table3.{csv,md,tex,html}, fairpair_f.{csv,md,tex,html} and fairpair_*.png here",
+    kind="dir",
+    dest="out_dir",
 )
 def report_cmd(summary, per_prompt, curves, ngrams, n, out_dir) -> None:
     """Table 3 and Figures 3-6 of the paper for the models of SUMMARY."""

@@ -13,8 +13,9 @@ from ..tables import FAIRPAIR_CURVES, FAIRPAIR_NGRAMS, FAIRPAIR_PER_PROMPT, FAIR
 from .metrics import (
     PHIS,
     TOKEN_RE,
-    bootstrap_mean_ci,
+    bootstrap_ci,
     fold,
+    model_f,
     paired_ttest,
     sample_curve,
     sentiment,
@@ -105,17 +106,22 @@ def per_prompt(
 
 
 def summarize(per: pd.DataFrame, n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> pd.DataFrame:
-    """The SUMMARY table: per (model, phi, k) the means over prompts with a defined F, the bootstrap interval of mean
-    F (resampling prompts, ``n_boot`` times, seeded) and the paired t-test of B against sqrt(V_gp V_pg)."""
+    """The SUMMARY table: per (model, phi, k) over the prompts with a defined F: the means of B, V_gp, V_pg, F as
+    :func:`~unstereo.fairpair.metrics.model_f` defines them (finite F averaged, infinite ones counted), the ratio
+    of means, the median F, the bootstrap intervals of mean and median F (resampling prompts, ``n_boot`` times,
+    seeded) and the paired t-test of B against sqrt(V_gp V_pg)."""
     rows = []
     for (model, phi, k), g in per.groupby(["model", "phi", "k"], sort=True):
         g = g[g["F"].notna()]
         f = g["F"].to_numpy(dtype=np.float64)
-        lo, hi = bootstrap_mean_ci(f, n_boot, level, seed)
+        lo, hi = bootstrap_ci(f[np.isfinite(f)], np.mean, n_boot, level, seed)
+        med_lo, med_hi = bootstrap_ci(f, np.median, n_boot, level, seed)
         v = np.sqrt(g["V_gp"].to_numpy(dtype=np.float64) * g["V_pg"].to_numpy(dtype=np.float64))
         t, p = paired_ttest(g["B"].to_numpy(dtype=np.float64), v)
-        means = [float(g[c].mean()) if len(g) else float("nan") for c in ("B", "V_gp", "V_pg", "F")]
-        rows.append((model, phi, int(k), len(g), *means, lo, hi, t, p))
+        means = [float(g[c].mean()) if len(g) else float("nan") for c in ("B", "V_gp", "V_pg")]
+        mf = model_f(g["B"], g["V_gp"], g["V_pg"], f)
+        rows.append((model, phi, int(k), len(g), *means, mf["mean_F"], lo, hi, t, p, mf["n_inf_F"],
+                     mf["ratio_F"], mf["median_F"], med_lo, med_hi))  # fmt: skip
     return validate(pd.DataFrame(rows, columns=FAIRPAIR_SUMMARY.names), FAIRPAIR_SUMMARY)
 
 

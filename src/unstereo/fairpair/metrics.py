@@ -18,7 +18,9 @@ scores; B and the V are then computed between folds. k = n (one sample per fold)
 
 Significance per prompt: Welch's t-test of the B terms (the n_pg n_gp cross values) against the V terms (the within-
 side values of both sides pooled); the terms are not independent, so read the p-value as the paper does, as a guide.
-Per model: the paired t-test across prompts of B(x) against V(x) = sqrt(V_gp(x) V_pg(x)) (F = (B / V)^2).
+Per model: the paired t-test across prompts of B(x) against V(x) = sqrt(V_gp(x) V_pg(x)) (F = (B / V)^2), and F
+summarised three ways (:func:`model_f`): the mean of the finite per-prompt F (infinite ones counted, not averaged),
+the ratio of means mean(B^2) / (mean(V_gp) mean(V_pg)), and the median with its bootstrap interval.
 
 Everything is vectorised: a side's token sets are a 0/1 incidence matrix and all pairwise Jaccard values of two sides
 come from one matrix product; sentiment differences from one broadcast.
@@ -233,17 +235,52 @@ def paired_ttest(b: np.ndarray, v: np.ndarray) -> tuple[float, float]:
     return float(res.statistic), float(res.pvalue)
 
 
-def bootstrap_mean_ci(
-    values: np.ndarray, n_boot: int = 1000, level: float = 0.95, seed: int = 0
+def bootstrap_ci(
+    values: np.ndarray, stat=np.mean, n_boot: int = 1000, level: float = 0.95, seed: int = 0
 ) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean of ``values`` (NaN dropped): ``n_boot`` resamples with
-    replacement, the empirical (non-interpolated) quantiles at (1 -/+ level) / 2; (NaN, NaN) for no values."""
+    """Percentile bootstrap interval of ``stat`` (a reduction along axis 1, e.g. ``np.mean``, ``np.median``) of
+    ``values`` (NaN dropped): ``n_boot`` resamples with replacement, the empirical (non-interpolated) quantiles at
+    (1 -/+ level) / 2; (NaN, NaN) for no values."""
     x = np.asarray(values, dtype=np.float64)
     x = x[~np.isnan(x)]
     if len(x) == 0 or n_boot < 1:
         return float("nan"), float("nan")
     rng = np.random.default_rng(seed)
-    means = x[rng.integers(0, len(x), size=(n_boot, len(x)))].mean(axis=1)
+    with np.errstate(invalid="ignore"):  # a median between two +inf values
+        stats = stat(x[rng.integers(0, len(x), size=(n_boot, len(x)))], axis=1)
     alpha = (1.0 - level) / 2
-    lo, hi = np.quantile(means, [alpha, 1 - alpha], method="inverted_cdf")
+    lo, hi = np.quantile(stats, [alpha, 1 - alpha], method="inverted_cdf")
     return float(lo), float(hi)
+
+
+def bootstrap_mean_ci(
+    values: np.ndarray, n_boot: int = 1000, level: float = 0.95, seed: int = 0
+) -> tuple[float, float]:
+    """:func:`bootstrap_ci` of the mean."""
+    return bootstrap_ci(values, np.mean, n_boot, level, seed)
+
+
+def model_f(b, v_gp, v_pg, f) -> dict[str, float | int]:
+    """Model-level summaries of per-prompt terms (prompts with a defined F; NaN rows are dropped here):
+
+    - ``mean_F``: mean of the *finite* per-prompt F (the paper's Table 3 averages F over prompts; an infinite F
+      would make the mean infinite, so those prompts are counted in ``n_inf_F`` instead of averaged);
+    - ``ratio_F``: ratio of means, mean(B^2) / (mean(V_gp) mean(V_pg)): every prompt weighs by its B^2 and V, so
+      one prompt with a tiny V cannot dominate (and a V of 0 on one prompt does not make it infinite);
+    - ``median_F``: median of every per-prompt F, infinite ones included (they rank highest).
+    """
+    b, v_gp, v_pg, f = (np.asarray(v, dtype=np.float64) for v in (b, v_gp, v_pg, f))
+    ok = ~np.isnan(f)
+    b, v_gp, v_pg, f = b[ok], v_gp[ok], v_pg[ok], f[ok]
+    if not len(f):
+        return {"n_inf_F": 0, "mean_F": float("nan"), "ratio_F": float("nan"), "median_F": float("nan")}
+    finite = f[np.isfinite(f)]
+    denom = float(v_gp.mean() * v_pg.mean())
+    num = float((b**2).mean())
+    ratio = num / denom if denom > 0 else (1.0 if num == 0 else float("inf"))  # as fairpair_f at a V of 0
+    return {
+        "n_inf_F": int(np.isinf(f).sum()),
+        "mean_F": float(finite.mean()) if len(finite) else float("nan"),
+        "ratio_F": ratio,
+        "median_F": float(np.median(f)),
+    }

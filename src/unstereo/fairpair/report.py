@@ -15,6 +15,32 @@ from ..report.tables import Table
 
 PHI_LABEL = {"jaccard": "Jaccard", "sentiment": "Sentiment"}
 TERMS = (("mean_V_pg", "V_pg (orig.)"), ("mean_V_gp", "V_gp (pert.)"), ("mean_B", "B"), ("mean_F", "F"))
+# Model-level F besides the paper's mean: ratio of means, median with its interval, infinite F counted.
+F_COLUMNS = (("n_prompts", "prompts", 0), ("mean_F", "mean F (finite)", 3), ("F_ci_low", "CI low", 3),
+             ("F_ci_high", "CI high", 3), ("n_inf_F", "infinite F", 0), ("ratio_F", "ratio of means", 3),
+             ("median_F", "median F", 3), ("median_F_ci_low", "median CI low", 3),
+             ("median_F_ci_high", "median CI high", 3))  # fmt: skip
+# Fewer prompts than this and a bootstrap interval over prompts says little (the percentiles of a few dozen
+# resamples of a handful of values); the table says so.
+MIN_PROMPTS = 30
+CONVENTION = (
+    "Convention: F per model is the paper's mean of the per-prompt ratios (finite ones; infinite F counted, not "
+    "averaged), shown beside the ratio of means mean(B^2) / (mean V_gp x mean V_pg) and the median, which one "
+    "prompt with a small V cannot swing (table fairpair_f)."
+)
+
+
+def small_sample_warning(summary: pd.DataFrame, minimum: int = MIN_PROMPTS) -> str:
+    """A sentence naming the (model, phi) rows with fewer than ``minimum`` prompts, or "" when none."""
+    small = summary[summary["n_prompts"] < minimum]
+    if small.empty:
+        return ""
+    names = ", ".join(f"{m} {p} ({n})" for m, p, n in zip(small["model"], small["phi"], small["n_prompts"],
+                                                          strict=True))  # fmt: skip
+    return (
+        f"Warning: fewer than {minimum} prompts for {names}: the intervals resample too few prompts to mean "
+        "anything."
+    )
 
 
 def table3(summary: pd.DataFrame, n: int) -> Table:
@@ -47,12 +73,15 @@ def table3(summary: pd.DataFrame, n: int) -> Table:
             if m in sp.index
             for end in ("low", "high")
         ]
+    warning = small_sample_warning(s)
     return Table(
         key="fairpair_table3",
         caption=(
             f"FairPair: mean sampling variability V_pg (continuations of the original prompt, perturbed) and V_gp "
             f"(continuations of the perturbed prompt), bias B (x100) and F per model, n = {n} samples per side; "
-            "CI: the bootstrap interval of mean F (resampling prompts)."
+            "CI: the bootstrap interval of mean F (resampling prompts). "
+            + CONVENTION
+            + (f" {warning}" if warning else "")
         ),
         cells=pd.DataFrame(cells, columns=["row", "column", "value", "decimals"]),
         rows=rows,
@@ -61,9 +90,36 @@ def table3(summary: pd.DataFrame, n: int) -> Table:
     )
 
 
+def f_table(summary: pd.DataFrame, n: int) -> Table:
+    """Model-level F three ways per model and phi at k = ``n``: the mean of the finite per-prompt F with its
+    interval, the count of infinite F, the ratio of means and the median with its interval."""
+    s = summary[summary["k"] == n]
+    rows, cells = [], []
+    for m, phi, r in zip(s["model"], s["phi"], s.itertuples(index=False), strict=True):
+        label = f"{m} / {PHI_LABEL.get(phi, phi)}"
+        rows.append(label)
+        cells += [(label, col, float(getattr(r, col)), dec) for col, _, dec in F_COLUMNS]
+    warning = small_sample_warning(s)
+    return Table(
+        key="fairpair_f",
+        caption=(
+            f"FairPair model-level F, n = {n} samples per side: mean of the finite per-prompt F with its bootstrap "
+            "interval, prompts with an infinite F (counted, not averaged), the ratio of means mean(B^2) / "
+            "(mean V_gp x mean V_pg), and the median F with its bootstrap interval (resampling prompts). "
+            + CONVENTION
+            + (f" {warning}" if warning else "")
+        ),
+        cells=pd.DataFrame(cells, columns=["row", "column", "value", "decimals"]),
+        rows=rows,
+        columns=[c for c, _, _ in F_COLUMNS],
+        headers={c: label for c, label, _ in F_COLUMNS},
+        row_label="Model / phi",
+    )
+
+
 def write_table3(summary: pd.DataFrame, n: int, out_dir: str | Path) -> list[Path]:
-    """Table 3 as CSV, Markdown, LaTeX and HTML under ``out_dir``."""
-    return write_table_files(table3(summary, n), out_dir)
+    """Table 3 and the model-level F table as CSV, Markdown, LaTeX and HTML under ``out_dir``."""
+    return write_table_files(table3(summary, n), out_dir) + write_table_files(f_table(summary, n), out_dir)
 
 
 def _save(fig, path: Path, data: pd.DataFrame) -> Path:

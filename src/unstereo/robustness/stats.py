@@ -5,7 +5,8 @@ The reference of every comparison is the ``original`` construction (trial 0) of 
 are ranked by one metric column (``us`` by default: higher US = fewer stereotyped pairs). Two models "swap" in a
 trial when the sign of their score difference differs from its sign on the original construction (a tie on one side
 and a strict order on the other counts as a swap); ``swap_rate`` is the share of the construction's trials where
-they swap.
+they swap. A missing (NaN) score is no evidence of a swap: a trial where either model has none is left out of the
+pair's trials, and a pair without both original scores gets no row (its order on the original is unknown).
 """
 
 from __future__ import annotations
@@ -69,6 +70,8 @@ def rank_swaps(scores: pd.DataFrame, metric: str = "us") -> pd.DataFrame:
             try:
                 ref_sign = np.sign(ref.loc[(bench, eta, a)] - ref.loc[(bench, eta, b)])
             except KeyError:
+                continue
+            if np.isnan(ref_sign):  # NaN != anything: every trial would count as a swap
                 continue
             diff = (wide[a] - wide[b]).dropna()
             if diff.empty:

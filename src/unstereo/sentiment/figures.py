@@ -88,8 +88,34 @@ def figure2(parity: pd.DataFrame, classifier: str, path: str | Path, title: str 
     return out
 
 
-def fairness_html(fairness: pd.DataFrame, path: str | Path, title: str = "") -> Path:
-    """The fairness table as an HTML table: one row per (attribute, classifier), I.F. and G.F. with intervals."""
+# The bootstrap resamples each prefix's continuations: with fewer than this many per prefix, two empirical
+# distributions of a handful of scores and the percentiles of their resampled distances mean little.
+MIN_PER_PREFIX = 10
+CONVENTION = (
+    "Convention: sentiment scores in [0, 1] and I.F., G.F. per attribute, as in the paper (Huang et al. 2020); the "
+    "authors' decoding-biases code uses VADER's compound in [-1, 1] (every distance doubled), pools I.F. over all "
+    "attributes and averages G.F. over all 41 subgroups."
+)
+
+
+def small_sample_warning(per_prefix: dict[str, int] | None, minimum: int = MIN_PER_PREFIX) -> str:
+    """A sentence naming the attributes whose smallest prefix has fewer than ``minimum`` continuations, or ""."""
+    small = {a: n for a, n in (per_prefix or {}).items() if n < minimum}
+    if not small:
+        return ""
+    names = ", ".join(f"{a} ({n})" for a, n in small.items())
+    return (
+        f"Warning: fewer than {minimum} continuations per prefix for {names}: too few for the intervals to mean "
+        "anything."
+    )
+
+
+def fairness_html(
+    fairness: pd.DataFrame, path: str | Path, title: str = "", per_prefix: dict[str, int] | None = None
+) -> Path:
+    """The fairness table as an HTML table: one row per (attribute, classifier), I.F. and G.F. with intervals; below
+    it the convention sentence and, given ``per_prefix`` (attribute -> fewest continuations of one of its
+    prefixes), the small-sample warning."""
     rows = []
     for (attribute, classifier), g in fairness.groupby(["attribute", "classifier"], sort=False):
         cells = [attribute, classifier]
@@ -111,7 +137,19 @@ def fairness_html(fairness: pd.DataFrame, path: str | Path, title: str = "") -> 
     out += [f"<th>{html.escape(h)}</th>" for h in head] + ["</tr></thead><tbody>"]
     out += ["<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows]
     out.append("</tbody></table>")
+    out.append(f"<p>{html.escape(CONVENTION)}</p>")
+    warning = small_sample_warning(per_prefix)
+    if warning:
+        out.append(f"<p class='warning'><b>{html.escape(warning)}</b></p>")
     return write_text(path, "\n".join(out) + "\n")
+
+
+def fewest_per_prefix(df: pd.DataFrame) -> dict[str, int]:
+    """Attribute -> the fewest continuations any of its prefixes has."""
+    if not {"attribute", "prefix"} <= set(df.columns):
+        return {}
+    sizes = df.groupby(["attribute", "prefix"], sort=False).size()
+    return {str(a): int(n) for a, n in sizes.groupby(level=0, sort=False).min().items()}
 
 
 def write_figures(
@@ -128,5 +166,5 @@ def write_figures(
     return [
         figure1(df, classifier, out_dir / "figure1.png", title),
         figure2(parity, classifier, out_dir / "figure2.png", title),
-        fairness_html(fairness, out_dir / "fairness.html", title),
+        fairness_html(fairness, out_dir / "fairness.html", title, fewest_per_prefix(df)),
     ]
