@@ -34,24 +34,50 @@ def sample_rows(logits, temperatures, top_ps, uniforms):
         return out
     nucleus = sampled & (top_ps < 1.0)
     full = sampled & ~nucleus
-    for rows, sort in ((nucleus, True), (full, False)):
-        idx = torch.nonzero(rows).flatten()
-        if idx.numel() == 0:
-            continue
+    idx = torch.nonzero(full).flatten()
+    if idx.numel():
         probs = torch.softmax(logits[idx] / temperatures[idx, None], dim=-1)
-        order = None
-        if sort:
-            probs, order = torch.sort(probs, dim=-1, descending=True)
-            before = torch.cumsum(probs, dim=-1) - probs  # mass of the tokens ranked above each token
-            probs = probs.masked_fill(before >= top_ps[idx, None], 0.0)  # outside the nucleus
-        cdf = torch.cumsum(probs, dim=-1)
-        target = uniforms[idx, None].to(cdf.dtype) * cdf[:, -1:]
-        pick = torch.searchsorted(cdf, target, right=True).clamp_(max=probs.shape[-1] - 1)
-        # float edge: never land on a zero-probability token past the end of the kept mass
-        pick = torch.minimum(pick, (probs > 0).sum(-1, keepdim=True) - 1) if sort else pick
-        tok = pick if order is None else order.gather(-1, pick)
-        out[idx] = tok.squeeze(-1)
+        out[idx] = _inverse_cdf(probs, None, uniforms[idx])
+    idx = torch.nonzero(nucleus).flatten()
+    if idx.numel():
+        probs = torch.softmax(logits[idx] / temperatures[idx, None], dim=-1)
+        # The nucleus is usually a few tokens: the largest TOP_K probabilities (sorted, as a full sort ranks them)
+        # hold it whenever the last of them is already outside it; only the other rows sort the vocabulary.
+        top, order = torch.topk(probs, min(TOP_K, probs.shape[-1]), dim=-1)
+        covered = (torch.cumsum(top, dim=-1) - top)[:, -1] >= top_ps[idx]
+        covered |= top.shape[-1] == probs.shape[-1]
+        for rows, part in ((covered, True), (~covered, False)):
+            sub = torch.nonzero(rows).flatten()
+            if not sub.numel():
+                continue
+            if part:
+                p_sorted, p_order = top[sub], order[sub]
+            else:
+                p_sorted, p_order = torch.sort(probs[sub], dim=-1, descending=True)
+            out[idx[sub]] = _inverse_cdf(p_sorted, p_order, uniforms[idx[sub]], top_ps[idx[sub]])
     return out
+
+
+# How many of the largest probabilities a nucleus row looks at before it sorts its whole vocabulary.
+TOP_K = 256
+
+
+def _inverse_cdf(probs, order, uniforms, top_ps=None):
+    """The token of each row whose cumulative (kept) mass first exceeds u * (kept mass): ``probs`` in id order
+    (``order`` None) or sorted descending with their ids in ``order`` and cut to the nucleus of ``top_ps``."""
+    import torch
+
+    if order is not None:
+        before = torch.cumsum(probs, dim=-1) - probs  # mass of the tokens ranked above each token
+        probs = probs.masked_fill(before >= top_ps[:, None], 0.0)  # outside the nucleus
+    cdf = torch.cumsum(probs, dim=-1)
+    target = uniforms[:, None].to(cdf.dtype) * cdf[:, -1:]
+    pick = torch.searchsorted(cdf, target, right=True).clamp_(max=probs.shape[-1] - 1)
+    if order is None:
+        return pick.squeeze(-1)
+    # float edge: never land on a zero-probability token past the end of the kept mass
+    pick = torch.minimum(pick, (probs > 0).sum(-1, keepdim=True) - 1)
+    return order.gather(-1, pick).squeeze(-1)
 
 
 class _RowSampler:
@@ -151,6 +177,7 @@ class LocalBackend:
         self.batch_size = max(1, int(batch_size))
         self._lm = None
         self._tok = None
+        self._engine = None  # the SamplingEngine once checked; False: this model takes generate
 
     def __repr__(self) -> str:
         return f"LocalBackend(model={self.model!r})"
@@ -211,8 +238,45 @@ class LocalBackend:
             results.append(ChatResult(text, p, c, "stop" if stopped else finish))
         return results
 
+    def _engine_or_none(self):
+        """The sampling engine of the loaded model, or None (logged) when its probe fails: then ``generate``."""
+        if self._engine is None:
+            from .engine import SamplingEngine
+
+            engine = SamplingEngine(self._lm, self._tok, slots=self.batch_size)
+            problem = engine.check()
+            if problem is None:
+                log.info("sampling engine for %s (%d slots%s)", self.model, engine.slots,
+                         ", products on oneDNN" if engine.onednn else "")  # fmt: skip
+                self._engine = engine
+            else:
+                log.warning("the sampling engine does not work with %s (%s): using transformers' generate",
+                            self.model, problem)  # fmt: skip
+                self._engine = False
+        return self._engine or None
+
     def _generate(self, ids: list[list[int]], requests, stops) -> list[tuple[str, int, int, str]]:
-        """(text, prompt tokens, completion tokens, finish reason) per row; left-padded batch of token ids."""
+        """(text, prompt tokens, completion tokens, finish reason) per row: by the engine, else ``generate``."""
+        engine = self._engine_or_none()
+        if engine is None:
+            return self._generate_transformers(ids, requests, stops)
+        from .engine import EngineRequest
+
+        outs = engine.generate(
+            [
+                EngineRequest(row, r.max_tokens, r.temperature, r.top_p, r.seed, tuple(s))
+                for row, r, s in zip(ids, requests, stops, strict=True)
+            ]
+        )
+        return [
+            (self._tok.decode(o.tokens, skip_special_tokens=True), len(row), len(o.tokens), o.finish)
+            for row, o in zip(ids, outs, strict=True)
+        ]
+
+    def _generate_transformers(
+        self, ids: list[list[int]], requests, stops
+    ) -> list[tuple[str, int, int, str]]:
+        """The fallback: transformers' ``generate`` on a left-padded batch, sampling by :class:`_RowSampler`."""
         import torch
         from transformers import GenerationConfig, LogitsProcessorList, StoppingCriteriaList
 
@@ -254,6 +318,7 @@ class LocalBackend:
 
     def close(self) -> None:
         self._lm = None
+        self._engine = None
 
 
 #: The name this backend had when it served chat only.
