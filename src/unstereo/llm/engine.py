@@ -33,6 +33,8 @@ from ..log import get_logger
 
 log = get_logger("llm.engine")
 
+# Prompts run together in one prefill pass: rows x longest prompt <= PREFILL_CELLS positions.
+PREFILL_CELLS = 2048
 # The probe's log-probabilities may differ from the full forward pass's by float rounding only (fp32).
 PROBE_TOLERANCE = 1e-3
 
@@ -73,7 +75,7 @@ class SlotCache:
     """A preallocated KV cache: per layer ``[slots, kv heads, length, head dim]`` keys and values.
 
     Duck-types the part of transformers' ``Cache`` the attention layers call (``update``): a step of one token per
-    row writes row ``i``'s key at ``positions[i]``; a prompt's pass (one row) writes its tokens from position 0.
+    row writes row ``i``'s key at ``positions[i]``; a pass over prompts writes each row's tokens from position 0.
     Returns the first ``rows`` rows up to ``length`` (views, no copy)."""
 
     is_compileable = False
@@ -97,10 +99,10 @@ class SlotCache:
         if self.keys[layer_idx] is None:
             self._alloc(layer_idx, key)
         k, v = self.keys[layer_idx], self.values[layer_idx]
-        if self.positions is None:  # a prompt: one row, positions 0..q-1
-            q = key.shape[2]
-            k[0, :, :q] = key[0]
-            v[0, :, :q] = value[0]
+        if self.positions is None:  # prompts: every row from position 0
+            rows, q = key.shape[0], key.shape[2]
+            k[:rows, :, :q] = key
+            v[:rows, :, :q] = value
         else:
             import torch
 
@@ -116,8 +118,7 @@ class SlotCache:
         """Row ``src`` of ``source`` (its first ``length`` positions) into row ``dst`` of this cache."""
         for layer in range(self.n_layers):
             if self.keys[layer] is None:
-                like = source.keys[layer]
-                self._alloc(layer, like[:, :, :1].expand(1, -1, 1, -1))
+                self._alloc(layer, source.keys[layer])
             self.keys[layer][dst, :, :length] = source.keys[layer][src, :, :length]
             self.values[layer][dst, :, :length] = source.values[layer][src, :, :length]
 
@@ -168,9 +169,11 @@ class _Row:
 
 @dataclass
 class _Prompt:
-    """A prefilled prompt: its one-row cache, its last logits, how many of its requests have not started."""
+    """A prefilled prompt: the cache holding it (row ``row``), its last logits, how many of its requests have
+    not started."""
 
     cache: SlotCache
+    row: int
     logits: Any
     length: int
     waiting: int
@@ -264,14 +267,18 @@ class SamplingEngine:
         with torch.inference_mode(), onednn:
 
             def admit() -> None:
+                coming = [tuple(requests[i].ids) for i in queue[::-1][: cache.slots - len(rows)]]
+                new = [key for key in dict.fromkeys(coming) if key not in prompts]
+                for chunk in _chunks(new, PREFILL_CELLS):
+                    for key, prompt in zip(chunk, self._prefill(chunk), strict=True):
+                        prompt.waiting = waiting[key]
+                        prompts[key] = prompt
                 while queue and len(rows) < cache.slots:
                     i = queue.pop()
                     req = requests[i]
                     key = tuple(req.ids)
-                    prompt = prompts.get(key)
-                    if prompt is None:
-                        prompt = prompts[key] = self._prefill(req.ids, waiting[key])
-                    cache.copy_row(prompt.cache, 0, len(rows), prompt.length)
+                    prompt = prompts[key]
+                    cache.copy_row(prompt.cache, prompt.row, len(rows), prompt.length)
                     logits[len(rows)] = prompt.logits
                     prompt.waiting -= 1
                     if not prompt.waiting:
@@ -338,21 +345,30 @@ class SamplingEngine:
 
     # ------------------------------------------------------------------------------------ forward passes
 
-    def _prefill(self, ids: list[int], waiting: int) -> _Prompt:
-        """Run a prompt alone into its own one-row cache; its last position's logits."""
+    def _prefill(self, prompts: list[tuple[int, ...]]) -> list[_Prompt]:
+        """Run prompts (right-padded, each row from position 0, a row sees its own tokens only) into a cache of
+        their own; each prompt's last position's logits."""
         import torch
 
-        n = len(ids)
-        cache = SlotCache(self.n_layers, 1, n)
-        cache.rows, cache.span = 1, n
-        positions = torch.arange(n)
-        visible = positions[None, :] <= positions[:, None]  # [query, key]
-        masks = self._masks(visible, positions[:, None] - positions[None, :])
+        lengths = torch.tensor([len(p) for p in prompts])
+        width = int(lengths.max())
+        ids = torch.zeros((len(prompts), width), dtype=torch.long)
+        for row, p in enumerate(prompts):
+            ids[row, : len(p)] = torch.tensor(p)
+        cache = SlotCache(self.n_layers, len(prompts), width)
+        cache.rows, cache.span = len(prompts), width
+        positions = torch.arange(width)
+        # [row, query, key]: causal, and never a padding key
+        visible = (positions[None, None, :] <= positions[None, :, None]) & (positions < lengths[:, None])[
+            :, None
+        ]
+        masks = self._masks(visible, (positions[:, None] - positions[None, :])[None])
         hidden = self._body(
-            torch.tensor([ids]), {k: m[None, None] for k, m in masks.items()}, positions[None], cache
+            ids, {k: m[:, None] for k, m in masks.items()}, positions[None].expand(len(prompts), -1), cache
         )
-        self.stats.prefills += 1
-        return _Prompt(cache, self._logits(hidden[0, -1:])[0], n, waiting)
+        self.stats.prefills += len(prompts)
+        last = self._logits(hidden[torch.arange(len(prompts)), lengths - 1])
+        return [_Prompt(cache, row, last[row], len(p), 0) for row, p in enumerate(prompts)]
 
     def _step(self, cache: SlotCache, rows: list[_Row], tokens: list[int]):
         """One token per row at its own position; the hidden states ``[rows, hidden]``."""
@@ -424,6 +440,20 @@ class SamplingEngine:
         if head.softcap is not None:
             out.div_(head.softcap).tanh_().mul_(head.softcap)
         return out
+
+
+def _chunks(prompts: list[tuple[int, ...]], cells: int) -> list[list[tuple[int, ...]]]:
+    """``prompts`` in consecutive groups of rows x longest <= ``cells`` (at least one prompt each)."""
+    out: list[list[tuple[int, ...]]] = []
+    width = 0
+    for p in prompts:
+        if out and (len(out[-1]) + 1) * max(width, len(p)) <= cells:
+            out[-1].append(p)
+            width = max(width, len(p))
+        else:
+            out.append([p])
+            width = len(p)
+    return out
 
 
 def _eos_ids(model: Any, tok: Any) -> set[int]:

@@ -28,34 +28,70 @@ def sample_rows(logits, temperatures, top_ps, uniforms):
     import torch
 
     logits = logits.float()
-    out = torch.argmax(logits, dim=-1)
     sampled = temperatures > 0
-    if not bool(sampled.any()):
+    out = torch.zeros(logits.shape[0], dtype=torch.long, device=logits.device)
+    greedy = torch.nonzero(~sampled).flatten()
+    if greedy.numel():
+        out[greedy] = torch.argmax(logits[greedy], dim=-1)
+    if not greedy.numel() < logits.shape[0]:
         return out
     nucleus = sampled & (top_ps < 1.0)
     full = sampled & ~nucleus
     idx = torch.nonzero(full).flatten()
     if idx.numel():
-        probs = torch.softmax(logits[idx] / temperatures[idx, None], dim=-1)
-        out[idx] = _inverse_cdf(probs, None, uniforms[idx])
+        out[idx] = _inverse_cdf(_probabilities(logits, idx, temperatures), None, uniforms[idx])
     idx = torch.nonzero(nucleus).flatten()
     if idx.numel():
-        probs = torch.softmax(logits[idx] / temperatures[idx, None], dim=-1)
+        probs = _probabilities(logits, idx, temperatures)
         # The nucleus is usually a few tokens: the largest TOP_K probabilities (sorted, as a full sort ranks them)
         # hold it whenever the last of them is already outside it; only the other rows sort the vocabulary.
         top, order = torch.topk(probs, min(TOP_K, probs.shape[-1]), dim=-1)
         covered = (torch.cumsum(top, dim=-1) - top)[:, -1] >= top_ps[idx]
         covered |= top.shape[-1] == probs.shape[-1]
-        for rows, part in ((covered, True), (~covered, False)):
-            sub = torch.nonzero(rows).flatten()
-            if not sub.numel():
-                continue
-            if part:
-                p_sorted, p_order = top[sub], order[sub]
-            else:
-                p_sorted, p_order = torch.sort(probs[sub], dim=-1, descending=True)
-            out[idx[sub]] = _inverse_cdf(p_sorted, p_order, uniforms[idx[sub]], top_ps[idx[sub]])
+        sub = torch.nonzero(covered).flatten()
+        if sub.numel():
+            out[idx[sub]] = _inverse_cdf(top[sub], order[sub], uniforms[idx[sub]], top_ps[idx[sub]])
+        for r in torch.nonzero(~covered).flatten().tolist():
+            p_sorted, p_order = _nucleus_candidates(probs[r], float(top_ps[idx[r]]))
+            out[idx[r]] = _inverse_cdf(
+                p_sorted[None], p_order[None], uniforms[idx[r] : idx[r] + 1], top_ps[idx[r : r + 1]]
+            )[0]
     return out
+
+
+def _probabilities(logits, idx, temperatures):
+    """softmax(logits[idx] / temperature) (no copy when ``idx`` is every row, no division by a temperature of 1)."""
+    import torch
+
+    rows = logits if idx.numel() == logits.shape[0] else logits[idx]
+    temps = temperatures[idx]
+    if not bool((temps == 1.0).all()):
+        rows = rows / temps[:, None]
+    return torch.softmax(rows, dim=-1)
+
+
+def _nucleus_candidates(probs, top_p: float):
+    """The first tokens of ``probs`` (one row) sorted by descending probability, enough of them to hold the
+    nucleus of ``top_p``, with their ids: the same head as a sort of the whole row, at a fraction of its cost.
+
+    The candidates are the tokens whose probability's binary exponent is at least e, the largest e whose tokens
+    hold ``top_p`` of the mass (one pass: ``frexp`` and a per-exponent sum); they are exactly the first tokens of
+    the sorted row (ties included), so their running sum is the row's. If that sum falls short of ``top_p``
+    (float rounding of the per-exponent sums), the whole row is sorted."""
+    import torch
+
+    _, exponent = torch.frexp(probs)
+    rank = (
+        torch.where(probs > 0, -exponent, 255).clamp_(min=0, max=255).long()
+    )  # larger probability, smaller rank
+    mass = torch.zeros(256, dtype=probs.dtype).index_add_(0, rank, probs)
+    enough = torch.nonzero(torch.cumsum(mass, 0) >= top_p).flatten()
+    if enough.numel():
+        ids = torch.nonzero(rank <= int(enough[0])).flatten()
+        values, order = torch.sort(probs[ids], descending=True)
+        if float(torch.cumsum(values, 0)[-1]) >= top_p:
+            return values, ids[order]
+    return torch.sort(probs, descending=True)
 
 
 # How many of the largest probabilities a nucleus row looks at before it sorts its whole vocabulary.
