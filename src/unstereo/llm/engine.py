@@ -67,8 +67,9 @@ class EngineStats:
     """Counters of the last :meth:`SamplingEngine.generate` call (tests and benchmarks read them)."""
 
     prefills: int = 0  # forward passes over a prompt (one per distinct prompt)
-    steps: int = 0  # decode forward passes
-    occupancy: list[tuple[int, int]] = field(default_factory=list)  # (rows in the step, requests waiting)
+    steps: int = 0  # decode forward passes (one token per live row)
+    # per round of sampling (one token for every row in a slot): (rows sampled, requests still waiting)
+    occupancy: list[tuple[int, int]] = field(default_factory=list)
 
 
 class SlotCache:
@@ -287,6 +288,7 @@ class SamplingEngine:
 
             admit()
             while rows:
+                self.stats.occupancy.append((len(rows), len(queue)))
                 tokens = self._sample(logits[: len(rows)], rows)
                 lps = None
                 if logprobs:
@@ -310,7 +312,6 @@ class SamplingEngine:
                     hidden = self._step(cache, rows, [t for t in (row.tokens[-1] for row in rows)])
                     logits[: len(rows)] = self._logits(hidden)
                     self.stats.steps += 1
-                    self.stats.occupancy.append((len(rows), len(queue)))
                 admit()
         return [EngineOutput(r.tokens, r.finish, r.logprobs if logprobs else None) for r in done]
 
