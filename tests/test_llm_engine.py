@@ -219,3 +219,17 @@ def test_smollm2_greedy_and_logprobs(resource):
     for req, out in zip(reqs, engine.generate(reqs, logprobs=True), strict=True):
         (whole, _), (head, _) = scorer.score_ids([req.ids + out.tokens, req.ids])
         assert sum(out.logprobs) == pytest.approx(whole - head, abs=2e-3)
+
+
+def test_the_client_hands_the_engine_several_batches_per_call(models, tok):
+    from unstereo.llm import LLMClient
+
+    backend = LocalBackend.from_loaded(models["gpt2"], tok, "tiny", batch_size=2)
+    sizes = []
+    inner = backend.continue_batch
+    backend.continue_batch = lambda reqs, on_retry=None: sizes.append(len(reqs)) or inner(reqs, on_retry)
+    reqs = [ContinuationRequest("he", max_tokens=3, seed=s) for s in range(20)]
+    got = LLMClient(backend).continue_many(reqs)
+    assert backend.call_size == 16 and sizes == [16, 4]  # 2 slots kept full from 16 waiting requests
+    assert [r.text for r in got] == [r.text for r in LLMClient(LocalBackend.from_loaded(
+        models["gpt2"], tok, "tiny", batch_size=1)).continue_many(reqs)]  # fmt: skip

@@ -265,7 +265,7 @@ class SamplingEngine:
         rows: list[_Row] = []
         done: list[_Row | None] = [None] * len(requests)
         onednn = linears_through_onednn(self.body) if self.onednn else contextlib.nullcontext()
-        with torch.inference_mode(), onednn:
+        with torch.inference_mode(), onednn, _decode_attention_for(self.model):
 
             def admit() -> None:
                 coming = [tuple(requests[i].ids) for i in queue[::-1][: cache.slots - len(rows)]]
@@ -441,6 +441,48 @@ class SamplingEngine:
         if head.softcap is not None:
             out.div_(head.softcap).tanh_().mul_(head.softcap)
         return out
+
+
+ATTENTION = "unstereo_decode"
+
+
+def _decode_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+    """Attention of one new token per row (``query`` ``[rows, heads, 1, dim]``) over a cache ``[rows, kv heads,
+    length, dim]`` with an additive mask: two batched products with the query heads grouped by their key head,
+    where ``sdpa`` first copies every key and value head once per query head (grouped-query attention). Anything
+    else (a prompt's pass, no ``scaling`` given) goes to transformers' ``sdpa``."""
+    import torch
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    rows, heads, q, dim = query.shape
+    kv_heads = key.shape[1]
+    if q != 1 or scaling is None or attention_mask is None or heads % kv_heads:
+        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout,
+                                      scaling=scaling, **kwargs)  # fmt: skip
+    grouped = query.view(rows, kv_heads, heads // kv_heads, dim)
+    scores = (
+        torch.matmul(grouped, key.transpose(-1, -2)).mul_(scaling).add_(attention_mask)
+    )  # [r, kv, g, len]
+    probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
+    out = torch.matmul(probs, value)  # [rows, kv heads, group, dim]
+    return out.reshape(rows, 1, heads, dim), None
+
+
+@contextlib.contextmanager
+def _decode_attention_for(model: Any):
+    """Route a model that uses ``sdpa`` through :func:`_decode_attention` while the block runs."""
+    config = getattr(model, "config", None)
+    if getattr(config, "_attn_implementation", None) != "sdpa":
+        yield
+        return
+    from transformers import AttentionInterface
+
+    AttentionInterface.register(ATTENTION, _decode_attention)
+    config._attn_implementation = ATTENTION
+    try:
+        yield
+    finally:
+        config._attn_implementation = "sdpa"
 
 
 def _chunks(prompts: list[tuple[int, ...]], cells: int) -> list[list[tuple[int, ...]]]:
