@@ -3,7 +3,9 @@
 
 VENV ?= .venv
 PY := $(VENV)/bin/python
-CORES ?= 8
+# Every core of this machine (snakemake never runs more threads than that; the README's `--cores 8` is for
+# those who have them).
+CORES ?= $(shell nproc)
 # The config to run; each shipped config writes to its own results_dir (the report goes there too).
 CONFIG ?= config/config.yaml
 RESULTS_DIR = $(shell sed -n 's/^results_dir: *\([^ #]*\).*/\1/p' $(CONFIG))

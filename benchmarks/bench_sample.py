@@ -1,18 +1,22 @@
-"""Continuations per second: the project's local sampler (per-row seeded, vectorised top-p) vs. transformers' own
-``generate(do_sample=True)``, same model, same left-padded batch of prompts, same top_p and max_new_tokens, same
-process. Also times the previous sampler (a Python loop over rows sorting the vocabulary per row) for reference.
+"""Generated tokens per second: the project's sampling engine (:mod:`unstereo.llm.engine`, through
+``LocalBackend.continue_batch``) against transformers' own ``generate(do_sample=True)``, same model, same rows,
+same top_p and max_new_tokens, in one process, the methods taking turns in each round.
 
     python benchmarks/bench_sample.py [--model tiny | PATH | resource:smollm2/SmolLM2-135M-Instruct.Q4_1.gguf]
-        [--batch-size 8] [--max-new-tokens 32] [--top-p 0.9] [--repeats 3] [--threads 1]
+        [--shape batch:32x64] [--shape n:100x128] [--top-p 0.9] [--repeats 2] [--threads 1]
 
-``tiny`` is a randomly initialised 4-layer GPT-2 with a 32,000-word vocabulary built here (no download). Prints the
-rates (continuations/s and generated tokens/s, best of ``--repeats`` rounds in which the methods take turns) and the ratio to transformers (target: within
-15 %, i.e. >= 0.85). Rows may stop early at end of sequence, so tokens/s is the fairer figure when they differ.
+Shapes: ``batch:PxT`` is P distinct prompts, one sample each, T new tokens, all in one batch; ``n:NxT`` is N
+samples of one prompt, T new tokens (transformers: ``num_return_sequences=N``; the engine: one prefill shared by
+the N rows). Both methods get a batch of all the rows (the engine's slots = rows). Rows may end early at end of
+sequence, so the figure is generated tokens/s (transformers' padding after a row's end is not counted). Prints a
+markdown table row per shape (best of ``--repeats`` rounds) and the process's peak RSS. ``tiny`` is a randomly
+initialised 4-layer GPT-2 with a 32,000-word vocabulary built here (no download).
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
 import time
 from collections.abc import Callable
 
@@ -31,6 +35,13 @@ PROMPTS = [
     "She told me that the city",
     "In the morning the farmer",
 ]
+OPENINGS = ["", "Yesterday ", "In the story, ", "Everyone knows that "]
+
+
+def distinct_prompts(n: int) -> list[str]:
+    """``n`` different prompts (the 8 above, each after 4 openings, then numbered)."""
+    base = [o + (p if not o else p[0].lower() + p[1:]) for o in OPENINGS for p in PROMPTS]
+    return [base[i % len(base)] + ("" if i < len(base) else f" ({i // len(base)})") for i in range(n)]
 
 
 def tiny_model(vocab: int = 32000, seed: int = 0):
@@ -62,24 +73,6 @@ def tiny_model(vocab: int = 32000, seed: int = 0):
     return model, tok
 
 
-def previous_sampler(top_p: float, generators):
-    """The sampler before the vectorisation: a Python loop over rows, a full sort per row and token."""
-
-    def process(input_ids, scores):
-        out = torch.full_like(scores, float("-inf"))
-        for i in range(scores.shape[0]):
-            probs = torch.softmax(scores[i].float(), dim=-1)
-            sorted_p, idx = torch.sort(probs, descending=True)
-            keep = torch.cumsum(sorted_p, 0) - sorted_p < top_p
-            mask = torch.zeros_like(probs, dtype=torch.bool)
-            mask[idx[keep]] = True
-            probs = torch.where(mask, probs, torch.zeros_like(probs))
-            out[i, int(torch.multinomial(probs / probs.sum(), 1, generator=generators[i]))] = 0.0
-        return out
-
-    return process
-
-
 def best_of(repeats: int, fns: dict[str, Callable[[], int]]) -> dict[str, tuple[float, int]]:
     """Per method (fastest wall time, tokens generated in that run); the methods take turns in each round, so a
     change of the machine's load during the run hits all of them alike."""
@@ -92,19 +85,64 @@ def best_of(repeats: int, fns: dict[str, Callable[[], int]]) -> dict[str, tuple[
     return best
 
 
+def parse_shape(text: str) -> tuple[str, int, int]:
+    """``batch:32x64`` -> ("batch", 32, 64); ``n:100x128`` -> ("n", 100, 128)."""
+    kind, _, size = text.partition(":")
+    rows, _, tokens = size.partition("x")
+    if kind not in ("batch", "n") or not rows.isdigit() or not tokens.isdigit():
+        raise SystemExit(f"--shape {text!r}: expected batch:PROMPTSxTOKENS or n:SAMPLESxTOKENS")
+    return kind, int(rows), int(tokens)
+
+
+def run_shape(model, tok, kind: str, rows: int, max_new: int, top_p: float, repeats: int) -> dict:
+    """Timings of both methods at one shape."""
+    prompts = distinct_prompts(rows) if kind == "batch" else [PROMPTS[0]]
+    backend = LocalBackend.from_loaded(model, tok, "bench", batch_size=rows)
+    texts = prompts if kind == "batch" else prompts * rows
+    reqs = [
+        ContinuationRequest(p, temperature=1.0, top_p=top_p, max_tokens=max_new, seed=i)
+        for i, p in enumerate(texts)
+    ]
+    enc = tok(prompts, return_tensors="pt", padding=True, return_token_type_ids=False).to(model.device)
+    width = enc["input_ids"].shape[1]
+    extra = {} if kind == "batch" else {"num_return_sequences": rows}
+
+    def engine() -> int:
+        return sum(r.completion_tokens for r in backend.continue_batch(reqs))
+
+    def transformers_sample() -> int:
+        with torch.no_grad():
+            out = model.generate(
+                **enc, do_sample=True, top_p=top_p, top_k=0, max_new_tokens=max_new,
+                pad_token_id=tok.pad_token_id, **extra,
+            )  # fmt: skip
+        new = out[:, width:]
+        return int((new != tok.pad_token_id).sum()) if tok.pad_token_id is not None else new.numel()
+
+    engine()  # warm-up: the engine's probe, first-call allocations
+    timed = best_of(repeats, {"transformers": transformers_sample, "engine": engine})
+    stats = backend._engine.stats if backend._engine else None
+    return {name: (n_tok / sec, sec, n_tok) for name, (sec, n_tok) in timed.items()} | {
+        "prefills": stats.prefills if stats else None,
+        "steps": stats.steps if stats else None,
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument(
         "--model", default="tiny", help="tiny, or any model spec (hub id, folder, .gguf, resource:...)"
     )
-    ap.add_argument("--batch-size", type=int, default=8)
-    ap.add_argument("--max-new-tokens", type=int, default=32)
+    ap.add_argument(
+        "--shape", action="append", help="batch:PxT or n:NxT (repeatable; default both paper shapes)"
+    )
     ap.add_argument("--top-p", type=float, default=0.9)
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--device", default="cpu")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    shapes = [parse_shape(s) for s in (args.shape or ["batch:32x64", "n:100x128"])]
 
     if args.model == "tiny":
         model, tok = tiny_model()
@@ -114,55 +152,19 @@ def main() -> None:
 
         model, tok = load_causal_lm(args.model, dtype="float32", device=args.device)
         label = args.model
-    backend = LocalBackend.from_loaded(model, tok, label, batch_size=args.batch_size)
-    prompts = (PROMPTS * (args.batch_size // len(PROMPTS) + 1))[: args.batch_size]
-    reqs = [
-        ContinuationRequest(p, temperature=1.0, top_p=args.top_p, max_tokens=args.max_new_tokens, seed=i)
-        for i, p in enumerate(prompts)
-    ]
-    enc = tok(prompts, return_tensors="pt", padding=True, return_token_type_ids=False).to(model.device)
-    width = enc["input_ids"].shape[1]
-    common = dict(max_new_tokens=args.max_new_tokens, pad_token_id=tok.pad_token_id)
-
-    def ours() -> int:
-        return sum(r.completion_tokens for r in backend.continue_batch(reqs))
-
-    def generated(out) -> int:
-        new = out[:, width:]
-        return int((new != tok.pad_token_id).sum()) if tok.pad_token_id is not None else new.numel()
-
-    def transformers_sample() -> int:
-        with torch.no_grad():
-            return generated(model.generate(**enc, do_sample=True, top_p=args.top_p, top_k=0, **common))
-
-    def previous() -> int:
-        from transformers import LogitsProcessorList
-
-        gens = [torch.Generator().manual_seed(i) for i in range(len(prompts))]
-        with torch.no_grad():
-            out = model.generate(
-                **enc, do_sample=False, logits_processor=LogitsProcessorList([previous_sampler(args.top_p, gens)]), **common
-            )  # fmt: skip
-        return generated(out)
-
-    ours()  # warm-up (first-call allocations)
-    timed = best_of(
-        args.repeats,
-        {
-            "transformers generate(do_sample=True)": transformers_sample,
-            "unstereo LocalBackend.continue_batch": ours,
-            "previous per-row sampler": previous,
-        },
+    print(f"model: {label}; top_p {args.top_p}, T=1, {args.threads} thread(s), best of {args.repeats}")
+    print(
+        "| model | shape | threads | transformers tokens/s | engine tokens/s | ratio | engine prefills/steps |"
     )
-    rows = list(timed.items())
-    print(f"model: {label}; batch {args.batch_size}, max_new_tokens {args.max_new_tokens}, top_p {args.top_p}, "
-          f"{args.threads} thread(s), best of {args.repeats}")  # fmt: skip
-    base_cps = args.batch_size / rows[0][1][0]
-    base_tps = rows[0][1][1] / rows[0][1][0]
-    for name, (sec, n_tok) in rows:
-        cps, tps = args.batch_size / sec, n_tok / sec
-        print(f"{name:40s} {cps:8.2f} continuations/s {tps:9.1f} tokens/s  "
-              f"ratio {cps / base_cps:5.2f} (tokens/s {tps / base_tps:5.2f})")  # fmt: skip
+    print("|---|---|---|---|---|---|---|")
+    for kind, rows, max_new in shapes:
+        r = run_shape(model, tok, kind, rows, max_new, args.top_p, args.repeats)
+        base, ours = r["transformers"][0], r["engine"][0]
+        shape = f"{rows} prompts x {max_new}" if kind == "batch" else f"n={rows} of 1 prompt x {max_new}"
+        print(f"| {label.split('/')[-1]} | {shape} | {args.threads} | {base:.1f} | {ours:.1f} | "
+              f"{ours / base:.2f}x | {r['prefills']}/{r['steps']} |", flush=True)  # fmt: skip
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"peak RSS of the process: {peak:.0f} MiB")
 
 
 if __name__ == "__main__":

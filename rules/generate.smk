@@ -70,7 +70,8 @@ rule generate_use:
             else ""
         ),
     shell:
-        "unstereo generate run --seed-words {input.seed_words} --benchmark {wildcards.benchmark}"
+        # torch takes its thread count from OMP_NUM_THREADS: the threads this rule asks for
+        "OMP_NUM_THREADS={threads} unstereo generate run --seed-words {input.seed_words} --benchmark {wildcards.benchmark}"
         " -o {params.out_dir} --settings {params.settings:q} {params.external_dir}"
         " --cache {params.cache:q} --seed {params.seed} > {log} 2>&1"
 

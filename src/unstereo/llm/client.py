@@ -25,8 +25,9 @@ log = get_logger("llm")
 class LLMClient:
     """Chat completions and text continuations with caching, a concurrency limit and a usage log.
 
-    ``backend`` is an object with ``name``, ``model``, ``batch_size``, ``complete(chat_requests, on_retry)`` and
-    ``continue_batch(continuation_requests, on_retry)``, each returning one :class:`ChatResult` per request.
+    ``backend`` is an object with ``name``, ``model``, ``batch_size`` (optionally ``call_size``: requests per
+    call), ``complete(chat_requests, on_retry)`` and ``continue_batch(continuation_requests, on_retry)``, each
+    returning one :class:`ChatResult` per request.
     """
 
     def __init__(
@@ -105,8 +106,11 @@ class LLMClient:
             items = list(todo.items())
             batch = max(1, int(getattr(self.backend, "batch_size", 1)))
             if batch > 1:
-                # Local models: batches run one after the other (the model uses all cores already).
-                chunks = [items[i : i + batch] for i in range(0, len(items), batch)]
+                # Local models: calls run one after the other (the model uses all cores already); a backend
+                # may take more requests per call than it runs at once (``call_size``: the local engine refills
+                # a finished row's slot with a waiting request). Each call's answers are cached as it ends.
+                call = max(batch, int(getattr(self.backend, "call_size", batch)))
+                chunks = [items[i : i + call] for i in range(0, len(items), call)]
                 bar = (
                     progress(chunks, desc=desc, total=len(chunks), unit="batch") if show_progress else chunks
                 )
