@@ -108,7 +108,9 @@ merge_count_dirs([d + "/c", d + "/c"], d + "/m", partitions=3)
 uni, co, _ = read_counts(d + "/m")
 print(jit.AVAILABLE, meta["accelerator"], sorted(zip(uni["word"], uni["count"])))
 """
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=300
+    ).stdout
     # tokens without the stop word "saw": she him he her / she; the merge sums the directory with itself (its
     # parts are each sorted, not the whole table: hence sorted here)
     assert out.split("\n")[-2] == "False numpy [('he', 2), ('her', 2), ('him', 2), ('she', 4)]"
