@@ -199,7 +199,7 @@ class SamplingEngine:
         types = set(getattr(config, "layer_types", None) or ())
         window = getattr(config, "sliding_window", None)
         self.window = int(window) if "sliding_attention" in types and window else None
-        self.eos = _eos_ids(model, tokenizer)
+        self.eos = eos_ids(model, tokenizer)
         self.stats = EngineStats()
 
     # ------------------------------------------------------------------------------------------- the checks
@@ -309,7 +309,7 @@ class SamplingEngine:
                         cache.copy_row(cache, old, j, row.position)
                 rows[:] = [row for _, row in keep]
                 if rows:
-                    hidden = self._step(cache, rows, [t for t in (row.tokens[-1] for row in rows)])
+                    hidden = self._step(cache, rows, [row.tokens[-1] for row in rows])
                     logits[: len(rows)] = self._logits(hidden)
                     self.stats.steps += 1
                 admit()
@@ -435,12 +435,7 @@ class SamplingEngine:
             if self.onednn
             else F.linear(hidden, head.weight, head.bias)
         )
-        out = out.float()
-        if head.scale is not None:
-            out.mul_(head.scale)
-        if head.softcap is not None:
-            out.div_(head.softcap).tanh_().mul_(head.softcap)
-        return out
+        return head.scale_and_cap_(out.float())
 
 
 ATTENTION = "unstereo_decode"
@@ -499,7 +494,7 @@ def _chunks(prompts: list[tuple[int, ...]], cells: int) -> list[list[tuple[int, 
     return out
 
 
-def _eos_ids(model: Any, tok: Any) -> set[int]:
+def eos_ids(model: Any, tok: Any) -> set[int]:
     """The ids that end a row: the generation config's end-of-sequence ids, else the tokenizer's."""
     config = getattr(model, "generation_config", None)
     eos = config.eos_token_id if config is not None else None

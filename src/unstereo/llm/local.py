@@ -37,7 +37,7 @@ def sample_rows(logits, temperatures, top_ps, uniforms):
     greedy = torch.nonzero(~sampled).flatten()
     if greedy.numel():
         out[greedy] = torch.argmax(logits[greedy], dim=-1)
-    if not greedy.numel() < logits.shape[0]:
+    if greedy.numel() == logits.shape[0]:  # no row samples
         return out
     nucleus = sampled & (top_ps < 1.0)
     full = sampled & ~nucleus
@@ -332,23 +332,23 @@ class LocalBackend:
         import torch
         from transformers import GenerationConfig, LogitsProcessorList, StoppingCriteriaList
 
+        from .engine import eos_ids
+
         tok, lm = self._tok, self._lm
         width = max(len(r) for r in ids)
         pad = tok.pad_token_id
         input_ids = torch.tensor([[pad] * (width - len(r)) + r for r in ids], dtype=torch.long)
         mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in ids], dtype=torch.long)
-        eos = lm.generation_config.eos_token_id if lm.generation_config is not None else None
-        eos = eos if eos is not None else tok.eos_token_id
-        eos_ids = set(eos if isinstance(eos, list) else [eos]) - {None}
+        eos = eos_ids(lm, tok)
         sampler = _RowSampler(
             [r.temperature for r in requests], [r.top_p for r in requests], [r.seed for r in requests]
         )
-        stopper = _RowStops(tok, width, [r.max_tokens for r in requests], stops, eos_ids)
+        stopper = _RowStops(tok, width, [r.max_tokens for r in requests], stops, eos)
         gen_config = GenerationConfig(
             do_sample=False,
             max_new_tokens=max(r.max_tokens for r in requests),
             pad_token_id=pad,
-            eos_token_id=sorted(eos_ids) or None,
+            eos_token_id=sorted(eos) or None,
         )
         with torch.no_grad():
             out = lm.generate(

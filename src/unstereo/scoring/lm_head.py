@@ -34,6 +34,14 @@ class LMHead:
     scale: float | None = None
     softcap: float | None = None
 
+    def scale_and_cap_(self, logits: Any) -> Any:
+        """``softcap(scale * logits)`` in place on fp32 ``logits`` (the product's output); returns them."""
+        if self.scale is not None:
+            logits.mul_(self.scale)
+        if self.softcap is not None:
+            logits.div_(self.softcap).tanh_().mul_(self.softcap)
+        return logits
+
 
 def split_causal_lm(model: Any) -> tuple[Any, LMHead] | None:
     """(body, head) of a transformers causal LM, or None when the model is not one this can split.
@@ -125,11 +133,7 @@ def head_logprobs(
                 torch.addmm(bias, hidden, weight, out=out)
             else:
                 torch.mm(hidden, weight, out=out)
-        logits = out.float()  # the same tensor in fp32, so the in-place steps below are safe
-        if head.scale is not None:
-            logits.mul_(head.scale)
-        if head.softcap is not None:
-            logits.div_(head.softcap).tanh_().mul_(head.softcap)
+        logits = head.scale_and_cap_(out.float())  # fp32: the in-place steps here and below are safe
         here = (query_token >= v0) & (query_token < v1)
         picked[here] = logits[query_node[here], query_token[here] - v0]
         new_max = torch.maximum(running_max, logits.amax(-1))
