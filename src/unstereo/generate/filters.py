@@ -13,9 +13,10 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..templates import words
+from .parse import PRONOUNS
 
 # The pronoun families: the placeholders replace them, so they are not "other" gendered words.
-PRONOUN_WORDS = frozenset({"he", "his", "him", "himself", "she", "her", "hers", "herself"})
+PRONOUN_WORDS = frozenset(PRONOUNS["male"] + PRONOUNS["female"])
 
 
 def dedup_key(template: str) -> str:

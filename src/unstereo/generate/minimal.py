@@ -25,6 +25,7 @@ from collections.abc import Collection
 
 from ..templates import fill_template, has_placeholder, unknown_placeholders
 from .filters import load_gendered_words
+from .parse import PRONOUNS
 
 RULES = (
     "no placeholder",
@@ -34,8 +35,8 @@ RULES = (
     "differs beyond pronouns",
     "gendered word",
 )
-MALE = frozenset({"he", "him", "his", "himself"})
-FEMALE = frozenset({"she", "her", "hers", "herself"})
+MALE = frozenset(PRONOUNS["male"])
+FEMALE = frozenset(PRONOUNS["female"])
 # male form -> the female form a minimal pair may put in its place (lower case)
 SWAPS = {"he": "she", "him": "her", "his": "her", "himself": "herself"}
 
