@@ -8,6 +8,7 @@ from pathlib import Path
 
 from snakemake.utils import min_version
 
+from unstereo import method_registry
 from unstereo.config import validate_config
 
 min_version("9.0")
@@ -32,20 +33,20 @@ if config["report"]["enabled"] and config["report"]["paper"]:
 
 # Each rules file appends the final outputs of its stage to ALL_TARGETS.
 ALL_TARGETS = []
+# The registered methods by name (unstereo.method_registry): rules take their report category from here, e.g.
+# `category=METHODS["fairpair"].category`.
+METHODS = method_registry.methods()
 
 
+# The shared infrastructure first, then every method's rules files in registry order (UnStereoEval's stages first:
+# later files read globals of earlier ones). A new method registers itself; nothing to add here.
 include: "rules/common.smk"
 include: "rules/resources.smk"
-include: "rules/corpus.smk"
-include: "rules/vocabulary.smk"
-include: "rules/benchmarks.smk"
-include: "rules/generate.smk"
-include: "rules/score.smk"
-include: "rules/report.smk"
-include: "rules/fairpair.smk"
-include: "rules/sentiment.smk"
-include: "rules/robustness.smk"
-include: "rules/biastest.smk"
+
+
+for _rules_file in method_registry.rules_files():
+
+    include: _rules_file
 
 
 rule all:

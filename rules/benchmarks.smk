@@ -104,7 +104,7 @@ rule benchmarks_figure2:
         png=report(
             results("benchmarks", "figure2.png"),
             caption="../workflow/report/figure2.rst",
-            category="Benchmarks",
+            category=METHODS["unstereoeval"].report_category("benchmarks"),
         ),
         pdf=results("benchmarks", "figure2.pdf"),
         csv=results("benchmarks", "figure2.csv"),
@@ -134,7 +134,7 @@ rule benchmarks_card:
         html=report(
             results("benchmarks", "{benchmark}", "card.html"),
             caption="../workflow/report/card.rst",
-            category="Benchmarks",
+            category=METHODS["unstereoeval"].report_category("benchmarks"),
             subcategory="Cards",
         ),
         json=results("benchmarks", "{benchmark}", "properties.json"),
@@ -163,7 +163,7 @@ rule benchmarks_table7:
         report(
             results("benchmarks", "table07.html"),
             caption="../workflow/report/table7.rst",
-            category="Benchmarks",
+            category=METHODS["unstereoeval"].report_category("benchmarks"),
         ),
         [results("benchmarks", f"table07.{ext}") for ext in ("csv", "md", "tex")],
     log:

@@ -143,12 +143,12 @@ rule biastest_summary:
         table=report(
             results("biastest", "summary.html"),
             caption="../workflow/report/biastest_table.rst",
-            category="BiasTestGPT",
+            category=METHODS["biastest"].category,
         ),
         figure=report(
             results("biastest", "stereotype_score.png"),
             caption="../workflow/report/biastest_figure.rst",
-            category="BiasTestGPT",
+            category=METHODS["biastest"].category,
         ),
     log:
         f"{LOGS}/biastest/summary.log",

@@ -160,7 +160,7 @@ rule corpus_appendix:
                 report(
                     results("corpus", "appendix", f),
                     caption="../workflow/report/corpus_appendix.rst",
-                    category="Corpus statistics",
+                    category=METHODS["unstereoeval"].report_category("corpus"),
                 )
                 if f.endswith(".png")
                 else results("corpus", "appendix", f)

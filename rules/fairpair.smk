@@ -149,13 +149,13 @@ rule fairpair_report:
         table=report(
             results("report", "fairpair", "fairpair_table3.html"),
             caption="../workflow/report/fairpair_table3.rst",
-            category="FairPair",
+            category=METHODS["fairpair"].category,
             subcategory="Tables",
         ),
         f_table=report(
             results("report", "fairpair", "fairpair_f.html"),
             caption="../workflow/report/fairpair_f.rst",
-            category="FairPair",
+            category=METHODS["fairpair"].category,
             subcategory="Tables",
         ),
         others=[
@@ -167,7 +167,7 @@ rule fairpair_report:
             report(
                 results("report", "fairpair", f"fairpair_{name}.png"),
                 caption=f"../workflow/report/fairpair_{name}.rst",
-                category="FairPair",
+                category=METHODS["fairpair"].category,
                 subcategory="Figures",
             )
             for name in FAIRPAIR_FIGURES

@@ -87,7 +87,7 @@ rule generate_report:
         html=report(
             results("generate", "generation.html"),
             caption="../workflow/report/generation.rst",
-            category="Generation",
+            category=METHODS["unstereoeval"].report_category("generate"),
         ),
         tables=[
             results("generate", f"generation_filters.{ext}")

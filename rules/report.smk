@@ -85,7 +85,7 @@ rule report_tables:
             report(
                 results("report", "tables", f"{key}.html"),
                 caption="../workflow/report/table.rst",
-                category="Metrics",
+                category=METHODS["unstereoeval"].category,
                 subcategory="Tables",
             )
             for key in GENERIC_TABLES
@@ -120,7 +120,7 @@ rule report_figures:
         png=report(
             results("report", "figures", "fairness_curves.png"),
             caption="../workflow/report/fairness_curves.rst",
-            category="Metrics",
+            category=METHODS["unstereoeval"].category,
             subcategory="Figures",
         ),
         pdf=results("report", "figures", "fairness_curves.pdf"),
@@ -262,7 +262,7 @@ rule paper_tables:
             report(
                 results("paper", "tables", f"table{num:02d}.html"),
                 caption="../workflow/report/paper_table.rst",
-                category="Paper reproduction",
+                category=METHODS["unstereoeval"].report_category("paper"),
                 subcategory="Tables",
             )
             for num in PAPER_TABLES
@@ -295,7 +295,7 @@ rule paper_figure6:
         png=report(
             results("paper", "figures", "figure6.png"),
             caption="../workflow/report/figure6.rst",
-            category="Paper reproduction",
+            category=METHODS["unstereoeval"].report_category("paper"),
             subcategory="Figures",
         ),
         pdf=results("paper", "figures", "figure6.pdf"),
@@ -324,7 +324,7 @@ rule paper_figure2:
         png=report(
             results("paper", "figures", "figure2.png"),
             caption="../workflow/report/figure2.rst",
-            category="Paper reproduction",
+            category=METHODS["unstereoeval"].report_category("paper"),
             subcategory="Figures",
         ),
         pdf=results("paper", "figures", "figure2.pdf"),
@@ -359,12 +359,12 @@ rule paper_reproduction:
         md=report(
             results("paper", "reproduction.md"),
             caption="../workflow/report/reproduction.rst",
-            category="Paper reproduction",
+            category=METHODS["unstereoeval"].report_category("paper"),
         ),
         csv=report(
             results("paper", "reproduction.csv"),
             caption="../workflow/report/reproduction.rst",
-            category="Paper reproduction",
+            category=METHODS["unstereoeval"].report_category("paper"),
         ),
         # the opening page of the HTML report (the Snakefile's `report:`)
         summary=results("paper", "summary.rst"),

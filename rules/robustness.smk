@@ -144,7 +144,7 @@ rule robustness_report:
             report(
                 results("robustness", "report", name),
                 caption=f"../workflow/report/robustness_{name.split('.')[0]}.rst",
-                category="Robustness",
+                category=METHODS["robustness"].category,
             )
             for name in ROBUSTNESS_REPORT
         ],

@@ -6,7 +6,7 @@ SENTIMENT = config["sentiment"]
 SENTIMENT_SEED = (
     SENTIMENT["seed"] if SENTIMENT["seed"] is not None else stage_seed("sentiment")
 )
-SENTIMENT_CATEGORY = "Counterfactual sentiment"
+SENTIMENT_CATEGORY = METHODS["sentiment"].category
 
 
 rule sentiment_sample:

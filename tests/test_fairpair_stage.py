@@ -18,6 +18,7 @@ from click.testing import CliRunner
 from unstereo.config import load_config, validate_config
 from unstereo.errors import ConfigError
 from unstereo.fairpair import rules
+from unstereo.fairpair import schemas as fp_schemas
 from unstereo.fairpair.cli import read_perturbation
 from unstereo.fairpair.llm_perturb import LLMPerturbSettings, jaccard_dissimilarity, judge
 from unstereo.fairpair.perturb import PRONOUNS_MALE_TO_FEMALE, RulePerturbation
@@ -27,7 +28,7 @@ from unstereo.llm import LLMClient
 from unstereo.llm.local import LocalBackend
 from unstereo.llm.sample import SampleSettings
 from unstereo.llm.types import ChatResult
-from unstereo.tables import FAIRPAIR_PER_PROMPT, FAIRPAIR_SAMPLES, FAIRPAIR_SUMMARY, read_table, write_table
+from unstereo.tables import read_table, write_table
 
 P = RulePerturbation({"John": "Jane"}, {**PRONOUNS_MALE_TO_FEMALE, "man": "woman"})
 PROMPTS = common_sents(["doctor", "engineer"], [("John", "Jane")], [("man", "woman")], P)
@@ -87,7 +88,7 @@ def _samples(conts):
     pid = PROMPTS["prompt_id"].iloc[0]
     rows = [(pid, "original", j, x, c, c, j, 3) for j, c in enumerate(conts)]
     rows += [(pid, "perturbed", j, px, c, c, j, 3) for j, c in enumerate(conts)]
-    return pd.DataFrame(rows, columns=FAIRPAIR_SAMPLES.names)
+    return pd.DataFrame(rows, columns=fp_schemas.SAMPLES.names)
 
 
 def test_llm_perturbation_keeps_every_answer_with_its_reason():
@@ -159,10 +160,10 @@ def test_cli_prompts_metrics_summary_report(tmp_path, reference_dir):
                          prompts["prompt_id"]])  # fmt: skip
     samples, _ = map_rules(samples, read_perturbation(tmp_path / "p" / "perturbation.json"))
     assert list(samples["continuation_mapped"][:3]) == [" She is kind.", " her job", " Ms Smith"]
-    write_table(samples, tmp_path / "m" / "samples.parquet", FAIRPAIR_SAMPLES)
+    write_table(samples, tmp_path / "m" / "samples.parquet", fp_schemas.SAMPLES)
     run("metrics", tmp_path / "m" / "samples.parquet", "-o", tmp_path / "m", "--model", "tiny", "-n", 3,
         "--folds", 2)  # fmt: skip
-    per = read_table(tmp_path / "m" / "per_prompt.parquet", FAIRPAIR_PER_PROMPT)
+    per = read_table(tmp_path / "m" / "per_prompt.parquet", fp_schemas.PER_PROMPT)
     assert len(per) == 2 * 2 * 2 and set(per["k"]) == {2, 3}
     # pg {she is kind}, {her job}, {ms smith}; gp {he is kind}, {his job}, {mr smith}: B = (1/2 + 1 + 1) / 3 ...
     jac = per[(per["phi"] == "jaccard") & (per["k"] == 3)].iloc[0]
@@ -176,7 +177,7 @@ def test_cli_prompts_metrics_summary_report(tmp_path, reference_dir):
         "--bootstrap",
         50,
     )
-    summary = read_table(tmp_path / "summary.parquet", FAIRPAIR_SUMMARY)
+    summary = read_table(tmp_path / "summary.parquet", fp_schemas.SUMMARY)
     assert len(summary) == 4 and set(summary["n_prompts"]) == {2}
     m = tmp_path / "m"
     run("report", tmp_path / "summary.parquet", "-n", 3, "-o", tmp_path / "r", "--per-prompt",
@@ -208,14 +209,13 @@ def test_cli_sample_with_llm_perturbation(tiny_dir, tmp_path):
     from llm_test_server import Reply, ScriptedServer
 
     from unstereo.cli import cli
-    from unstereo.tables import FAIRPAIR_PERTURBATIONS, FAIRPAIR_PROMPTS, write_table
 
     def respond(body, index):
         content = body["messages"][-1]["content"]
         text = content.split("anything else: ", 1)[1].rsplit("\n\nOutput:", 1)[0]
         return Reply(P(text) if index % 2 == 0 else "I cannot do that.")
 
-    write_table(PROMPTS, tmp_path / "p" / "prompts.parquet", FAIRPAIR_PROMPTS)
+    write_table(PROMPTS, tmp_path / "p" / "prompts.parquet", fp_schemas.PROMPTS)
     (tmp_path / "p" / "perturbation.json").write_text('{"names": {"John": "Jane"}, "words": {"he": "she"}}')
     with ScriptedServer(respond) as srv:
         res = CliRunner().invoke(cli, ["fairpair", "sample", str(tiny_dir), str(tmp_path / "p"), "-o",
@@ -223,10 +223,10 @@ def test_cli_sample_with_llm_perturbation(tiny_dir, tmp_path):
                                        "--llm-perturb", f"endpoint:{srv.base_url}#stub", "--api-key-env", "",
                                        "--max-dissimilarity", "1", "--concurrency", "1"])  # fmt: skip
     assert res.exit_code == 0, res.output
-    table = read_table(tmp_path / "m" / "perturbations.parquet", FAIRPAIR_PERTURBATIONS)
+    table = read_table(tmp_path / "m" / "perturbations.parquet", fp_schemas.PERTURBATIONS)
     assert len(table) == 4 and set(table["method"]) == {"llm"}
     assert list(table["reason"]).count("prefix") == 2 and table["accepted"].sum() == 2
-    samples = read_table(tmp_path / "m" / "samples.parquet", FAIRPAIR_SAMPLES)
+    samples = read_table(tmp_path / "m" / "samples.parquet", fp_schemas.SAMPLES)
     orig = samples[samples["side"] == "original"].reset_index(drop=True)
     ok = table.set_index(["prompt_id", "sample"])["accepted"]
     for row in orig.itertuples():
@@ -343,10 +343,10 @@ def test_snakemake_runs_the_fairpair_rules(tmp_path, repo_dir, tiny_dir):
            "--configfile", str(tmp_path / "config.yaml"), "--cores", "1", "--quiet", "rules"]  # fmt: skip
     res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
-    summary = read_table(tmp_path / "results" / "fairpair" / "summary.parquet", FAIRPAIR_SUMMARY)
+    summary = read_table(tmp_path / "results" / "fairpair" / "summary.parquet", fp_schemas.SUMMARY)
     assert set(summary["k"]) == {2, 3} and set(summary["phi"]) == {"jaccard", "sentiment"}
     assert set(summary["n_prompts"]) == {2}
-    samples = read_table(tmp_path / "results" / "fairpair" / "tiny" / "samples.parquet", FAIRPAIR_SAMPLES)
+    samples = read_table(tmp_path / "results" / "fairpair" / "tiny" / "samples.parquet", fp_schemas.SAMPLES)
     assert len(samples) == 2 * 2 * 3
     perturbation = RulePerturbation({"John": "Jane"}, {**PRONOUNS_MALE_TO_FEMALE, "man": "woman"})
     orig = samples[samples["side"] == "original"]

@@ -12,6 +12,7 @@ import pytest
 
 from unstereo import outputs_check
 from unstereo.biastest import schemas as bt_schemas
+from unstereo.fairpair import schemas as fp_schemas
 from unstereo.llm import sample as llm_sample
 from unstereo.outputs_check import TABLES, check_file, check_files, check_metrics, resolve_schema, schema_of
 from unstereo.robustness import schemas as rb_schemas
@@ -19,10 +20,6 @@ from unstereo.sentiment import schemas as st_schemas
 from unstereo.sentiment.debias_eval import QUALITY
 from unstereo.tables import (
     DELTA,
-    FAIRPAIR_PER_PROMPT,
-    FAIRPAIR_PROMPTS,
-    FAIRPAIR_SAMPLES,
-    FAIRPAIR_SUMMARY,
     METRICS,
     PAIRS,
     SCORES,
@@ -45,10 +42,10 @@ def test_schema_of_follows_the_results_tree(tmp_path):
 def test_schema_of_the_methods_tables(tmp_path):
     res = tmp_path / "results"
     expected = {
-        "fairpair/prompts/prompts.parquet": FAIRPAIR_PROMPTS,
-        "fairpair/smollm2/samples.parquet": FAIRPAIR_SAMPLES,
-        "fairpair/smollm2/per_prompt.parquet": FAIRPAIR_PER_PROMPT,
-        "fairpair/summary.parquet": FAIRPAIR_SUMMARY,
+        "fairpair/prompts/prompts.parquet": fp_schemas.PROMPTS,
+        "fairpair/smollm2/samples.parquet": fp_schemas.SAMPLES,
+        "fairpair/smollm2/per_prompt.parquet": fp_schemas.PER_PROMPT,
+        "fairpair/summary.parquet": fp_schemas.SUMMARY,
         "sentiment/smollm2/continuations.parquet": st_schemas.CONTINUATIONS,
         "sentiment/smollm2/samples.parquet": llm_sample.CONTINUATIONS,
         "sentiment/smollm2/fairness.parquet": st_schemas.FAIRNESS,
@@ -79,8 +76,8 @@ def test_schema_of_the_methods_tables(tmp_path):
     assert schema_of(tmp_path / "elsewhere" / "fairpair" / "summary.parquet", res) is None
     # the summary's paths and the config's results_dir need not both be absolute or both relative
     relative = os.path.relpath(res)
-    assert schema_of(res / "fairpair" / "summary.parquet", relative) is FAIRPAIR_SUMMARY
-    assert schema_of(Path(relative) / "fairpair" / "summary.parquet", res) is FAIRPAIR_SUMMARY
+    assert schema_of(res / "fairpair" / "summary.parquet", relative) is fp_schemas.SUMMARY
+    assert schema_of(Path(relative) / "fairpair" / "summary.parquet", res) is fp_schemas.SUMMARY
 
 
 def test_every_tables_entry_names_a_schema_in_the_code():
@@ -89,7 +86,7 @@ def test_every_tables_entry_names_a_schema_in_the_code():
         for pattern, ref in entries:
             assert isinstance(resolve_schema(ref), TableSchema), (folder, pattern, ref)
     with pytest.raises(TypeError, match="not a TableSchema"):
-        resolve_schema("robustness.run:COST_COLUMNS")
+        resolve_schema("unstereo.robustness.run:COST_COLUMNS")
 
 
 # One hand-made table per method (the columns its schema requires, values worked out by hand), by its place in the

@@ -1,58 +1,56 @@
 """The ``unstereo`` command line: one subcommand per stage.
 
 Subcommands live next to their stage (``unstereo/<stage>/cli.py``) and are imported lazily, so ``unstereo --help``
-stays fast and one stage's heavy imports (torch, spaCy) never slow down another.
+stays fast and one stage's heavy imports (torch, spaCy) never slow down another. The shared infrastructure's are
+listed here; each method's come from its declaration in the method registry (:mod:`unstereo.method_registry`).
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import sys
+from functools import cache
 
 import click
 
-from . import __version__
+from . import __version__, method_registry
 from .errors import UnstereoError
 
-# subcommand -> "module:attribute" of a click command or group.
-SUBCOMMANDS: dict[str, str] = {
+# The shared infrastructure (not a method): subcommand -> "module:attribute" of a click command or group.
+INFRASTRUCTURE: dict[str, str] = {
     "resources": "unstereo.resources.cli:group",
-    "corpus": "unstereo.corpus.cli:group",
-    "vocabulary": "unstereo.vocabulary.cli:group",
-    "benchmarks": "unstereo.benchmarks.cli:group",
     "llm": "unstereo.llm.cli:group",
-    "generate": "unstereo.generate.cli:group",
-    "score": "unstereo.scoring.cli:score",
-    "metrics": "unstereo.metrics.cli:metrics",
-    "report": "unstereo.report.cli:group",
     "config": "unstereo.config_cli:config",
-    "fairpair": "unstereo.fairpair.cli:group",
-    "sentiment": "unstereo.sentiment.cli:group",
-    "robustness": "unstereo.robustness.cli:group",
-    "biastest": "unstereo.biastest.cli:group",
 }
 
 
-def _available(name: str) -> bool:
-    """True when the subcommand's module exists (stages land one by one)."""
-    try:
-        return importlib.util.find_spec(SUBCOMMANDS[name].split(":")[0]) is not None
-    except ModuleNotFoundError:
-        return False
+@cache
+def subcommands() -> dict[str, str]:
+    """Every subcommand: the infrastructure's, then each registered method's (UnStereoEval's stages, fairpair, ...).
+    Read on first use (module attribute ``SUBCOMMANDS``), so that a broken method declaration is reported by
+    :func:`main` as one clear line rather than a traceback at import."""
+    out = dict(INFRASTRUCTURE)
+    for name, ref in method_registry.cli_groups().items():
+        if name in out:
+            raise method_registry.MethodRegistryError(f"a method declares subcommand {name!r}, a shared one")
+        out[name] = ref
+    return out
+
+
+def __getattr__(name: str):
+    if name == "SUBCOMMANDS":
+        return subcommands()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class LazyGroup(click.Group):
     """A click group whose subcommands are imported on first use."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(n for n in SUBCOMMANDS if _available(n))
+        return sorted(subcommands())
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name not in SUBCOMMANDS or not _available(cmd_name):
-            return None
-        module, attr = SUBCOMMANDS[cmd_name].split(":")
-        return getattr(importlib.import_module(module), attr)
+        ref = subcommands().get(cmd_name)
+        return None if ref is None else method_registry.load_ref(ref)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

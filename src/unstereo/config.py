@@ -1,7 +1,9 @@
 """Config validation against ``workflow/schemas/config.schema.yaml`` (JSON Schema, with defaults filled in).
 
-The top-level schema refers to one schema file per stage (``corpus.schema.yaml``, ...) through relative ``$ref``s,
-so each stage documents its own keys. Errors name the dotted key path, e.g. ``config key 'corpus.window'``.
+That file holds the shared keys (``seed``, ``results_dir``, ``resources``, ...); each method's sections are added
+from the method registry (:mod:`unstereo.method_registry`), one schema file per section (``corpus.schema.yaml``,
+``fairpair.schema.yaml``, ...) referenced by its file name, so each stage documents its own keys and a new method's
+section needs no edit here. Errors name the dotted key path, e.g. ``config key 'corpus.window'``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import yaml
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
+from . import method_registry
 from .errors import ConfigError
 from .package_data import SCHEMA_DIR
 
@@ -29,15 +32,45 @@ def _load_yaml(path: Path) -> Any:
 
 
 @cache
-def _registry(schema_dir: Path) -> Registry:
-    resources = []
-    for path in sorted(schema_dir.glob("*.schema.yaml")):
+def _registry(schema_dir: Path, extra: tuple[Path, ...] = ()) -> Registry:
+    """The schema files of ``schema_dir`` and the ``extra`` ones (a method's own, elsewhere), each under its file
+    name, so that any of them can ``$ref`` another (e.g. ``common.schema.yaml#/$defs/etas``)."""
+    resources = {}
+    for path in [*sorted(schema_dir.glob("*.schema.yaml")), *extra]:
+        if path.name in resources and path.resolve() != resources[path.name][0]:
+            raise ConfigError(
+                f"two schema files are named {path.name!r}: {resources[path.name][0]} and {path}"
+            )
         contents = _load_yaml(path)
         # Without "$schema", jsonschema keeps our default-filling validator class when it follows a $ref
         # (a "$schema" key would switch back to the plain Draft 2020-12 class).
         contents.pop("$schema", None)
-        resources.append((path.name, Resource.from_contents(contents, default_specification=DRAFT202012)))
-    return Registry().with_resources(resources)
+        resources[path.name] = (
+            path.resolve(),
+            Resource.from_contents(contents, default_specification=DRAFT202012),
+        )
+    return Registry().with_resources((name, resource) for name, (_, resource) in resources.items())
+
+
+def config_schema(schema_dir: str | Path | None = None) -> tuple[dict[str, Any], Registry]:
+    """The top-level config schema, with one property per method section of the registry (``{}`` by default),
+    and the registry of schema files its ``$ref``s resolve in."""
+    schema_dir = Path(schema_dir) if schema_dir else SCHEMA_DIR
+    schema = _load_yaml(schema_dir / SCHEMA_FILE)
+    properties = schema.setdefault("properties", {})
+    sections = method_registry.config_sections(schema_dir)
+    for section, path in sections.items():
+        if section in properties:
+            raise ConfigError(
+                f"a method declares section {section!r}, a shared key of {SCHEMA_FILE}", key=section
+            )
+        if not path.is_file():
+            raise ConfigError(f"schema file of config section {section!r} not found: {path}", key=section)
+        properties[section] = {"$ref": path.name, "default": {}}
+    extra = tuple(
+        sorted(p.resolve() for p in sections.values() if p.resolve().parent != schema_dir.resolve())
+    )
+    return schema, _registry(schema_dir.resolve(), extra)
 
 
 def _default_of(validator, subschema: dict) -> tuple[bool, Any]:
@@ -131,10 +164,8 @@ def validate_config(
     Raises :class:`ConfigError` naming the first offending key (unknown keys included: every object in the schema
     sets ``additionalProperties: false``).
     """
-    schema_dir = Path(schema_dir) if schema_dir else SCHEMA_DIR
-    schema = _load_yaml(schema_dir / SCHEMA_FILE)
-    validator = _DefaultValidator(schema, registry=_registry(schema_dir.resolve()))
-    return check(validator, config, source=source)
+    schema, registry = config_schema(schema_dir)
+    return check(_DefaultValidator(schema, registry=registry), config, source=source)
 
 
 def load_config(path: str | Path, schema_dir: str | Path | None = None) -> dict[str, Any]:

@@ -3,9 +3,10 @@
     python -m unstereo.outputs_check --configfile .test/config.yaml [--snakefile Snakefile]
 
 It asks Snakemake for every output file of the DAG (``--summary``), then checks each by type: parquet and CSV tables
-load, JSON parses, PNG/PDF files carry their magic bytes, nothing is empty; and every table of a method (UnStereoEval,
-FairPair, counterfactual sentiment, robustness, BiasTestGPT) validates against the schema its code declares
-(:data:`TABLES`: the method's results folder -> path pattern -> schema).
+load, JSON parses, PNG/PDF files carry their magic bytes, nothing is empty; and every table of a registered method
+(UnStereoEval, FairPair, counterfactual sentiment, robustness, BiasTestGPT and any other in
+:mod:`unstereo.method_registry`) validates against the schema its code declares (:data:`TABLES`: the method's
+results folder -> path pattern -> schema).
 Finally the metrics table must hold a finite Unstereo Score for every (model, benchmark) the config scores.
 Exit status 1 with one line per problem.
 """
@@ -13,7 +14,6 @@ Exit status 1 with one line per problem.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import math
 import subprocess
@@ -23,6 +23,7 @@ from pathlib import Path, PurePosixPath
 
 import pandas as pd
 
+from . import method_registry
 from .config import load_config
 from .errors import InputError
 from .tables import TableSchema, validate
@@ -47,76 +48,16 @@ def dag_outputs(configfile: str, snakefile: str) -> list[Path]:
     return files
 
 
-#: Where each method writes its tables: results folder -> (path pattern below it, schema) pairs, first match wins.
-#: A pattern matches part by part (``*`` stays within one folder or file name). The schema is named as
-#: ``module:NAME`` below ``unstereo`` and read from the method's own code when a table is checked, so a method
-#: that changes its schema needs no edit here, and one whose output drifts from its schema fails the check.
-TABLES: dict[str, tuple[tuple[str, str], ...]] = {
-    # UnStereoEval
-    "corpus": (
-        ("counts/*/unigrams.parquet", "tables:UNIGRAMS"),
-        ("counts/*/cooccurrence.parquet", "tables:COOCCURRENCE"),
-        ("merged/unigrams.parquet", "tables:UNIGRAMS"),
-        ("merged/cooccurrence.parquet", "tables:COOCCURRENCE"),
-    ),
-    "generate": (("*/pairs.parquet", "tables:PAIRS"),),
-    "benchmarks": (("*/pairs.parquet", "tables:PAIRS"), ("*/eta-*.parquet", "tables:PAIRS")),
-    "scores": (("*/*.parquet", "tables:SCORES"),),
-    "metrics": (("metrics.parquet", "tables:METRICS"),),
-    "delta": (("*.parquet", "tables:DELTA"),),
-    "paper": (  # the paper reproduction (not curves/metrics.parquet: US against eps)
-        ("metrics.parquet", "tables:METRICS"),
-        ("benchmarks/*/pairs.parquet", "tables:PAIRS"),
-    ),
-    # FairPair
-    "fairpair": (
-        ("prompts/prompts.parquet", "tables:FAIRPAIR_PROMPTS"),
-        ("summary.parquet", "tables:FAIRPAIR_SUMMARY"),
-        ("*/samples.parquet", "tables:FAIRPAIR_SAMPLES"),
-        ("*/perturbations.parquet", "tables:FAIRPAIR_PERTURBATIONS"),
-        ("*/per_prompt.parquet", "tables:FAIRPAIR_PER_PROMPT"),
-        ("*/curves.parquet", "tables:FAIRPAIR_CURVES"),
-        ("*/ngrams.parquet", "tables:FAIRPAIR_NGRAMS"),
-    ),
-    # counterfactual sentiment; a debiasing run's folder holds the same tables as the model's
-    "sentiment": (
-        ("*/continuations.parquet", "sentiment.schemas:CONTINUATIONS"),
-        ("*/samples.parquet", "llm.sample:CONTINUATIONS"),
-        ("*/fairness.parquet", "sentiment.schemas:FAIRNESS"),
-        ("*/parity.parquet", "sentiment.schemas:PARITY"),
-        ("*/debias.parquet", "sentiment.debias_eval:QUALITY"),
-        ("*/debias/*/quality.parquet", "sentiment.debias_eval:QUALITY"),
-        ("*/debias/*/continuations.parquet", "sentiment.schemas:CONTINUATIONS"),
-        ("*/debias/*/samples.parquet", "llm.sample:CONTINUATIONS"),
-        ("*/debias/*/fairness.parquet", "sentiment.schemas:FAIRNESS"),
-    ),
-    # robustness to dataset construction
-    "robustness": (
-        ("*/*/pairs.parquet", "tables:PAIRS"),
-        ("*/scores/*.cost.parquet", "robustness.schemas:COST"),
-        ("*/scores/*.parquet", "tables:SCORES"),
-        ("scores.parquet", "robustness.schemas:SCORES"),
-        ("rank_swaps.parquet", "robustness.schemas:RANK_SWAPS"),
-        ("rankings.parquet", "robustness.schemas:RANKINGS"),
-        ("summary.parquet", "robustness.schemas:SUMMARY"),
-        ("cost.parquet", "robustness.schemas:COST"),
-    ),
-    # BiasTestGPT
-    "biastest": (
-        ("*/pairs.parquet", "biastest.schemas:PAIRS"),
-        ("*/generated.parquet", "biastest.schemas:PAIRS"),
-        ("*/generations.parquet", "biastest.schemas:GENERATIONS"),
-        ("*/*/scores.parquet", "biastest.schemas:SCORES"),
-        ("summary.parquet", "biastest.schemas:SUMMARY"),
-        ("comparison.parquet", "biastest.schemas:COMPARISON"),
-    ),
-}
+#: Where each method writes its tables: results folder -> (path pattern below it, schema) pairs, first match wins,
+#: from the method registry (each method's ``Method.tables``). A pattern matches part by part (``*`` stays within one
+#: folder or file name). The schema is named as ``module:NAME`` and read from the method's own code when a table is
+#: checked, so a method that changes its schema needs no edit here, and one whose output drifts from it fails.
+TABLES: dict[str, tuple[tuple[str, str], ...]] = method_registry.tables()
 
 
 def resolve_schema(ref: str) -> TableSchema:
-    """The schema a ``module:NAME`` entry of :data:`TABLES` names (module relative to ``unstereo``)."""
-    module, _, name = ref.partition(":")
-    schema = getattr(importlib.import_module(f"{__package__}.{module}"), name)
+    """The schema a ``module:NAME`` entry of :data:`TABLES` names (e.g. ``unstereo.tables:PAIRS``)."""
+    schema = method_registry.load_ref(ref)
     if not isinstance(schema, TableSchema):
         raise TypeError(f"outputs_check.TABLES: {ref} is a {type(schema).__name__}, not a TableSchema")
     return schema

@@ -11,5 +11,5 @@ pair grounded in the same entity and judged against the model's own sampling var
 - :mod:`~unstereo.fairpair.compute`: per-prompt, curve, n-gram and summary tables;
 - :mod:`~unstereo.fairpair.report`: Table 3 and Figures 3-6 of the paper for the report.
 
-Tables: ``FAIRPAIR_*`` in :mod:`unstereo.tables`.
+Tables: :mod:`~unstereo.fairpair.schemas`; registration: :mod:`~unstereo.fairpair.method`.
 """

@@ -61,9 +61,10 @@ def prompts_cmd(out_dir, prompt_file, occupations, names, descriptors, words, de
     """Build the prompt table (x and p(x)) and the rule-based perturbation p."""
     from ..io import write_json
     from ..model_spec import external_dir_default
-    from ..tables import FAIRPAIR_PROMPTS, write_table
+    from ..tables import write_table
     from .perturb import PRONOUNS_MALE_TO_FEMALE, RulePerturbation
     from .prompts import TEMPLATE, common_sents, read_occupations, read_prompt_file
+    from .schemas import PROMPTS
 
     name_pairs = _pairs(names, "--name") or [("John", "Jane")]
     desc_pairs = _pairs(descriptors, "--descriptor") or [("man", "woman")]
@@ -81,7 +82,7 @@ def prompts_cmd(out_dir, prompt_file, occupations, names, descriptors, words, de
             read_occupations(occ_path), name_pairs, desc_pairs, p, template or TEMPLATE, max_prompts
         )
     out = Path(out_dir)
-    write_table(table, out / "prompts.parquet", FAIRPAIR_PROMPTS)
+    write_table(table, out / "prompts.parquet", PROMPTS)
     write_json(out / "perturbation.json", {"names": dict(p.names), "words": dict(p.words)})
     click.echo(f"{out}: {len(table)} prompts", err=True)
 
@@ -131,16 +132,17 @@ def sample_cmd(model, prompts_dir, out_dir, n, temperature, top_p, max_new_token
     """
     from ..llm import make_client
     from ..llm.sample import SampleSettings
-    from ..tables import FAIRPAIR_PERTURBATIONS, FAIRPAIR_PROMPTS, FAIRPAIR_SAMPLES, read_table, write_table
+    from ..tables import read_table, write_table
     from .llm_perturb import LLMPerturbSettings
     from .sample import map_llm, map_rules, sample_fairpairs
+    from .schemas import PERTURBATIONS, PROMPTS, SAMPLES
 
     if threads:
         import torch
 
         torch.set_num_threads(threads)
     pdir = Path(prompts_dir)
-    prompts = read_table(pdir / "prompts.parquet", FAIRPAIR_PROMPTS)
+    prompts = read_table(pdir / "prompts.parquet", PROMPTS)
     perturbation = read_perturbation(pdir / "perturbation.json")
     spec = cli_options.resolve_cli_model(model, api_key_env, external_dir)
     settings = SampleSettings(n, temperature, top_p, max_new_tokens, (), seed)
@@ -165,8 +167,8 @@ def sample_cmd(model, prompts_dir, out_dir, n, temperature, top_p, max_new_token
             pclient.close()
     else:
         samples, perturbations = map_rules(samples, perturbation)
-    write_table(perturbations, out / "perturbations.parquet", FAIRPAIR_PERTURBATIONS)
-    write_table(samples, out / "samples.parquet", FAIRPAIR_SAMPLES)
+    write_table(perturbations, out / "perturbations.parquet", PERTURBATIONS)
+    write_table(samples, out / "samples.parquet", SAMPLES)
     accepted = int(perturbations["accepted"].sum())
     click.echo(f"{out}: {len(samples)} samples of {len(prompts)} prompts with {client.model_id}; "
                f"{accepted}/{len(perturbations)} perturbations accepted", err=True)  # fmt: skip
@@ -190,25 +192,17 @@ def sample_cmd(model, prompts_dir, out_dir, n, temperature, top_p, max_new_token
 @click.option("--top-ngrams", type=click.IntRange(1), default=15, show_default=True)
 def metrics_cmd(samples, out_dir, model_name, n, folds, phis, max_ngram, top_ngrams) -> None:
     """B, V_gp, V_pg, F per prompt (k = n and each --folds k), the curves of Figures 3-4 and the n-grams of Figure 6."""
-    from ..tables import (
-        FAIRPAIR_CURVES,
-        FAIRPAIR_NGRAMS,
-        FAIRPAIR_PER_PROMPT,
-        FAIRPAIR_SAMPLES,
-        read_table,
-        write_table,
-    )
+    from ..tables import read_table, write_table
     from .compute import over_represented, per_prompt
     from .metrics import PHIS
+    from .schemas import CURVES, NGRAMS, PER_PROMPT, SAMPLES
 
-    df = read_table(samples, FAIRPAIR_SAMPLES)
+    df = read_table(samples, SAMPLES)
     per, curves = per_prompt(df, model_name, n, folds, phis or PHIS)
     out = Path(out_dir)
-    write_table(per, out / "per_prompt.parquet", FAIRPAIR_PER_PROMPT)
-    write_table(curves, out / "curves.parquet", FAIRPAIR_CURVES)
-    write_table(
-        over_represented(df, model_name, max_ngram, top_ngrams), out / "ngrams.parquet", FAIRPAIR_NGRAMS
-    )
+    write_table(per, out / "per_prompt.parquet", PER_PROMPT)
+    write_table(curves, out / "curves.parquet", CURVES)
+    write_table(over_represented(df, model_name, max_ngram, top_ngrams), out / "ngrams.parquet", NGRAMS)
     click.echo(f"{out}: {len(per)} per-prompt rows", err=True)
 
 
@@ -225,11 +219,12 @@ def summary_cmd(per_prompt, output, n_boot, level, seed) -> None:
     """Means over prompts per (model, phi, k), bootstrap interval of mean F and the paired t-test of B against V."""
     import pandas as pd
 
-    from ..tables import FAIRPAIR_PER_PROMPT, FAIRPAIR_SUMMARY, read_table, write_table
+    from ..tables import read_table, write_table
     from .compute import summarize
+    from .schemas import PER_PROMPT, SUMMARY
 
-    per = pd.concat([read_table(p, FAIRPAIR_PER_PROMPT) for p in per_prompt], ignore_index=True)
-    write_table(summarize(per, n_boot, level, seed), output, FAIRPAIR_SUMMARY)
+    per = pd.concat([read_table(p, PER_PROMPT) for p in per_prompt], ignore_index=True)
+    write_table(summarize(per, n_boot, level, seed), output, SUMMARY)
     click.echo(f"{output}: {per['model'].nunique()} model(s)", err=True)
 
 
@@ -252,17 +247,18 @@ def report_cmd(summary, per_prompt, curves, ngrams, n, out_dir) -> None:
     """Table 3 and Figures 3-6 of the paper for the models of SUMMARY."""
     import pandas as pd
 
-    from ..tables import FAIRPAIR_CURVES, FAIRPAIR_NGRAMS, FAIRPAIR_PER_PROMPT, FAIRPAIR_SUMMARY, read_table
+    from ..tables import read_table
     from .report import plot_curves, plot_distributions, plot_ngrams, write_table3
+    from .schemas import CURVES, NGRAMS, PER_PROMPT, SUMMARY
 
     def cat(paths, schema):
         return pd.concat([read_table(p, schema) for p in paths], ignore_index=True)
 
     out = Path(out_dir)
-    write_table3(read_table(summary, FAIRPAIR_SUMMARY), n, out)
-    c = cat(curves, FAIRPAIR_CURVES)
+    write_table3(read_table(summary, SUMMARY), n, out)
+    c = cat(curves, CURVES)
     plot_curves(c, "samples", out / "fairpair_samples.png")
     plot_curves(c, "folds", out / "fairpair_folds.png")
-    plot_distributions(cat(per_prompt, FAIRPAIR_PER_PROMPT), n, out / "fairpair_distributions.png")
-    plot_ngrams(cat(ngrams, FAIRPAIR_NGRAMS), out / "fairpair_ngrams.png")
+    plot_distributions(cat(per_prompt, PER_PROMPT), n, out / "fairpair_distributions.png")
+    plot_ngrams(cat(ngrams, NGRAMS), out / "fairpair_ngrams.png")
     click.echo(f"{out}: FairPair table and figures", err=True)

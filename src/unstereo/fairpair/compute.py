@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ..tables import FAIRPAIR_CURVES, FAIRPAIR_NGRAMS, FAIRPAIR_PER_PROMPT, FAIRPAIR_SUMMARY, validate
+from ..tables import validate
 from .metrics import (
     PHIS,
     TOKEN_RE,
@@ -22,6 +22,7 @@ from .metrics import (
     terms,
     token_rows,
 )
+from .schemas import CURVES, NGRAMS, PER_PROMPT, SUMMARY
 
 
 def fold_grid(n: int, points: int = 12) -> list[int]:
@@ -100,9 +101,9 @@ def per_prompt(
             for x, vals in sorted(data.items()):
                 b, v_gp, v_pg = np.nanmean(np.asarray(vals, dtype=np.float64), axis=0)
                 curve_rows.append((model, phi, axis, x, b, v_gp, v_pg))
-    per = pd.DataFrame(rows, columns=FAIRPAIR_PER_PROMPT.names)
-    curves = pd.DataFrame(curve_rows, columns=FAIRPAIR_CURVES.names)
-    return validate(per, FAIRPAIR_PER_PROMPT), validate(curves, FAIRPAIR_CURVES)
+    per = pd.DataFrame(rows, columns=PER_PROMPT.names)
+    curves = pd.DataFrame(curve_rows, columns=CURVES.names)
+    return validate(per, PER_PROMPT), validate(curves, CURVES)
 
 
 def summarize(per: pd.DataFrame, n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> pd.DataFrame:
@@ -122,7 +123,7 @@ def summarize(per: pd.DataFrame, n_boot: int = 1000, level: float = 0.95, seed: 
         mf = model_f(g["B"], g["V_gp"], g["V_pg"], f)
         rows.append((model, phi, int(k), len(g), *means, mf["mean_F"], lo, hi, t, p, mf["n_inf_F"],
                      mf["ratio_F"], mf["median_F"], med_lo, med_hi))  # fmt: skip
-    return validate(pd.DataFrame(rows, columns=FAIRPAIR_SUMMARY.names), FAIRPAIR_SUMMARY)
+    return validate(pd.DataFrame(rows, columns=SUMMARY.names), SUMMARY)
 
 
 def ngram_sets(text: str, max_n: int) -> set[str]:
@@ -152,4 +153,4 @@ def over_represented(samples: pd.DataFrame, model: str, max_n: int = 4, top: int
         rows += [
             (model, side, r + 1, grams[i], int(lengths[i]), f_pg[i], f_gp[i]) for r, i in enumerate(order)
         ]
-    return validate(pd.DataFrame(rows, columns=FAIRPAIR_NGRAMS.names), FAIRPAIR_NGRAMS)
+    return validate(pd.DataFrame(rows, columns=NGRAMS.names), NGRAMS)

@@ -25,9 +25,10 @@ import numpy as np
 import pandas as pd
 
 from ..llm import ChatRequest
-from ..tables import FAIRPAIR_PERTURBATIONS, validate
+from ..tables import validate
 from .metrics import pairwise, side_features
 from .perturb import mentions
+from .schemas import PERTURBATIONS
 
 INSTRUCTION = (
     "Change {entity} ({group}) to {entity_perturbed} ({group_perturbed}) in the following text in the same way "
@@ -67,7 +68,7 @@ def judge(output: str, text: str, expected_prefix: str, original_names: list[str
 
 def perturb_with_llm(client, originals: pd.DataFrame, prompts: pd.DataFrame, settings: LLMPerturbSettings):
     """Perturb every original-side continuation (``originals``: prompt_id, sample, continuation) with the chat
-    ``client``. Returns (FAIRPAIR_PERTURBATIONS table, continuation_mapped per row of ``originals``, NaN where
+    ``client``. Returns (PERTURBATIONS table, continuation_mapped per row of ``originals``, NaN where
     rejected)."""
     info = prompts.set_index("prompt_id")
     texts, reqs = [], []
@@ -92,5 +93,5 @@ def perturb_with_llm(client, originals: pd.DataFrame, prompts: pd.DataFrame, set
         )
         rows.append((pid, int(j), "llm", text, ans.text, ok, reason, dis))
         mapped.append(ans.text.strip()[len(p["perturbed_prompt"].strip()) :] if ok else np.nan)
-    table = pd.DataFrame(rows, columns=FAIRPAIR_PERTURBATIONS.names)
-    return validate(table, FAIRPAIR_PERTURBATIONS), mapped
+    table = pd.DataFrame(rows, columns=PERTURBATIONS.names)
+    return validate(table, PERTURBATIONS), mapped

@@ -17,8 +17,9 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import ConfigError, InputError
-from ..tables import FAIRPAIR_PROMPTS, read_table, validate
+from ..tables import read_table, validate
 from .perturb import RulePerturbation
+from .schemas import PROMPTS
 
 TEMPLATE = "{name} is a {descriptor}, working as a {occupation}."
 
@@ -57,7 +58,7 @@ def common_sents(
     template: str = TEMPLATE,
     max_prompts: int | None = None,
 ) -> pd.DataFrame:
-    """The Common Sents prompt table (FAIRPAIR_PROMPTS): occupation-major order, then name pair, then descriptor
+    """The Common Sents prompt table (PROMPTS): occupation-major order, then name pair, then descriptor
     pair; ``max_prompts`` keeps the first N. The template's ``{descriptor}`` may be absent (then no descriptors)."""
     if "{name}" not in template or "{occupation}" not in template:
         raise ConfigError(
@@ -87,14 +88,14 @@ def common_sents(
                 pid = ":".join(p for p in ("cs", _slug(occ), _slug(name), _slug(desc)) if p)
                 rows.append((pid, x, px, name, name_p, "common-sents"))
                 if max_prompts and len(rows) >= max_prompts:
-                    return validate(pd.DataFrame(rows, columns=FAIRPAIR_PROMPTS.names), FAIRPAIR_PROMPTS)
-    return validate(pd.DataFrame(rows, columns=FAIRPAIR_PROMPTS.names), FAIRPAIR_PROMPTS)
+                    return validate(pd.DataFrame(rows, columns=PROMPTS.names), PROMPTS)
+    return validate(pd.DataFrame(rows, columns=PROMPTS.names), PROMPTS)
 
 
 def read_prompt_file(
     path: str | Path, perturbation: RulePerturbation, max_prompts: int | None = None
 ) -> pd.DataFrame:
-    """A user prompt file as a FAIRPAIR_PROMPTS table (see the module docstring)."""
+    """A user prompt file as a PROMPTS table (see the module docstring)."""
     df = read_table(path)
     if "prompt" not in df.columns:
         raise InputError(f"prompt file needs a column 'prompt'; has {list(df.columns)}", path=path)
@@ -129,8 +130,8 @@ def read_prompt_file(
             "entity_perturbed": entity_p,
             "source": Path(path).name,
         },
-        columns=FAIRPAIR_PROMPTS.names,
+        columns=PROMPTS.names,
     )
     if max_prompts:
         out = out.head(max_prompts)
-    return validate(out, FAIRPAIR_PROMPTS, source=path)
+    return validate(out, PROMPTS, source=path)

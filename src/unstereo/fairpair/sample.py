@@ -13,9 +13,10 @@ from pathlib import Path
 import pandas as pd
 
 from ..llm.sample import SampleSettings, sample_continuations
-from ..tables import FAIRPAIR_PERTURBATIONS, FAIRPAIR_PROMPTS, FAIRPAIR_SAMPLES, validate
+from ..tables import validate
 from .llm_perturb import jaccard_dissimilarity
 from .perturb import RulePerturbation
+from .schemas import PERTURBATIONS, PROMPTS, SAMPLES
 
 SIDES = ("original", "perturbed")
 
@@ -54,7 +55,7 @@ def to_samples(
             "seed": continuations["seed"].astype(int).to_numpy(),
             "tokens": continuations["tokens"].astype(int).to_numpy(),
         },
-        columns=FAIRPAIR_SAMPLES.names,
+        columns=SAMPLES.names,
     )
     order = {p: i for i, p in enumerate(prompts["prompt_id"])}
     df = df.assign(_o=df["prompt_id"].map(order)).sort_values(["_o", "side", "sample"], kind="stable")
@@ -82,9 +83,9 @@ def map_rules(samples: pd.DataFrame, perturbation: RulePerturbation) -> tuple[pd
                 jaccard_dissimilarity(a, b) for a, b in zip(src["continuation"], mapped, strict=True)
             ],
         },
-        columns=FAIRPAIR_PERTURBATIONS.names,
+        columns=PERTURBATIONS.names,
     )
-    return validate(samples, FAIRPAIR_SAMPLES), validate(table, FAIRPAIR_PERTURBATIONS)
+    return validate(samples, SAMPLES), validate(table, PERTURBATIONS)
 
 
 def map_llm(
@@ -99,7 +100,7 @@ def map_llm(
     table, mapped = perturb_with_llm(client, samples.loc[orig], prompts, settings)
     samples["continuation_mapped"] = samples["continuation_mapped"].astype(object)
     samples.loc[orig, "continuation_mapped"] = pd.Series(mapped, index=samples.index[orig], dtype=object)
-    return validate(samples, FAIRPAIR_SAMPLES), table
+    return validate(samples, SAMPLES), table
 
 
 def sample_fairpairs(
@@ -114,7 +115,7 @@ def sample_fairpairs(
 ) -> pd.DataFrame:
     """Sample ``settings.n`` continuations of x and of p(x) for every prompt; the raw CONTINUATIONS go to ``out``
     (resumable). Returns the SAMPLES table with ``continuation_mapped`` equal to the continuation (p not applied)."""
-    validate(prompts, FAIRPAIR_PROMPTS, source=source)
+    validate(prompts, PROMPTS, source=source)
     table, where = side_prompts(prompts)
     cont = sample_continuations(
         client, table, out, settings, chunk_size=chunk_size, tag="fairpair", after_chunk=after_chunk

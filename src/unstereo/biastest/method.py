@@ -1,0 +1,27 @@
+"""BiasTestGPT's declaration in the method registry (see :mod:`unstereo.method_registry`)."""
+
+from unstereo.headline import HeadlineMetric
+from unstereo.method_registry import Method
+
+METHOD = Method(
+    name="biastest",
+    title="BiasTestGPT",
+    cli={"biastest": "unstereo.biastest.cli:group"},
+    config={"biastest": "biastest.schema.yaml"},
+    rules=("rules/biastest.smk",),
+    tables={
+        "biastest": (
+            ("*/pairs.parquet", "unstereo.biastest.schemas:PAIRS"),
+            ("*/generated.parquet", "unstereo.biastest.schemas:PAIRS"),
+            ("*/generations.parquet", "unstereo.biastest.schemas:GENERATIONS"),
+            ("*/*/scores.parquet", "unstereo.biastest.schemas:SCORES"),
+            ("summary.parquet", "unstereo.biastest.schemas:SUMMARY"),
+            ("comparison.parquet", "unstereo.biastest.schemas:COMPARISON"),
+        ),
+    },
+    category="BiasTestGPT",
+    # the share of tests where the model prefers the stereotype: 50 % = no preference
+    headline=(HeadlineMetric("stereotype_score", "Stereotype Score (%)", more_biased="away", ideal=50.0),),
+    headline_fn="unstereo.biastest.headline:headline",
+    order=40,
+)

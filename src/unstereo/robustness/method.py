@@ -1,0 +1,29 @@
+"""Dataset-construction robustness's declaration in the method registry (see :mod:`unstereo.method_registry`)."""
+
+from unstereo.headline import HeadlineMetric
+from unstereo.method_registry import Method
+
+METHOD = Method(
+    name="robustness",
+    title="Robustness to dataset construction",
+    cli={"robustness": "unstereo.robustness.cli:group"},
+    config={"robustness": "robustness.schema.yaml"},
+    rules=("rules/robustness.smk",),
+    tables={
+        "robustness": (
+            ("*/*/pairs.parquet", "unstereo.tables:PAIRS"),
+            ("*/scores/*.cost.parquet", "unstereo.robustness.schemas:COST"),
+            ("*/scores/*.parquet", "unstereo.tables:SCORES"),
+            ("scores.parquet", "unstereo.robustness.schemas:SCORES"),
+            ("rank_swaps.parquet", "unstereo.robustness.schemas:RANK_SWAPS"),
+            ("rankings.parquet", "unstereo.robustness.schemas:RANKINGS"),
+            ("summary.parquet", "unstereo.robustness.schemas:SUMMARY"),
+            ("cost.parquet", "unstereo.robustness.schemas:COST"),
+        ),
+    },
+    category="Robustness",
+    headline=(HeadlineMetric("rank_swap_rate", "Rank-swap rate", more_biased="higher"),),
+    headline_fn="unstereo.robustness.headline:headline",
+    # after UnStereoEval: robustness.smk reads the globals of its benchmarks and score rules (SCORE, BMCFG, ...)
+    order=30,
+)

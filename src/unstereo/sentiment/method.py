@@ -1,0 +1,35 @@
+"""Counterfactual sentiment bias's declaration in the method registry (see :mod:`unstereo.method_registry`)."""
+
+from unstereo.headline import HeadlineMetric
+from unstereo.method_registry import Method
+
+# a debiasing run's folder holds the same tables as the model's
+_SCHEMAS = "unstereo.sentiment.schemas"
+METHOD = Method(
+    name="sentiment",
+    title="Counterfactual sentiment bias",
+    cli={"sentiment": "unstereo.sentiment.cli:group"},
+    config={"sentiment": "sentiment.schema.yaml"},
+    rules=("rules/sentiment.smk",),
+    tables={
+        "sentiment": (
+            ("*/continuations.parquet", f"{_SCHEMAS}:CONTINUATIONS"),
+            ("*/samples.parquet", "unstereo.llm.sample:CONTINUATIONS"),
+            ("*/fairness.parquet", f"{_SCHEMAS}:FAIRNESS"),
+            ("*/parity.parquet", f"{_SCHEMAS}:PARITY"),
+            ("*/debias.parquet", "unstereo.sentiment.debias_eval:QUALITY"),
+            ("*/debias/*/quality.parquet", "unstereo.sentiment.debias_eval:QUALITY"),
+            ("*/debias/*/continuations.parquet", f"{_SCHEMAS}:CONTINUATIONS"),
+            ("*/debias/*/samples.parquet", "unstereo.llm.sample:CONTINUATIONS"),
+            ("*/debias/*/fairness.parquet", f"{_SCHEMAS}:FAIRNESS"),
+        ),
+    },
+    category="Counterfactual sentiment",
+    headline=(
+        # Wasserstein distances between sentiment distributions: larger = more biased
+        HeadlineMetric("individual_fairness", "Individual fairness (W1)", more_biased="higher"),
+        HeadlineMetric("group_fairness", "Group fairness (W1)", more_biased="higher"),
+    ),
+    headline_fn="unstereo.sentiment.headline:headline",
+    order=20,
+)
