@@ -5,7 +5,7 @@
 It asks Snakemake for every output file of the DAG (``--summary``), then checks each by type: parquet and CSV tables
 load, JSON parses, PNG/PDF files carry their magic bytes, nothing is empty; and every table of a registered method
 (UnStereoEval, FairPair, counterfactual sentiment, robustness, BiasTestGPT and any other in
-:mod:`unstereo.method_registry`) validates against the schema its code declares (:data:`TABLES`: the method's
+:mod:`unstereo.method_registry`) validates against the schema its code declares (:func:`tables`: the method's
 results folder -> path pattern -> schema).
 Finally the metrics table must hold a finite Unstereo Score for every (model, benchmark) the config scores.
 Exit status 1 with one line per problem.
@@ -48,15 +48,25 @@ def dag_outputs(configfile: str, snakefile: str) -> list[Path]:
     return files
 
 
-#: Where each method writes its tables: results folder -> (path pattern below it, schema) pairs, first match wins,
-#: from the method registry (each method's ``Method.tables``). A pattern matches part by part (``*`` stays within one
-#: folder or file name). The schema is named as ``module:NAME`` and read from the method's own code when a table is
-#: checked, so a method that changes its schema needs no edit here, and one whose output drifts from it fails.
-TABLES: dict[str, tuple[tuple[str, str], ...]] = method_registry.tables()
+def tables() -> dict[str, tuple[tuple[str, str], ...]]:
+    """Where each method writes its tables: results folder -> (path pattern below it, schema) pairs, first match
+    wins, from the method registry (each method's ``Method.tables``; module attribute ``TABLES``).
+
+    A pattern matches part by part (``*`` stays within one folder or file name). The schema is named as
+    ``module:NAME`` and read from the method's own code when a table is checked, so a method that changes its schema
+    needs no edit here, and one whose output drifts from its schema fails the check.
+    """
+    return method_registry.tables()
+
+
+def __getattr__(name: str):
+    if name == "TABLES":  # read when asked, so that a method registered since import counts
+        return tables()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def resolve_schema(ref: str) -> TableSchema:
-    """The schema a ``module:NAME`` entry of :data:`TABLES` names (e.g. ``unstereo.tables:PAIRS``)."""
+    """The schema a ``module:NAME`` entry of :func:`tables` names (e.g. ``unstereo.tables:PAIRS``)."""
     schema = method_registry.load_ref(ref)
     if not isinstance(schema, TableSchema):
         raise TypeError(f"outputs_check.TABLES: {ref} is a {type(schema).__name__}, not a TableSchema")
@@ -69,7 +79,7 @@ def _matches(parts: tuple[str, ...], pattern: str) -> bool:
 
 
 def schema_ref(path: Path, results_dir: str | Path | None = None) -> str | None:
-    """The :data:`TABLES` entry a workflow output follows, by its place in the results tree (None if it has none).
+    """The :func:`tables` entry a workflow output follows, by its place in the results tree (None if it has none).
     With ``results_dir`` only paths below it count; without, the first results folder in the path that matches."""
     parts = Path(path).parts
     if results_dir is not None:
@@ -80,8 +90,9 @@ def schema_ref(path: Path, results_dir: str | Path | None = None) -> str | None:
                 parts = Path(path).resolve().relative_to(Path(results_dir).resolve()).parts
             except ValueError:
                 return None
+    known = tables()
     for i in range(len(parts)) if results_dir is None else range(min(len(parts), 1)):
-        for pattern, ref in TABLES.get(parts[i], ()):
+        for pattern, ref in known.get(parts[i], ()):
             if _matches(parts[i + 1 :], pattern):
                 return ref
     return None
@@ -94,7 +105,7 @@ def schema_of(path: Path, results_dir: str | Path | None = None) -> TableSchema 
 
 
 def check_file(path: Path, results_dir: str | Path | None = None) -> str | None:
-    """None when ``path`` is well-formed (a table: it loads and matches the schema of :data:`TABLES` for its place
+    """None when ``path`` is well-formed (a table: it loads and matches the schema of :func:`tables` for its place
     below ``results_dir``), else what is wrong with it."""
     if path.is_dir():
         return None if any(path.iterdir()) else "empty directory"

@@ -23,9 +23,11 @@ the rest (``**_``):
 The returned dict holds one value per column of ``columns`` (nullable METRICS columns, in the table's order) and
 per name of ``extra`` (written after the METRICS columns, not checked by the schema).
 
-Registration is all a new method needs: :data:`unstereo.tables.METRICS` lists the columns of the registered
-metrics, :func:`unstereo.metrics.compute_metrics` computes them, and the report writes one table per registered
-metric (``report=True``) and eta, named ``{name}_eta-{eta}`` and captioned by ``caption``.
+Registration is all a new metric of this table needs: :data:`unstereo.tables.METRICS` lists the columns of the
+registered metrics, :func:`unstereo.metrics.compute_metrics` computes them, and the report writes one table per
+registered metric (``report=True``) and eta, named ``{name}_eta-{eta}`` and captioned by ``caption``. Only
+UnStereoEval's metrics (US, AuFC, PD, ...) are registered here. A new bias method, with stages, tables and rules of
+its own, registers in the method registry instead (:mod:`unstereo.method_registry`, docs/adding-a-method.md).
 """
 
 from __future__ import annotations

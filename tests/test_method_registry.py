@@ -1,0 +1,378 @@
+"""The method registry: each built-in method declared once, and a toy method from a temporary package, registered
+through the entry-point group only, found by the CLI, the Snakefile, config validation, outputs_check and the report.
+
+docs/adding-a-method.md is written from :func:`write_toy_method` below.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import click
+import pandas as pd
+import pytest
+import yaml
+
+from unstereo import cli as cli_module
+from unstereo import method_registry, outputs_check
+from unstereo.config import config_schema, validate_config
+from unstereo.errors import ConfigError
+from unstereo.headline import HeadlineMetric
+from unstereo.method_registry import Method, MethodRegistryError
+from unstereo.package_data import SCHEMA_DIR
+from unstereo.tables import TableSchema
+
+REPO = Path(__file__).resolve().parents[1]
+BUILTIN = ["unstereoeval", "fairpair", "sentiment", "robustness", "biastest"]
+SHARED_KEYS = {"seed", "results_dir", "external_dir", "reference_mirror", "resources"}
+
+
+@pytest.fixture(autouse=True)
+def fresh_registry():
+    """Every test reads the registry afresh, and leaves none of its own methods behind."""
+    method_registry.methods.cache_clear()
+    cli_module.subcommands.cache_clear()
+    yield
+    method_registry.methods.cache_clear()
+    cli_module.subcommands.cache_clear()
+
+
+# ---- the built-in methods ------------------------------------------------------------------------------------------
+
+
+def test_each_builtin_method_is_declared_once_in_its_own_package():
+    modules = method_registry.builtin_modules()
+    assert modules == sorted(f"unstereo.{p}.method" for p in BUILTIN)
+    methods = method_registry.methods()
+    assert list(methods) == BUILTIN  # rules order: UnStereoEval's stages first, then by `order`
+    for name, m in methods.items():
+        assert isinstance(m, Method) and m.name == name and m.title and m.category
+        assert importlib.import_module(f"unstereo.{name}.method").METHOD is m, name
+
+
+def test_rules_files_keep_the_include_order_and_exist():
+    # the order of the hand-written includes this replaces: robustness.smk reads globals of benchmarks/score.smk
+    expected = ["corpus", "vocabulary", "benchmarks", "generate", "score", "report"]
+    expected += ["fairpair", "sentiment", "robustness", "biastest"]
+    assert method_registry.rules_files() == [f"rules/{n}.smk" for n in expected]
+    assert all((REPO / f).is_file() for f in method_registry.rules_files())
+
+
+def test_cli_groups_resolve_and_are_all_subcommands():
+    groups = method_registry.cli_groups()
+    assert set(groups) == {
+        "corpus",
+        "vocabulary",
+        "benchmarks",
+        "generate",
+        "score",
+        "metrics",
+        "report",
+    } | set(BUILTIN[1:])
+    for name, ref in groups.items():
+        assert isinstance(method_registry.load_ref(ref), click.Command), name
+    assert cli_module.SUBCOMMANDS == {**cli_module.INFRASTRUCTURE, **groups}
+
+
+def test_every_table_entry_resolves_to_a_table_schema():
+    tables = method_registry.tables()
+    assert tables == outputs_check.TABLES
+    assert {"corpus", "scores", "metrics", "paper", "fairpair", "sentiment", "robustness", "biastest"} <= set(
+        tables
+    )
+    for folder, entries in tables.items():
+        for pattern, ref in entries:
+            assert isinstance(outputs_check.resolve_schema(ref), TableSchema), (folder, pattern, ref)
+    # FairPair's schemas live beside it now
+    assert outputs_check.schema_of(Path("res/fairpair/summary.parquet"), "res").name == "fairpair_summary"
+    assert method_registry.method("fairpair").tables["fairpair"][1][1] == "unstereo.fairpair.schemas:SUMMARY"
+
+
+def test_config_sections_are_the_schemas_method_sections():
+    schema, _ = config_schema()
+    sections = method_registry.config_sections()
+    assert set(schema["properties"]) == SHARED_KEYS | set(sections)
+    for section, path in sections.items():
+        assert path == SCHEMA_DIR / f"{section}.schema.yaml" and path.is_file()
+        assert schema["properties"][section] == {"$ref": path.name, "default": {}}
+    # the file on disk lists the shared keys only; the sections come from the registry
+    on_disk = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    assert set(on_disk["properties"]) == SHARED_KEYS
+
+
+def test_headline_metrics_and_report_categories():
+    expected = {
+        "unstereoeval": {"us": "lower", "aufc": "lower"},
+        "fairpair": {"fairpair_f": "higher"},
+        "sentiment": {"individual_fairness": "higher", "group_fairness": "higher"},
+        "robustness": {"rank_swap_rate": "higher"},
+        "biastest": {"stereotype_score": "away"},
+    }
+    methods = method_registry.methods()
+    assert {n: {h.name: h.more_biased for h in m.headline} for n, m in methods.items()} == expected
+    assert methods["biastest"].headline[0].ideal == 50.0
+    for name, m in methods.items():
+        package = (
+            "metrics" if name == "unstereoeval" else name
+        )  # UnStereoEval's headline lives with its metrics
+        assert m.headline_fn == f"unstereo.{package}.headline:headline"
+    # the categories the report groups by, as the rules used to spell them
+    assert method_registry.report_categories() == {
+        "unstereoeval": ("Metrics", "Corpus statistics", "Benchmarks", "Generation", "Paper reproduction"),
+        "fairpair": ("FairPair",),
+        "sentiment": ("Counterfactual sentiment",),
+        "robustness": ("Robustness",),
+        "biastest": ("BiasTestGPT",),
+    }
+    assert methods["unstereoeval"].report_category("paper") == "Paper reproduction"
+    assert (
+        methods["unstereoeval"].report_category("score") == "Metrics"
+    )  # a stage without its own: the method's
+
+
+def test_bad_declarations_are_refused_with_the_method_named(monkeypatch):
+    with pytest.raises(MethodRegistryError, match="'toy'.*not a 'module:attribute'"):
+        Method("toy", "Toy", cli={"toy": "toy_method.cli"}, category="Toy")
+    with pytest.raises(MethodRegistryError, match="report category"):
+        Method("toy", "Toy")
+    with pytest.raises(MethodRegistryError, match="identifier"):
+        Method("toy-method", "Toy", category="Toy")
+    with pytest.raises(MethodRegistryError, match="HeadlineMetric"):
+        Method("toy", "Toy", category="Toy", headline=("us",))
+    # two methods claiming one config section, results folder, subcommand or name: the second names the first
+    fairpair = method_registry.method("fairpair")
+    clash = Method("toy", "Toy", config={"fairpair": "x.schema.yaml"}, category="Toy")
+    with monkeypatch.context() as mp:
+        mp.setattr(method_registry, "_discover", lambda: [(fairpair, "A"), (clash, "B")])
+        method_registry.methods.cache_clear()
+        with pytest.raises(
+            MethodRegistryError, match="B: config section 'fairpair' is already declared by A"
+        ):
+            method_registry.methods()
+    method_registry.methods.cache_clear()
+    with pytest.raises(MethodRegistryError, match="no method 'nope' is registered"):
+        method_registry.method("nope")
+
+
+# ---- a toy method from a temporary package, registered through the entry-point group only --------------------------
+
+TOY_FILES = {
+    "toy_method/__init__.py": '"""A toy bias method: the smallest complete method package."""\n',
+    # the declaration: everything the workflow needs to know of the method
+    "toy_method/method.py": """
+        from pathlib import Path
+
+        from unstereo.headline import HeadlineMetric
+        from unstereo.method_registry import Method
+
+        HERE = Path(__file__).parent
+        METHOD = Method(
+            name="toy",
+            title="Toy method",
+            cli={"toy": "toy_method.cli:group"},
+            config={"toy": HERE / "toy.schema.yaml"},
+            rules=(HERE / "toy.smk",),
+            tables={"toy": (("*/table.parquet", "toy_method.schemas:TABLE"),)},
+            category="Toy results",
+            headline=(HeadlineMetric("toy_gap", "Toy gap", more_biased="higher"),),
+            headline_fn="toy_method.headline:headline",
+        )
+    """,
+    # its table: columns documented, validated on write and by outputs_check
+    "toy_method/schemas.py": """
+        from unstereo.tables import Column, TableSchema
+
+        TABLE = TableSchema(
+            "toy_table",
+            "one row per (model, item): a toy gap",
+            (Column("model", "str", "model name"), Column("item", "int", "item index"),
+             Column("gap", "float", "the toy gap")),
+            unique=("model", "item"),
+        )
+    """,
+    # its CLI group: the logic the rule calls
+    "toy_method/cli.py": """
+        import click
+        import pandas as pd
+
+
+        @click.group()
+        def group():
+            \"\"\"Toy method: a table of toy gaps.\"\"\"
+
+
+        @group.command("table")
+        @click.argument("output")
+        @click.option("--model", required=True)
+        @click.option("--n", type=int, default=3)
+        def table(output, model, n):
+            \"\"\"Write the toy table of MODEL.\"\"\"
+            from unstereo.tables import write_table
+
+            from .schemas import TABLE
+
+            df = pd.DataFrame({"model": model, "item": range(n), "gap": [0.5 * i for i in range(n)]})
+            write_table(df, output, TABLE)
+    """,
+    # its config section: every key documented, unknown keys rejected
+    "toy_method/toy.schema.yaml": """
+        description: the toy method (a test of the method registry)
+        type: object
+        additionalProperties: false
+        properties:
+          enabled:
+            type: boolean
+            default: false
+            description: run the toy method
+          models:
+            type: array
+            items: {type: string}
+            default: [tiny]
+            description: model names
+          n:
+            type: integer
+            minimum: 1
+            default: 3
+            description: items per model
+    """,
+    # its rules: thin, calling the CLI; final outputs to ALL_TARGETS, report category from the registry
+    "toy_method/toy.smk": """
+        if config["toy"]["enabled"]:
+
+            rule toy_table:
+                output:
+                    report(
+                        results("toy", "{model}", "table.parquet"),
+                        category=METHODS["toy"].category,
+                        subcategory="{model}",
+                    ),
+                params:
+                    n=config["toy"]["n"],
+                shell:
+                    "unstereo toy table {output} --model {wildcards.model} --n {params.n}"
+
+            ALL_TARGETS.extend(results("toy", m, "table.parquet") for m in config["toy"]["models"])
+    """,
+    # what makes it found: an entry point in the `unstereo.methods` group (pip writes this from pyproject.toml's
+    # [project.entry-points."unstereo.methods"] toy = "toy_method.method:METHOD")
+    "toy_method-0.1.dist-info/METADATA": "Metadata-Version: 2.1\nName: toy-method\nVersion: 0.1\n",
+    "toy_method-0.1.dist-info/entry_points.txt": "[unstereo.methods]\ntoy = toy_method.method:METHOD\n",
+}
+
+
+def write_toy_method(site: Path) -> Path:
+    """The toy method's package and its distribution metadata under ``site`` (a sys.path entry)."""
+    for rel, text in TOY_FILES.items():
+        path = site / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"))
+    return site
+
+
+def _env(site: Path) -> dict[str, str]:
+    bindir = str(Path(sys.executable).parent)
+    path = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH")) if p)
+    return {**os.environ, "PYTHONPATH": path, "PATH": bindir + os.pathsep + os.environ["PATH"]}
+
+
+def _snakemake(workdir: Path, site: Path, *args: str) -> subprocess.CompletedProcess:
+    exe = shutil.which("snakemake", path=str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"])
+    assert exe, "snakemake not installed"
+    cmd = [exe, "-s", str(REPO / "Snakefile"), "--directory", str(workdir), "--configfile", "config.yaml"]
+    return subprocess.run(
+        [*cmd, *args], cwd=workdir, env=_env(site), capture_output=True, text=True, timeout=300
+    )
+
+
+@pytest.fixture
+def toy(tmp_path, monkeypatch):
+    """The toy method installed on sys.path (this process and subprocesses) and a workdir whose config enables it."""
+    site = write_toy_method(tmp_path / "site")
+    monkeypatch.syspath_prepend(str(site))
+    method_registry.methods.cache_clear()
+    cli_module.subcommands.cache_clear()
+    work = tmp_path / "work"
+    work.mkdir()
+    config = {
+        "results_dir": "res",
+        "external_dir": "ext",
+        "toy": {"enabled": True, "models": ["tiny", "small"]},
+    }
+    (work / "config.yaml").write_text(yaml.safe_dump(config))
+    return site, work
+
+
+def test_toy_method_is_registered_by_its_entry_point(toy):
+    methods = method_registry.methods()
+    assert list(methods)[-1] == "toy"  # after the built-ins (default order 100)
+    toy_method = methods["toy"]
+    assert toy_method.headline == (HeadlineMetric("toy_gap", "Toy gap", more_biased="higher"),)
+    assert method_registry.rules_files()[-1] == str(toy[0] / "toy_method" / "toy.smk")
+    assert "toy" in cli_module.SUBCOMMANDS
+
+
+def test_toy_method_config_section_is_validated(toy):
+    config = validate_config({"toy": {"enabled": True}})
+    assert config["toy"] == {"enabled": True, "models": ["tiny"], "n": 3}  # its schema's defaults
+    with pytest.raises(ConfigError, match=r"config key 'toy\.bogus'.*unknown key"):
+        validate_config({"toy": {"enabled": True, "bogus": 1}})
+    with pytest.raises(ConfigError, match=r"config key 'toy\.n'"):
+        validate_config({"toy": {"n": 0}})
+    # and without the method registered, the section itself is unknown
+    method_registry.methods.cache_clear()
+    sys.path.remove(str(toy[0]))
+    with pytest.raises(ConfigError, match="config key 'toy'"):
+        validate_config({"toy": {"enabled": True}})
+
+
+def test_toy_method_tables_are_checked_against_its_schema(toy, tmp_path):
+    res = tmp_path / "res"
+    good = res / "toy" / "tiny" / "table.parquet"
+    good.parent.mkdir(parents=True)
+    pd.DataFrame({"model": ["tiny", "tiny"], "item": [0, 1], "gap": [0.0, 0.5]}).to_parquet(good)
+    assert outputs_check.schema_of(good, res).name == "toy_table"
+    assert outputs_check.check_file(good, res) is None
+    drifted = res / "toy" / "small" / "table.parquet"
+    drifted.parent.mkdir(parents=True)
+    pd.DataFrame({"model": ["small"], "item": [0], "gap_pct": [50.0]}).to_parquet(drifted)  # gap renamed
+    why = outputs_check.check_file(drifted, res)
+    assert why is not None and "toy_method.schemas:TABLE" in why and "gap" in why
+
+
+def test_toy_method_end_to_end(toy):
+    """`unstereo --help`, `snakemake -n`, a real run checked by outputs_check, and the report's category."""
+    site, work = toy
+    env = _env(site)
+    helped = subprocess.run(
+        [sys.executable, "-m", "unstereo.cli", "--help"], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert helped.returncode == 0, helped.stderr[-2000:]
+    assert "toy" in helped.stdout and "Toy method: a table of toy gaps." in helped.stdout
+
+    dry = _snakemake(work, site, "-n", "--quiet", "rules")
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    assert "toy_table" in dry.stdout + dry.stderr
+
+    run = _snakemake(work, site, "--cores", "1")
+    assert run.returncode == 0, run.stderr[-3000:]
+    table = pd.read_parquet(work / "res" / "toy" / "small" / "table.parquet")
+    assert list(table["gap"]) == [0.0, 0.5, 1.0]  # n = 3 items, gap 0.5 * i
+
+    checked = subprocess.run(
+        [sys.executable, "-m", "unstereo.outputs_check", "--configfile", "config.yaml",
+         "--snakefile", str(REPO / "Snakefile")],
+        cwd=work, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert checked.returncode == 0, checked.stderr[-3000:]
+    assert "2 outputs checked, 0 problem(s)" in checked.stdout
+
+    reported = _snakemake(work, site, "--report", "report.html")
+    assert reported.returncode == 0, reported.stderr[-3000:]
+    html = (work / "report.html").read_text(errors="replace")
+    assert "Toy results" in html and "table.parquet" in html  # the category the method declares
