@@ -7,12 +7,13 @@ listed here; each method's come from its declaration in the method registry (:mo
 
 from __future__ import annotations
 
+import importlib
 import sys
 from functools import cache
 
 import click
 
-from . import __version__, method_registry
+from . import __version__
 from .errors import UnstereoError
 
 # The shared infrastructure (not a method): subcommand -> "module:attribute" of a click command or group.
@@ -28,6 +29,8 @@ def subcommands() -> dict[str, str]:
     """Every subcommand: the infrastructure's, then each registered method's (UnStereoEval's stages, fairpair, ...).
     Read on first use (module attribute ``SUBCOMMANDS``), so that a broken method declaration is reported by
     :func:`main` as one clear line rather than a traceback at import."""
+    from . import method_registry  # not at import: `unstereo config ...` needs no method's declaration
+
     out = dict(INFRASTRUCTURE)
     for name, ref in method_registry.cli_groups().items():
         if name in out:
@@ -49,8 +52,12 @@ class LazyGroup(click.Group):
         return sorted(subcommands())
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        ref = subcommands().get(cmd_name)
-        return None if ref is None else method_registry.load_ref(ref)
+        # the infrastructure's own without reading the registry (which imports every method's declaration)
+        ref = INFRASTRUCTURE.get(cmd_name) or subcommands().get(cmd_name)
+        if ref is None:
+            return None
+        module, _, attr = ref.partition(":")
+        return getattr(importlib.import_module(module), attr)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -19,7 +19,6 @@ import yaml
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-from . import method_registry
 from .errors import ConfigError
 from .package_data import SCHEMA_DIR
 
@@ -55,6 +54,8 @@ def _registry(schema_dir: Path, extra: tuple[Path, ...] = ()) -> Registry:
 def config_schema(schema_dir: str | Path | None = None) -> tuple[dict[str, Any], Registry]:
     """The top-level config schema, with one property per method section of the registry (``{}`` by default),
     and the registry of schema files its ``$ref``s resolve in."""
+    from . import method_registry  # here: `import unstereo.config` stays light (the CLI's help imports it)
+
     schema_dir = Path(schema_dir) if schema_dir else SCHEMA_DIR
     schema = _load_yaml(schema_dir / SCHEMA_FILE)
     properties = schema.setdefault("properties", {})
