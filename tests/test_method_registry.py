@@ -220,6 +220,21 @@ TOY_FILES = {
             df = pd.DataFrame({"model": model, "item": range(n), "gap": [0.5 * i for i in range(n)]})
             write_table(df, output, TABLE)
     """,
+    # its headline metric per model, for the cross-method model card (a HEADLINE table)
+    "toy_method/headline.py": """
+        from pathlib import Path
+
+        import pandas as pd
+
+
+        def headline(config):
+            rows = []
+            for model in config["toy"]["models"]:
+                t = pd.read_parquet(Path(config["results_dir"]) / "toy" / model / "table.parquet")
+                rows.append({"method": "toy", "model": model, "metric": "toy_gap", "value": t["gap"].mean(),
+                             "n": len(t)})
+            return pd.DataFrame(rows)
+    """,
     # its config section: every key documented, unknown keys rejected
     "toy_method/toy.schema.yaml": """
         description: the toy method (a test of the method registry)
@@ -364,6 +379,13 @@ def test_toy_method_end_to_end(toy):
     table = pd.read_parquet(work / "res" / "toy" / "small" / "table.parquet")
     assert list(table["gap"]) == [0.0, 0.5, 1.0]  # n = 3 items, gap 0.5 * i
 
+    headline = method_registry.method("toy").headline_function()
+    rows = headline({"results_dir": str(work / "res"), "toy": {"models": ["tiny", "small"]}})
+    assert rows[["model", "metric", "value", "n"]].values.tolist() == [
+        ["tiny", "toy_gap", 0.5, 3],  # mean of 0, 0.5, 1.0
+        ["small", "toy_gap", 0.5, 3],
+    ]
+
     checked = subprocess.run(
         [sys.executable, "-m", "unstereo.outputs_check", "--configfile", "config.yaml",
          "--snakefile", str(REPO / "Snakefile")],
@@ -376,3 +398,18 @@ def test_toy_method_end_to_end(toy):
     assert reported.returncode == 0, reported.stderr[-3000:]
     html = (work / "report.html").read_text(errors="replace")
     assert "Toy results" in html and "table.parquet" in html  # the category the method declares
+
+
+def test_a_broken_entry_point_is_one_clear_line(tmp_path, monkeypatch, capsys):
+    dist = tmp_path / "broken-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: broken\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[unstereo.methods]\nbroken = no_such_module.method:METHOD\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(SystemExit) as exc:
+        cli_module.main(["--help"])
+    assert exc.value.code == 1
+    err = capsys.readouterr().err
+    assert (
+        "entry point broken = no_such_module.method:METHOD: cannot load it" in err and "Traceback" not in err
+    )
