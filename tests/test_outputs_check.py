@@ -230,4 +230,7 @@ def test_main_reports_a_drifted_table_and_fails(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(outputs_check, "dag_outputs", lambda configfile, snakefile: [good, bad])
     assert outputs_check.main(["--configfile", str(config)]) == 1
     err = capsys.readouterr().err
-    assert f"{bad}: does not match its schema (unstereo.sentiment.schemas:FAIRNESS)" in err and str(good) not in err
+    assert (
+        f"{bad}: does not match its schema (unstereo.sentiment.schemas:FAIRNESS)" in err
+        and str(good) not in err
+    )
