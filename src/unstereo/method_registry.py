@@ -143,6 +143,7 @@ def builtin_modules() -> list[str]:
 
 
 def _discover() -> list[tuple[Method, str]]:
+    """(declaration, where it came from) of every method: the built-in packages', then the entry points'."""
     found = []
     for module in builtin_modules():
         found.append((_declaration(getattr(importlib.import_module(module), "METHOD", None), module), module))
@@ -150,8 +151,7 @@ def _discover() -> list[tuple[Method, str]]:
         where = f"entry point {ep.name} = {ep.value}"
         try:
             obj = ep.load()
-        # name the entry point: the traceback alone does not say where the method came from
-        except Exception as exc:
+        except Exception as exc:  # say which entry point: a traceback does not say where the method came from
             raise MethodRegistryError(f"{where}: cannot load it: {exc}") from exc
         found.append((_declaration(obj, where), where))
     return found
