@@ -3,9 +3,7 @@
 from unstereo.sentiment import rules as sentiment_rules
 
 SENTIMENT = config["sentiment"]
-SENTIMENT_SEED = (
-    SENTIMENT["seed"] if SENTIMENT["seed"] is not None else stage_seed("sentiment")
-)
+SENTIMENT_SEED = section_seed(SENTIMENT, "sentiment")
 SENTIMENT_CATEGORY = "Counterfactual sentiment"
 
 
@@ -26,22 +24,23 @@ rule sentiment_sample:
     benchmark:
         f"{BENCH}/sentiment/{{model}}/sample.tsv"
     wildcard_constraints:
-        model=sentiment_rules.model_pattern(SENTIMENT),
+        model=model_rules.model_pattern(SENTIMENT["models"]),
     conda:
         "../envs/sentiment.yaml"
-    threads: SENTIMENT["threads"]
+    threads: model_rules.threads(SENTIMENT)
     resources:
-        mem_mb=8000,
-        runtime=24 * 60,
+        **model_rules.job_resources(SENTIMENT, mem_mb=8000, runtime=24 * 60),
     params:
-        model=lambda wc: sentiment_rules.model_arg(SENTIMENT, wc.model, EXTERNAL),
+        model=lambda wc, input: model_rules.model_arg(
+            SENTIMENT["models"][wc.model], input.model, f"sentiment.models.{wc.model}"
+        ),
         settings=sentiment_rules.settings_arg(SENTIMENT),
         templates=sentiment_rules.templates_dir(EXTERNAL),
         external_dir=EXTERNAL,
         cache=SENTIMENT["cache"] or results("llm-cache.sqlite"),
         seed=SENTIMENT_SEED,
     shell:
-        "unstereo sentiment sample {params.model:q} -o {output.continuations:q} --settings {params.settings:q}"
+        "unstereo sentiment sample {params.model} -o {output.continuations:q} --settings {params.settings:q}"
         " --templates-dir {params.templates:q} --external-dir {params.external_dir:q} --cache {params.cache:q}"
         " --seed {params.seed} --threads {threads} > {log} 2>&1"
 
@@ -56,7 +55,7 @@ rule sentiment_fairness:
     log:
         f"{LOGS}/sentiment/{{model}}/fairness.log",
     wildcard_constraints:
-        model=sentiment_rules.model_pattern(SENTIMENT),
+        model=model_rules.model_pattern(SENTIMENT["models"]),
     conda:
         "../envs/sentiment.yaml"
     threads: 1
@@ -99,7 +98,7 @@ rule sentiment_figures:
     log:
         f"{LOGS}/sentiment/{{model}}/figures.log",
     wildcard_constraints:
-        model=sentiment_rules.model_pattern(SENTIMENT),
+        model=model_rules.model_pattern(SENTIMENT["models"]),
     conda:
         "../envs/sentiment.yaml"
     threads: 1
@@ -140,17 +139,18 @@ rule sentiment_debias:
     benchmark:
         f"{BENCH}/sentiment/{{model}}/debias-{{method}}-{{lam}}.tsv"
     wildcard_constraints:
-        model=sentiment_rules.model_pattern(SENTIMENT),
+        model=model_rules.model_pattern(SENTIMENT["models"]),
         method="none|embedding|sentiment",
         lam="[0-9.e+-]+",
     conda:
         "../envs/sentiment.yaml"
-    threads: SENTIMENT["threads"]
+    threads: model_rules.threads(SENTIMENT)
     resources:
-        mem_mb=16000,
-        runtime=24 * 60,
+        **model_rules.job_resources(SENTIMENT, mem_mb=16000, runtime=24 * 60),
     params:
-        model=lambda wc: sentiment_rules.model_arg(SENTIMENT, wc.model, EXTERNAL),
+        model=lambda wc, input: model_rules.model_arg(
+            SENTIMENT["models"][wc.model], input.model, f"sentiment.models.{wc.model}"
+        ),
         settings=sentiment_rules.settings_arg(SENTIMENT),
         templates=sentiment_rules.templates_dir(EXTERNAL),
         external_dir=EXTERNAL,
@@ -158,7 +158,7 @@ rule sentiment_debias:
         seed=SENTIMENT_SEED,
         out_dir=lambda wc, output: Path(output[0]).parent,
     shell:
-        "unstereo sentiment debias {params.model:q} --out-dir {params.out_dir:q} --method {wildcards.method}"
+        "unstereo sentiment debias {params.model} --out-dir {params.out_dir:q} --method {wildcards.method}"
         " --lam {wildcards.lam} --continuations {input.continuations:q} --settings {params.settings:q}"
         " --templates-dir {params.templates:q} --external-dir {params.external_dir:q} --cache {params.cache:q}"
         " --seed {params.seed} --threads {threads} > {log} 2>&1"
@@ -188,7 +188,7 @@ rule sentiment_debias_summary:
     log:
         f"{LOGS}/sentiment/{{model}}/debias-summary.log",
     wildcard_constraints:
-        model=sentiment_rules.model_pattern(SENTIMENT),
+        model=model_rules.model_pattern(SENTIMENT["models"]),
     conda:
         "../envs/sentiment.yaml"
     threads: 1
