@@ -170,7 +170,7 @@ rule biastest_summary:
         seed=BT_SEED,
         options=bt.summary_options(config),
     shell:
-        "unstereo biastest summarize {params.pairs} {params.scores} -o {params.out_dir} --page {output.page}"
+        "unstereo biastest summary {params.pairs} {params.scores} -o {params.out_dir} --page {output.page}"
         " --rounds {params.rounds} --per-attribute {params.per_attribute} --seed {params.seed} {params.options}"
         " > {log} 2>&1"
 

@@ -1,5 +1,6 @@
 # Rules of the counterfactual sentiment stage (SPEC 3; logic in src/unstereo/sentiment, helpers in
-# unstereo.sentiment.rules): per model, continuations of the filled templates -> I.F./G.F. -> report figures.
+# unstereo.sentiment.rules): per model, continuations of the filled templates (sample) -> I.F./G.F. (metrics) ->
+# figures and table (report); the debiasing grid (debias -> debias_summary).
 from unstereo.sentiment import rules as sentiment_rules
 
 SENTIMENT = config["sentiment"]
@@ -45,7 +46,7 @@ rule sentiment_sample:
         " --seed {params.seed} --threads {threads} > {log} 2>&1"
 
 
-rule sentiment_fairness:
+rule sentiment_metrics:
     """I.F. and G.F. per attribute and classifier with bootstrap intervals; demographic parity at thresholds."""
     input:
         results("sentiment", "{model}", "continuations.parquet"),
@@ -66,11 +67,11 @@ rule sentiment_fairness:
         settings=sentiment_rules.settings_arg(SENTIMENT),
         seed=SENTIMENT_SEED,
     shell:
-        "unstereo sentiment fairness {input:q} -o {output.fairness:q} --parity {output.parity:q}"
+        "unstereo sentiment metrics {input:q} -o {output.fairness:q} --parity {output.parity:q}"
         " --settings {params.settings:q} --seed {params.seed} > {log} 2>&1"
 
 
-rule sentiment_figures:
+rule sentiment_report:
     """Report: Figure 1 (sentiment per value), Figure 2 (demographic parity at thresholds), the fairness table."""
     input:
         continuations=results("sentiment", "{model}", "continuations.parquet"),
@@ -109,7 +110,7 @@ rule sentiment_figures:
         settings=sentiment_rules.settings_arg(SENTIMENT),
         out_dir=lambda wc, output: Path(output.figure1).parent,
     shell:
-        "unstereo sentiment figures {input.continuations:q} --fairness {input.fairness:q} --parity {input.parity:q}"
+        "unstereo sentiment report {input.continuations:q} --fairness {input.fairness:q} --parity {input.parity:q}"
         " --out-dir {params.out_dir:q} --settings {params.settings:q} --title {wildcards.model:q} > {log} 2>&1"
 
 

@@ -1,4 +1,4 @@
-"""The sentiment stage's rule helpers and one real Snakemake run of its rules (sample -> fairness -> figures, and the
+"""The sentiment stage's rule helpers and one real Snakemake run of its rules (sample -> metrics -> report, and the
 debiasing grid) on a tiny random GPT-2, a tiny corpus, a tiny sentence encoder and the mirror's templates."""
 
 from __future__ import annotations

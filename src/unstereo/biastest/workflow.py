@@ -71,7 +71,7 @@ def pairs_options(config: dict[str, Any], entry: str, seed: int) -> str:
 
 
 def summary_options(config: dict[str, Any]) -> str:
-    """Options of ``unstereo biastest summarize`` beyond the bootstrap ones."""
+    """Options of ``unstereo biastest summary`` beyond the bootstrap ones."""
     return "--reference-quirks" if config["biastest"]["reference_quirks"] else ""
 
 
