@@ -7,23 +7,22 @@
 import re
 
 from unstereo.biastest import workflow as bt
-from unstereo.model_spec import resolve_model
 
 # The section with every default filled in (validated against workflow/schemas/biastest.schema.yaml).
 BT = config["biastest"]
 BT_SPECS = bt.specs(config) if BT["enabled"] else {}
 BT_GENERATED = bt.generated_specs(config) if BT["enabled"] else []
 BT_MODELS = bt.models(config) if BT["enabled"] else {}
-BT_SEED = BT["seed"] if BT["seed"] is not None else stage_seed("biastest")
+BT_SEED = section_seed(BT, "biastest")
 BT_REFERENCE = [] if BT["reference_dir"] else [resource_manifest("reference")]
-BT_GEN_MODEL = resolve_model(
-    BT["generate"]["model"], EXTERNAL, key="biastest.generate.model"
+BT_GEN_MODEL_INPUT = model_rules.model_inputs(
+    BT["generate"]["model"], resource_manifest, "biastest.generate.model"
 )
 
 
 wildcard_constraints:
     bt_spec="|".join(re.escape(s) for s in BT_SPECS) or "no-spec-configured",
-    bt_model="|".join(re.escape(m) for m in BT_MODELS) or "no-model-configured",
+    bt_model=model_rules.model_pattern(BT_MODELS),
 
 
 rule biastest_generate:
@@ -31,9 +30,7 @@ rule biastest_generate:
     input:
         spec=lambda wc: bt.spec_inputs(BT_SPECS[wc.bt_spec]),
         reference=BT_REFERENCE,
-        model=(
-            [resource_manifest(BT_GEN_MODEL.resource)] if BT_GEN_MODEL.resource else []
-        ),
+        model=BT_GEN_MODEL_INPUT,
     output:
         pairs=results("biastest", "{bt_spec}", "generated.parquet"),
         generations=results("biastest", "{bt_spec}", "generations.parquet"),
@@ -44,10 +41,12 @@ rule biastest_generate:
         f"{BENCH}/biastest/{{bt_spec}}.generate.tsv"
     conda:
         "../envs/biastest.yaml"
-    threads: BT["threads"]
+    threads: model_rules.threads(BT)
     resources:
-        mem_mb=8000,
-        runtime=24 * 60,
+        # the generator's device (biastest.generate.device), not the scoring one
+        **model_rules.job_resources(
+            BT, mem_mb=8000, runtime=24 * 60, device=BT["generate"]["device"]
+        ),
     params:
         spec=lambda wc: bt.spec_arg(BT_SPECS[wc.bt_spec], wc.bt_spec),
         settings=bt.settings_json(config),
@@ -101,7 +100,11 @@ rule biastest_score:
     """Scores of both sentences of every pair of every specification under one model (loaded once; resumable)."""
     input:
         pairs=expand(results("biastest", "{s}", "pairs.parquet"), s=BT_SPECS),
-        model=lambda wc: bt.model_inputs(config, wc.bt_model, resource_manifest),
+        model=lambda wc: model_rules.model_inputs(
+            BT_MODELS[wc.bt_model],
+            resource_manifest,
+            bt.model_key(config, wc.bt_model),
+        ),
     output:
         expand(results("biastest", "{{bt_model}}", "{s}", "scores.parquet"), s=BT_SPECS),
     log:
@@ -110,18 +113,18 @@ rule biastest_score:
         f"{BENCH}/biastest/{{bt_model}}.score.tsv"
     conda:
         "../envs/biastest.yaml"
-    threads: BT["threads"]
+    threads: model_rules.threads(BT)
     resources:
-        mem_mb=8000,
-        runtime=4 * 60,
-    params:
-        model=lambda wc, input: bt.model_arg(
-            config, wc.bt_model, input.model[0] if input.model else None
+        # the model entry's mem_mb/runtime (entries as in score.models), else these; a GPU with device cuda
+        **model_rules.job_resources(
+            BT, mem_mb=8000, runtime=4 * 60, models=BT_MODELS, wildcard="bt_model"
         ),
+    params:
+        model=lambda wc, input: bt.model_arg(config, wc.bt_model, input.model),
         outputs=lambda wc, output: " ".join(f"-o {o}" for o in output),
         options=lambda wc: bt.score_options(config, wc.bt_model),
     shell:
-        "unstereo biastest score {params.model:q} {input.pairs} {params.outputs} --name {wildcards.bt_model:q}"
+        "unstereo biastest score {params.model} {input.pairs} {params.outputs} --name {wildcards.bt_model:q}"
         " --threads {threads} {params.options} > {log} 2>&1"
 
 
@@ -166,7 +169,7 @@ rule biastest_summary:
         seed=BT_SEED,
         options=bt.summary_options(config),
     shell:
-        "unstereo biastest summarize {params.pairs} {params.scores} -o {params.out_dir} --page {output.page}"
+        "unstereo biastest summary {params.pairs} {params.scores} -o {params.out_dir} --page {output.page}"
         " --rounds {params.rounds} --per-attribute {params.per_attribute} --seed {params.seed} {params.options}"
         " > {log} 2>&1"
 

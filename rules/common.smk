@@ -1,5 +1,8 @@
-# Shared helpers for all rules files: paths from the config, the CLI call, seeds.
+# Shared helpers for all rules files: paths from the config, the CLI call, seeds. Rules that run a model take their
+# wildcard constraint, model input and argument, seed, threads and resources (GPU included) from
+# unstereo.model_rules (imported here as `model_rules` for every rules file).
 
+from unstereo import model_rules
 from unstereo.defaults import RESOURCE_MANIFEST
 
 RESULTS = config["results_dir"]
@@ -26,7 +29,12 @@ def mirror_option():
 
 def stage_seed(stage):
     """A per-stage seed derived from the global one, so stages do not share random streams."""
-    return (int(config["seed"]) * 1_000_003 + sum(map(ord, stage))) % (2**31 - 1)
+    return model_rules.stage_seed(config["seed"], stage)
+
+
+def section_seed(section, stage):
+    """The seed of a stage: its section's `seed`, else `stage_seed(stage)` (unstereo.model_rules.seed)."""
+    return model_rules.seed(section, stage, config["seed"])
 
 
 def resource_manifest(name):

@@ -5,7 +5,6 @@ from unstereo.fairpair import rules as fairpair_rules
 
 FAIRPAIR = config["fairpair"]
 fairpair_rules.check(FAIRPAIR)
-FAIRPAIR_PERTURB_MODEL = fairpair_rules.perturb_model(FAIRPAIR)
 FAIRPAIR_FIGURES = ("samples", "folds", "distributions", "ngrams")
 
 
@@ -34,7 +33,7 @@ rule fairpair_sample:
     """n continuations of x and of p(x) per prompt with one model, p applied to those of x (resumable, cached)."""
     input:
         unpack(
-            lambda wc: fairpair_rules.model_inputs(
+            lambda wc: fairpair_rules.sample_inputs(
                 FAIRPAIR, wc.model, resource_manifest
             )
         ),
@@ -48,31 +47,21 @@ rule fairpair_sample:
     benchmark:
         f"{BENCH}/fairpair/{{model}}/sample.tsv"
     wildcard_constraints:
-        model=fairpair_rules.model_pattern(FAIRPAIR),
+        model=model_rules.model_pattern(FAIRPAIR["models"]),
     conda:
         "../envs/fairpair.yaml"
-    threads: FAIRPAIR["threads"]
+    threads: model_rules.threads(FAIRPAIR)
     resources:
-        **gpu_resources(FAIRPAIR["device"]),
-        mem_mb=8000,
-        runtime=24 * 60,
+        **model_rules.job_resources(FAIRPAIR, mem_mb=8000, runtime=24 * 60),
     params:
-        model=lambda wc, input: fairpair_rules.model_arg(
+        model=lambda wc, input: model_rules.model_arg(
             FAIRPAIR["models"][wc.model], input.model, f"fairpair.models.{wc.model}"
         ),
         options=lambda wc, input: fairpair_rules.sample_options(
             FAIRPAIR,
-            stage_seed("fairpair"),
+            section_seed(FAIRPAIR, "fairpair"),
             results("llm-cache.sqlite"),
-            (
-                fairpair_rules.model_arg(
-                    FAIRPAIR_PERTURB_MODEL,
-                    input.perturb_model,
-                    "fairpair.perturbation.llm.model",
-                )
-                if FAIRPAIR_PERTURB_MODEL is not None
-                else None
-            ),
+            fairpair_rules.perturb_arg(FAIRPAIR, input),
         ),
         prompts_dir=lambda wc, input: Path(input.prompts).parent,
         out_dir=lambda wc, output: Path(output.samples).parent,
@@ -92,7 +81,7 @@ rule fairpair_metrics:
     log:
         f"{LOGS}/fairpair/{{model}}/metrics.log",
     wildcard_constraints:
-        model=fairpair_rules.model_pattern(FAIRPAIR),
+        model=model_rules.model_pattern(FAIRPAIR["models"]),
     conda:
         "../envs/fairpair.yaml"
     resources:

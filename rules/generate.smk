@@ -3,7 +3,6 @@ import json
 import shlex
 
 from unstereo.generate.settings import load_section
-from unstereo.model_spec import resolve_model
 
 # The section with every default filled in (validated against workflow/schemas/generate.schema.yaml).
 GENERATE = load_section(config.get("generate", {}))
@@ -11,22 +10,15 @@ GENERATE = load_section(config.get("generate", {}))
 
 # The seed-word CSV: the configured file, else the vocabulary stage's output.
 GENERATE_SEED_WORDS = GENERATE["seed_words"] or results("vocabulary", "seed_words.csv")
-# The chat model (unstereo.model_spec); the offline resource holding it is an input (none for an endpoint or a hub id).
-GENERATE_MODEL = resolve_model(GENERATE["model"], EXTERNAL, key="generate.model")
-GENERATE_MODEL_INPUT = (
-    [resource_manifest(GENERATE_MODEL.resource)] if GENERATE_MODEL.resource else []
-)
-# The naturalness filter's scoring model (none when the filter is off); its resource is an input too.
+# The chat model (unstereo.model_spec) and the naturalness filter's scoring model (none when the filter is off): the
+# offline resources holding them are inputs (none for an endpoint or a hub id).
 GENERATE_NAT = GENERATE["naturalness"]
-GENERATE_NAT_MODEL = (
-    resolve_model(GENERATE_NAT["model"], EXTERNAL, key="generate.naturalness.model")
+GENERATE_NAT_INPUT = (
+    model_rules.model_inputs(
+        GENERATE_NAT["model"], resource_manifest, "generate.naturalness.model"
+    )
     if GENERATE_NAT["model"] is not None
     and GENERATE_NAT["min_token_logprob"] is not None
-    else None
-)
-GENERATE_NAT_INPUT = (
-    [resource_manifest(GENERATE_NAT_MODEL.resource)]
-    if GENERATE_NAT_MODEL is not None and GENERATE_NAT_MODEL.resource
     else []
 )
 
@@ -35,7 +27,9 @@ rule generate_use:
     """Generate one USE-k benchmark: full table with every row's status, filtered pair table, counts, usage."""
     input:
         seed_words=GENERATE_SEED_WORDS,
-        model=GENERATE_MODEL_INPUT,
+        model=model_rules.model_inputs(
+            GENERATE["model"], resource_manifest, "generate.model"
+        ),
         naturalness_model=GENERATE_NAT_INPUT,
     output:
         full=results("generate", "{benchmark}", "full.parquet"),
@@ -50,22 +44,17 @@ rule generate_use:
         benchmark="USE-[0-9]+",
     conda:
         "../envs/generate.yaml"
-    threads: GENERATE["threads"]
+    threads: model_rules.threads(GENERATE)
     resources:
-        mem_mb=8000,
-        runtime=24 * 60,
+        **model_rules.job_resources(GENERATE, mem_mb=8000, runtime=24 * 60),
     params:
         settings=json.dumps(GENERATE),
         cache=GENERATE["cache"] or results("llm-cache.sqlite"),
-        seed=(
-            GENERATE["seed"]
-            if GENERATE["seed"] is not None
-            else stage_seed("generate")
-        ),
+        seed=section_seed(GENERATE, "generate"),
         out_dir=lambda wc, output: Path(output.full).parent,
         # the folder of the offline resources, from the resource's manifest (for a `resource` model only)
         external_dir=lambda wc, input: (
-            f"--external-dir {shlex.quote(str(Path(input.model[0]).parent.parent))}"
+            f"--external-dir {shlex.quote(str(model_rules.external_dir_of(input.model)))}"
             if input.model
             else ""
         ),

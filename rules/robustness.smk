@@ -10,9 +10,7 @@ ROBUSTNESS_MODELS = (
     robustness_workflow.models(ROBUSTNESS, SCORE) if ROBUSTNESS["enabled"] else []
 )
 ROBUSTNESS_CONSTRUCTIONS = robustness_workflow.constructions(ROBUSTNESS)
-ROBUSTNESS_SEED = (
-    ROBUSTNESS["seed"] if ROBUSTNESS["seed"] is not None else stage_seed("robustness")
-)
+ROBUSTNESS_SEED = section_seed(ROBUSTNESS, "robustness")
 ROBUSTNESS_REPORT = [
     "constructions.png",
     "subsampling.png",
@@ -38,6 +36,10 @@ rule robustness_construct:
         f"{LOGS}/robustness/{{benchmark}}/construct.log",
     conda:
         "../envs/score.yaml"
+    resources:
+        # the delta table (a few hundred MB for the released PILE one) read into memory
+        mem_mb=4000,
+        runtime=60,
     params:
         options=robustness_workflow.construct_options(
             ROBUSTNESS, ROBUSTNESS_CONSTRUCTIONS
@@ -52,13 +54,11 @@ rule robustness_construct:
 rule robustness_score:
     """Every construction of a benchmark under one model, through the score cache (unchanged sentences are free)."""
     input:
-        unpack(
-            lambda wc: {
-                **score_rules.inputs(SCORE, wc.model, "", resource_manifest),
-                "pairs": robustness_workflow.pair_paths(
-                    RESULTS, wc.benchmark, ROBUSTNESS_CONSTRUCTIONS
-                ),
-            }
+        pairs=lambda wc: robustness_workflow.pair_paths(
+            RESULTS, wc.benchmark, ROBUSTNESS_CONSTRUCTIONS
+        ),
+        model=lambda wc: model_rules.model_inputs(
+            SCORE["models"][wc.model], resource_manifest, f"score.models.{wc.model}"
         ),
     output:
         scores=results("robustness", "{benchmark}", "scores", "{model}.parquet"),
@@ -68,22 +68,21 @@ rule robustness_score:
     benchmark:
         f"{BENCH}/robustness/{{benchmark}}/score-{{model}}.tsv"
     wildcard_constraints:
-        model=score_rules.model_pattern(SCORE),
+        model=model_rules.model_pattern(SCORE["models"]),
     conda:
         "../envs/score.yaml"
-    threads: ROBUSTNESS["threads"]
+    threads: model_rules.threads(ROBUSTNESS)
     resources:
-        mem_mb=lambda wc: score_rules.resource(SCORE, wc.model, "mem_mb"),
-        runtime=lambda wc: score_rules.resource(SCORE, wc.model, "runtime"),
-        gpu=score_rules.gpus(SCORE),
-    params:
-        model=lambda wc, input: score_rules.model_arg(
-            SCORE, wc.model, getattr(input, "manifest", None)
+        # the score stage's memory, time and device (the models are scored with its options)
+        **model_rules.job_resources(
+            SCORE, mem_mb=6000, runtime=120, models=SCORE["models"]
         ),
+    params:
+        model=lambda wc, input: score_rules.model_arg(SCORE, wc.model, input.model),
         options=lambda wc: score_rules.options(SCORE, wc.model),
         cache=score_rules.cache_option(SCORE, results("score-cache.sqlite")),
     shell:
-        "unstereo robustness score {params.model:q} {input.pairs:q} -o {output.scores:q} --cost {output.cost:q}"
+        "unstereo robustness score {params.model} {input.pairs:q} -o {output.scores:q} --cost {output.cost:q}"
         " --name {wildcards.model:q} --threads {threads} {params.options} {params.cache} > {log} 2>&1"
 
 
@@ -117,6 +116,9 @@ rule robustness_metrics:
         f"{LOGS}/robustness/metrics.log",
     conda:
         "../envs/score.yaml"
+    resources:
+        mem_mb=4000,
+        runtime=60,
     params:
         scores=lambda wc, input: " ".join(
             f"--scores {shlex.quote(p)}" for p in input.scores
@@ -152,6 +154,9 @@ rule robustness_report:
         f"{LOGS}/robustness/report.log",
     conda:
         "../envs/report.yaml"
+    resources:
+        mem_mb=2000,
+        runtime=30,
     params:
         metric=ROBUSTNESS["metric"],
         in_dir=lambda wc, input: Path(input.scores).parent,

@@ -9,13 +9,9 @@ SCORE = config["score"]
 rule score:
     """Sentence log-likelihoods of every pair of a benchmark under one model (resumable: chunks beside the output)."""
     input:
-        unpack(
-            lambda wc: score_rules.inputs(
-                SCORE,
-                wc.model,
-                results("benchmarks", wc.benchmark, "eta-inf.parquet"),
-                resource_manifest,
-            )
+        pairs=results("benchmarks", "{benchmark}", "eta-inf.parquet"),
+        model=lambda wc: model_rules.model_inputs(
+            SCORE["models"][wc.model], resource_manifest, f"score.models.{wc.model}"
         ),
     output:
         results("scores", "{model}", "{benchmark}.parquet"),
@@ -24,24 +20,22 @@ rule score:
     benchmark:
         f"{BENCH}/score/{{model}}/{{benchmark}}.tsv"
     wildcard_constraints:
-        model=score_rules.model_pattern(SCORE),
+        model=model_rules.model_pattern(SCORE["models"]),
     conda:
         "../envs/score.yaml"
-    threads: SCORE["threads"]
+    threads: model_rules.threads(SCORE)
     resources:
-        mem_mb=lambda wc: score_rules.resource(SCORE, wc.model, "mem_mb"),
-        runtime=lambda wc: score_rules.resource(SCORE, wc.model, "runtime"),
-        # One GPU when the config asks for cuda. On SLURM choose the card with the `gpu_model` resource (e.g.
-        # `--set-resources score:gpu_model=h100` or a profile entry), or use `slurm_extra="--gres=gpu:1"`.
-        gpu=score_rules.gpus(SCORE),
-    params:
-        model=lambda wc, input: score_rules.model_arg(
-            SCORE, wc.model, getattr(input, "manifest", None)
+        # mem_mb/runtime: the model entry's, else the section's; one GPU when `device` is cuda. On SLURM choose the
+        # card with the `gpu_model` resource (`--set-resources score:gpu_model=h100` or a profile entry).
+        **model_rules.job_resources(
+            SCORE, mem_mb=6000, runtime=120, models=SCORE["models"]
         ),
+    params:
+        model=lambda wc, input: score_rules.model_arg(SCORE, wc.model, input.model),
         options=lambda wc: score_rules.options(SCORE, wc.model),
         cache=score_rules.cache_option(SCORE, results("score-cache.sqlite")),
     shell:
-        "unstereo score {params.model:q} {input.pairs:q} -o {output:q} --name {wildcards.model:q}"
+        "unstereo score {params.model} {input.pairs:q} -o {output:q} --name {wildcards.model:q}"
         " --threads {threads} {params.options} {params.cache} > {log} 2>&1"
 
 

@@ -1,11 +1,10 @@
 # Rules of the counterfactual sentiment stage (SPEC 3; logic in src/unstereo/sentiment, helpers in
-# unstereo.sentiment.rules): per model, continuations of the filled templates -> I.F./G.F. -> report figures.
+# unstereo.sentiment.rules): per model, continuations of the filled templates (sample) -> I.F./G.F. (metrics) ->
+# figures and table (report); the debiasing grid (debias -> debias_summary).
 from unstereo.sentiment import rules as sentiment_rules
 
 SENTIMENT = config["sentiment"]
-SENTIMENT_SEED = (
-    SENTIMENT["seed"] if SENTIMENT["seed"] is not None else stage_seed("sentiment")
-)
+SENTIMENT_SEED = section_seed(SENTIMENT, "sentiment")
 SENTIMENT_CATEGORY = METHODS["sentiment"].category
 
 
@@ -26,27 +25,28 @@ rule sentiment_sample:
     benchmark:
         f"{BENCH}/sentiment/{{model}}/sample.tsv"
     wildcard_constraints:
-        model=sentiment_rules.model_pattern(SENTIMENT),
+        model=model_rules.model_pattern(SENTIMENT["models"]),
     conda:
         "../envs/sentiment.yaml"
-    threads: SENTIMENT["threads"]
+    threads: model_rules.threads(SENTIMENT)
     resources:
-        mem_mb=8000,
-        runtime=24 * 60,
+        **model_rules.job_resources(SENTIMENT, mem_mb=8000, runtime=24 * 60),
     params:
-        model=lambda wc: sentiment_rules.model_arg(SENTIMENT, wc.model, EXTERNAL),
+        model=lambda wc, input: model_rules.model_arg(
+            SENTIMENT["models"][wc.model], input.model, f"sentiment.models.{wc.model}"
+        ),
         settings=sentiment_rules.settings_arg(SENTIMENT),
         templates=sentiment_rules.templates_dir(EXTERNAL),
         external_dir=EXTERNAL,
         cache=SENTIMENT["cache"] or results("llm-cache.sqlite"),
         seed=SENTIMENT_SEED,
     shell:
-        "unstereo sentiment sample {params.model:q} -o {output.continuations:q} --settings {params.settings:q}"
+        "unstereo sentiment sample {params.model} -o {output.continuations:q} --settings {params.settings:q}"
         " --templates-dir {params.templates:q} --external-dir {params.external_dir:q} --cache {params.cache:q}"
         " --seed {params.seed} --threads {threads} > {log} 2>&1"
 
 
-rule sentiment_fairness:
+rule sentiment_metrics:
     """I.F. and G.F. per attribute and classifier with bootstrap intervals; demographic parity at thresholds."""
     input:
         results("sentiment", "{model}", "continuations.parquet"),
@@ -56,7 +56,7 @@ rule sentiment_fairness:
     log:
         f"{LOGS}/sentiment/{{model}}/fairness.log",
     wildcard_constraints:
-        model=sentiment_rules.model_pattern(SENTIMENT),
+        model=model_rules.model_pattern(SENTIMENT["models"]),
     conda:
         "../envs/sentiment.yaml"
     threads: 1
@@ -67,11 +67,11 @@ rule sentiment_fairness:
         settings=sentiment_rules.settings_arg(SENTIMENT),
         seed=SENTIMENT_SEED,
     shell:
-        "unstereo sentiment fairness {input:q} -o {output.fairness:q} --parity {output.parity:q}"
+        "unstereo sentiment metrics {input:q} -o {output.fairness:q} --parity {output.parity:q}"
         " --settings {params.settings:q} --seed {params.seed} > {log} 2>&1"
 
 
-rule sentiment_figures:
+rule sentiment_report:
     """Report: Figure 1 (sentiment per value), Figure 2 (demographic parity at thresholds), the fairness table."""
     input:
         continuations=results("sentiment", "{model}", "continuations.parquet"),
@@ -99,7 +99,7 @@ rule sentiment_figures:
     log:
         f"{LOGS}/sentiment/{{model}}/figures.log",
     wildcard_constraints:
-        model=sentiment_rules.model_pattern(SENTIMENT),
+        model=model_rules.model_pattern(SENTIMENT["models"]),
     conda:
         "../envs/sentiment.yaml"
     threads: 1
@@ -110,7 +110,7 @@ rule sentiment_figures:
         settings=sentiment_rules.settings_arg(SENTIMENT),
         out_dir=lambda wc, output: Path(output.figure1).parent,
     shell:
-        "unstereo sentiment figures {input.continuations:q} --fairness {input.fairness:q} --parity {input.parity:q}"
+        "unstereo sentiment report {input.continuations:q} --fairness {input.fairness:q} --parity {input.parity:q}"
         " --out-dir {params.out_dir:q} --settings {params.settings:q} --title {wildcards.model:q} > {log} 2>&1"
 
 
@@ -140,17 +140,18 @@ rule sentiment_debias:
     benchmark:
         f"{BENCH}/sentiment/{{model}}/debias-{{method}}-{{lam}}.tsv"
     wildcard_constraints:
-        model=sentiment_rules.model_pattern(SENTIMENT),
+        model=model_rules.model_pattern(SENTIMENT["models"]),
         method="none|embedding|sentiment",
         lam="[0-9.e+-]+",
     conda:
         "../envs/sentiment.yaml"
-    threads: SENTIMENT["threads"]
+    threads: model_rules.threads(SENTIMENT)
     resources:
-        mem_mb=16000,
-        runtime=24 * 60,
+        **model_rules.job_resources(SENTIMENT, mem_mb=16000, runtime=24 * 60),
     params:
-        model=lambda wc: sentiment_rules.model_arg(SENTIMENT, wc.model, EXTERNAL),
+        model=lambda wc, input: model_rules.model_arg(
+            SENTIMENT["models"][wc.model], input.model, f"sentiment.models.{wc.model}"
+        ),
         settings=sentiment_rules.settings_arg(SENTIMENT),
         templates=sentiment_rules.templates_dir(EXTERNAL),
         external_dir=EXTERNAL,
@@ -158,7 +159,7 @@ rule sentiment_debias:
         seed=SENTIMENT_SEED,
         out_dir=lambda wc, output: Path(output[0]).parent,
     shell:
-        "unstereo sentiment debias {params.model:q} --out-dir {params.out_dir:q} --method {wildcards.method}"
+        "unstereo sentiment debias {params.model} --out-dir {params.out_dir:q} --method {wildcards.method}"
         " --lam {wildcards.lam} --continuations {input.continuations:q} --settings {params.settings:q}"
         " --templates-dir {params.templates:q} --external-dir {params.external_dir:q} --cache {params.cache:q}"
         " --seed {params.seed} --threads {threads} > {log} 2>&1"
@@ -188,7 +189,7 @@ rule sentiment_debias_summary:
     log:
         f"{LOGS}/sentiment/{{model}}/debias-summary.log",
     wildcard_constraints:
-        model=sentiment_rules.model_pattern(SENTIMENT),
+        model=model_rules.model_pattern(SENTIMENT["models"]),
     conda:
         "../envs/sentiment.yaml"
     threads: 1

@@ -72,6 +72,11 @@ def test_rule_helpers(tmp_path):
         == "--reference-dir ext/reference/biastestgpt"
     )
     assert "--runs 1,2,3,4,5" in bt.pairs_options(config, "X", 3)
+    # the model argument and the key errors name: biastest.models, else (empty) the score stage's models
+    assert bt.model_arg(config, "b", []) == "bert" and bt.model_key(config, "b") == "biastest.models.b"
+    shared = validate_config({"score": {"models": {"s": {"path": "org/m", "revision": "r"}}}})
+    assert bt.model_arg(shared, "s", []) == "org/m"  # the revision goes in --revision (score_options)
+    assert bt.model_key(shared, "s") == "score.models.s"
     # the outputs check validates the stage's tables against its own schemas (not the UnStereoEval pair table)
     from pathlib import Path
 

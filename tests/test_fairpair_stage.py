@@ -15,6 +15,7 @@ import yaml
 from _scoring_models import tiny_gpt2, word_tokenizer
 from click.testing import CliRunner
 
+from unstereo import model_rules
 from unstereo.config import load_config, validate_config
 from unstereo.errors import ConfigError
 from unstereo.fairpair import rules
@@ -278,11 +279,14 @@ def test_rule_helpers():
         }
     )["fairpair"]
     manifest = "ext/{}/RESOURCE.json".format
-    assert rules.model_manifests(fp["models"]["smol"], manifest, "k") == ["ext/smollm2/RESOURCE.json"]
-    assert rules.model_manifests(fp["models"]["g2"], manifest, "k") == []
-    assert rules.model_arg(fp["models"]["smol"], ["ext/smollm2/RESOURCE.json"], "k") == "ext/smollm2/S.gguf"
-    assert rules.model_pattern(fp) == "smol|g2"
-    assert rules.model_inputs(fp, "smol", manifest) == {
+    assert model_rules.model_inputs(fp["models"]["smol"], manifest, "k") == ["ext/smollm2/RESOURCE.json"]
+    assert model_rules.model_inputs(fp["models"]["g2"], manifest, "k") == []
+    assert (
+        model_rules.model_arg(fp["models"]["smol"], ["ext/smollm2/RESOURCE.json"], "k")
+        == "ext/smollm2/S.gguf"
+    )
+    assert model_rules.model_pattern(fp["models"]) == "smol|g2"
+    assert rules.sample_inputs(fp, "smol", manifest) == {
         "model": ["ext/smollm2/RESOURCE.json"],
         "perturb_model": ["ext/qwen-coder/RESOURCE.json"],
     }
@@ -303,6 +307,12 @@ def test_rule_helpers():
         "resource": "qwen-coder",
         "gguf_file": "qwen2.5-coder-0.5b-instruct.gguf",
     }
+
+    class SampleInputs:
+        perturb_model = ["ext/qwen-coder/RESOURCE.json"]
+
+    assert rules.perturb_arg(fp, SampleInputs()) == "ext/qwen-coder/qwen2.5-coder-0.5b-instruct.gguf"
+    assert rules.perturb_arg({**fp, "perturbation": {**fp["perturbation"], "method": "rules"}}, None) is None
     assert rules.metrics_options(fp) == (
         "-n 4 --folds 2 --phi jaccard --phi sentiment --max-ngram 4 --top-ngrams 15"
     )

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from unstereo import model_rules
 from unstereo.config import validate_config
 from unstereo.errors import ConfigError
 from unstereo.generate.settings import load_section
 from unstereo.model_spec import ModelSpec, resolve_model
-from unstereo.scoring import rules as score_rules
 
 
 @pytest.mark.parametrize(
@@ -134,7 +134,7 @@ def test_score_schema_uses_the_fragment(entry, key):
 def test_score_entry_keeps_its_own_keys_and_defaults():
     cfg = validate_config({"score": {"models": {"m": {"path": "x", "batch_size": 4, "revision": "r"}}}})
     assert cfg["score"]["models"]["m"] == {"path": "x", "batch_size": 4, "revision": "r", "masked": False}
-    assert score_rules.model_spec(cfg["score"], "m") == ModelSpec(path="x", revision="r")
+    assert model_rules.model_spec(cfg["score"]["models"]["m"]) == ModelSpec(path="x", revision="r")
 
 
 def test_generate_model_default_string_and_errors():
@@ -162,7 +162,7 @@ def test_shipped_configs_resolve(tmp_path):
         spec = resolve_model(cfg["generate"]["model"], "ext", key="generate.model")
         assert spec.resource == "qwen-coder" and spec.gguf_file == "qwen2.5-coder-0.5b-instruct.gguf"
         for name in cfg["score"]["models"]:
-            assert not score_rules.model_spec(cfg["score"], name, "ext").is_remote
+            assert not model_rules.model_spec(cfg["score"]["models"][name], "ext").is_remote
 
 
 def test_remote_spec_cannot_be_loaded_locally():

@@ -6,12 +6,14 @@ import os
 import shutil
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
 import yaml
 from _scoring_models import tiny_gpt2, word_tokenizer
 
+from unstereo import model_rules
 from unstereo.config import load_config, validate_config
 from unstereo.errors import ConfigError
 from unstereo.scoring import rules
@@ -56,21 +58,25 @@ def test_rule_helpers():
             }
         }
     )["score"]
-    assert rules.inputs(score, "smol", "p.parquet", lambda r: f"ext/{r}/RESOURCE.json") == {
-        "pairs": "p.parquet",
-        "manifest": "ext/smollm2/RESOURCE.json",
-    }
-    assert rules.inputs(score, "py.70m", "p.parquet", lambda r: 1 / 0) == {"pairs": "p.parquet"}
-    assert rules.model_arg(score, "smol", "ext/smollm2/RESOURCE.json") == "ext/smollm2/S.gguf"
-    assert rules.model_arg(score, "py.70m", None) == "EleutherAI/pythia-70m"
+    manifest = "ext/{}/RESOURCE.json".format
+    assert model_rules.model_inputs(score["models"]["smol"], manifest) == ["ext/smollm2/RESOURCE.json"]
+    assert model_rules.model_inputs(score["models"]["py.70m"], lambda r: 1 / 0) == []
+    assert rules.model_arg(score, "smol", ["ext/smollm2/RESOURCE.json"]) == "ext/smollm2/S.gguf"
+    assert rules.model_arg(score, "py.70m", []) == "EleutherAI/pythia-70m"  # the revision goes in --revision
     assert rules.options(score, "py.70m") == (
         "--batch-size 8 --dtype auto --device cuda --chunk-size 500 --bos-policy auto --revision step1000"
         " --no-reference-quirks"
     )
     assert rules.options(score, "bert").endswith("--no-reference-quirks --masked")
-    assert rules.resource(score, "bert", "mem_mb") == 999 and rules.resource(score, "smol", "mem_mb") == 6000
-    assert rules.gpus(score) == 1 and rules.gpus({**score, "device": "auto"}) == 0
-    assert rules.model_pattern(score) == r"smol|py\.70m|bert"
+    res = model_rules.job_resources(score, mem_mb=1, runtime=1, models=score["models"])
+    assert (
+        res["mem_mb"](SimpleNamespace(model="bert")) == 999
+        and res["mem_mb"](SimpleNamespace(model="smol")) == 6000
+    )
+    assert res["gpu"] == 1 and "gpu" not in model_rules.job_resources(
+        {**score, "device": "auto"}, mem_mb=1, runtime=1
+    )
+    assert model_rules.model_pattern(score["models"]) == r"smol|py\.70m|bert"
 
 
 @pytest.mark.slow

@@ -1,4 +1,4 @@
-"""The sentiment stage's rule helpers and one real Snakemake run of its rules (sample -> fairness -> figures, and the
+"""The sentiment stage's rule helpers and one real Snakemake run of its rules (sample -> metrics -> report, and the
 debiasing grid) on a tiny random GPT-2, a tiny corpus, a tiny sentence encoder and the mirror's templates."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import pytest
 import yaml
 from _scoring_models import tiny_bert, tiny_gpt2, word_tokenizer
 
+from unstereo import model_rules
 from unstereo.config import validate_config
 from unstereo.sentiment import rules
 from unstereo.sentiment.schemas import CONTINUATIONS, FAIRNESS
@@ -28,10 +29,10 @@ def test_rule_helpers():
     )["sentiment"]  # fmt: skip
     manifest = lambda r: f"ext/{r}/RESOURCE.json"  # noqa: E731
     got = rules.sample_inputs(section, "smol", manifest)
-    assert got["reference"] == "ext/reference/RESOURCE.json" and got["model"] == "ext/smollm2/RESOURCE.json"
-    assert "model" not in rules.sample_inputs(section, "p.1", manifest)
-    assert rules.model_arg(section, "smol", "ext") == "ext/smollm2/S.gguf"
-    assert rules.model_pattern(section) == r"smol|p\.1"
+    assert got["reference"] == "ext/reference/RESOURCE.json" and got["model"] == ["ext/smollm2/RESOURCE.json"]
+    assert rules.sample_inputs(section, "p.1", manifest)["model"] == []  # a folder is no resource
+    assert model_rules.model_arg(section["models"]["smol"], got["model"]) == "ext/smollm2/S.gguf"
+    assert model_rules.model_pattern(section["models"]) == r"smol|p\.1"
     assert rules.debias_runs(section) == ["none-0", "embedding-1", "embedding-0.5"]
     assert json.loads(rules.settings_arg(section))["samples"] == 100
     assert rules.templates_dir("ext") == f"ext/reference/{DATASET}"

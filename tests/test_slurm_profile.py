@@ -239,10 +239,12 @@ def test_common_smk_wrappers(common_helpers):
 # ---- Snakemake applies it all ------------------------------------------------------------------------------------
 
 
-def _dry_run_resources(*args: str) -> str:
+def _dry_run_resources(*args: str, configfile: str = ".test/config.yaml", overlay: Path | None = None) -> str:
+    """A dry run of the whole DAG of `configfile` (with `overlay` on top of it)."""
     exe = shutil.which("snakemake") or str(Path(sys.executable).parent / "snakemake")
+    configfiles = [configfile, *([str(overlay)] if overlay else [])]
     proc = subprocess.run(
-        [exe, "-n", "--forceall", "--configfile", ".test/config.yaml", *args],
+        [exe, "-n", "--forceall", "--configfile", *configfiles, *args],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -257,14 +259,21 @@ def _jobs(dry_run: str) -> list[tuple[str, str]]:
     return re.findall(r"^(?:local)?rule (\w+):\n(?:    .*\n)*?    resources: ([^\n]*)", dry_run, re.M)
 
 
+#: The test configurations: UnStereoEval's stages, and the four other methods.
+TEST_CONFIGS = [".test/config.yaml", ".test/config-methods.yaml"]
+
+
 @pytest.mark.slow
-def test_every_rule_declares_memory_and_time():
+@pytest.mark.parametrize("configfile", TEST_CONFIGS)
+def test_every_rule_declares_memory_and_time(configfile):
     """Without a profile Snakemake adds no defaults, so mem_mb and runtime in a dry run come from the rules
-    themselves: every job of the test DAG (it grows with the stages) must have both."""
-    jobs = _jobs(_dry_run_resources("--workflow-profile", "none"))
+    themselves: every job of the test DAGs (they grow with the stages) must have both. With the test configs'
+    devices (auto) no job asks for a GPU."""
+    jobs = _jobs(_dry_run_resources("--workflow-profile", "none", configfile=configfile))
     assert jobs
     missing = {rule for rule, res in jobs if rule != "all" and not ("mem_mb=" in res and "runtime=" in res)}
     assert not missing, f"rules without mem_mb/runtime: {sorted(missing)}"
+    assert not {rule for rule, res in jobs if "gpu=" in res}
     fetch = [res for rule, res in jobs if rule == "fetch_resource"]
     # its own mem_mb_for(base=2000) and runtime_for(base=30, cap=240) at attempt 1
     assert fetch and all("mem_mb=2000," in res and "runtime=30" in res for res in fetch)
@@ -278,3 +287,46 @@ def test_slurm_profile_overrides_apply():
     jobs = _jobs(_dry_run_resources("--workflow-profile", "workflow/profiles/slurm"))
     fetch = [res for rule, res in jobs if rule == "fetch_resource"]
     assert fetch and all("mem_mb=2000," in res and "runtime=60" in res for res in fetch)
+
+
+#: Every rule that runs a model, and so can run on cuda (unstereo.model_rules.job_resources gives its resources).
+GPU_RULES = {
+    "score",
+    "generate_use",
+    "fairpair_sample",
+    "sentiment_sample",
+    "sentiment_debias",
+    "robustness_score",
+    "biastest_generate",
+    "biastest_score",
+}
+
+#: Every stage's device set to cuda (biastest's generator has its own device).
+CUDA = """
+score: {device: cuda}
+generate: {device: cuda}
+fairpair: {device: cuda}
+sentiment: {device: cuda}
+biastest: {device: cuda, generate: {device: cuda}}
+"""
+
+
+@pytest.mark.slow
+def test_model_rules_request_a_gpu_with_device_cuda(tmp_path):
+    """With `device: cuda` every job that runs a model asks the Slurm executor for one GPU (`gpu=1`, submitted as
+    --gpus=1), and no other job does: the Slurm profile's dry run of both test configurations, whose DAGs together
+    hold every rule of GPU_RULES."""
+    pytest.importorskip("snakemake_executor_plugin_slurm", reason="Slurm executor plugin missing")
+    overlay = tmp_path / "cuda.yaml"
+    overlay.write_text(CUDA)
+    seen = set()
+    for configfile in TEST_CONFIGS:
+        dry_run = _dry_run_resources(
+            "--workflow-profile", "workflow/profiles/slurm", configfile=configfile, overlay=overlay
+        )
+        jobs = _jobs(dry_run)
+        gpu = {rule for rule, res in jobs if re.search(r"(^|, )gpu=1(,|$)", res)}
+        present = {rule for rule, _ in jobs} & GPU_RULES
+        assert gpu == present, f"{configfile}: GPU requested by {sorted(gpu)}, model rules {sorted(present)}"
+        seen |= present
+    assert seen == GPU_RULES

@@ -187,3 +187,14 @@ def resolve_cli_model(
         return resolve_model(model, external_dir, key=param, api_key_env=api_key_env, **extra)
     except ConfigError as exc:
         raise click.BadParameter(str(exc), param_hint=param) from exc
+
+
+# ------------------------------------------------------------------------------------------------ step names
+def alias(group: click.Group, command: click.Command, old_name: str) -> None:
+    """Keep ``command`` callable under its former step name ``old_name`` (docs/workflow-rules.md, "Step
+    vocabulary"), hidden from ``--help`` so that each step is listed once."""
+    import copy
+
+    old = copy.copy(command)
+    old.name, old.hidden = old_name, True
+    group.add_command(old, old_name)

@@ -211,7 +211,7 @@ def score_cmd(model, pairs, outputs, name, gguf_file, revision, masked, masked_s
         click.echo(f"{out}: {len(df)} pairs scored with {name or model}", err=True)
 
 
-@group.command("summarize")
+@group.command("summary")
 @click.option("--pairs", "pairs_files", multiple=True, required=True, type=click.Path(exists=True, dir_okay=False),
               help="pair tables (repeat)")  # fmt: skip
 @click.option("--scores", "scores_files", multiple=True, required=True,
@@ -241,3 +241,8 @@ def summarize_cmd(
     whole = summary[summary["attribute"] == "*"]
     click.echo(whole[["model", "spec", "source", "n", "stereotype_score", "ci_low", "ci_high"]].to_string(index=False),
                err=True)  # fmt: skip
+
+
+cli_options.alias(
+    group, summarize_cmd, "summarize"
+)  # the former step name (before the common step vocabulary)

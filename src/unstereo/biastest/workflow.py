@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..scoring import rules as score_rules
+from .. import model_rules
 from .run import is_spec_file, spec_entries
 
 
@@ -70,13 +71,22 @@ def pairs_options(config: dict[str, Any], entry: str, seed: int) -> str:
 
 
 def summary_options(config: dict[str, Any]) -> str:
-    """Options of ``unstereo biastest summarize`` beyond the bootstrap ones."""
+    """Options of ``unstereo biastest summary`` beyond the bootstrap ones."""
     return "--reference-quirks" if config["biastest"]["reference_quirks"] else ""
 
 
-def model_arg(config: dict[str, Any], name: str, manifest: str | None) -> str:
-    """MODEL argument of ``unstereo biastest score`` (as for ``unstereo score``)."""
-    return score_rules.model_arg({"models": models(config)}, name, manifest)
+def model_key(config: dict[str, Any], name: str) -> str:
+    """The config key of model ``name`` (``biastest.models.<name>``, or ``score.models.<name>`` when the stage
+    takes the score stage's models), for error messages."""
+    return f"{'biastest' if config['biastest']['models'] else 'score'}.models.{name}"
+
+
+def model_arg(config: dict[str, Any], name: str, manifests: str | Sequence[str] | None) -> str:
+    """MODEL argument of ``unstereo biastest score`` (as for ``unstereo score``: the revision goes in
+    ``--revision``); ``manifests``: the rule's model input."""
+    return model_rules.model_arg(
+        models(config)[name], manifests, model_key(config, name), revision=False, api_key=False
+    )
 
 
 def score_options(config: dict[str, Any], name: str) -> str:
@@ -90,11 +100,6 @@ def score_options(config: dict[str, Any], name: str) -> str:
     if entry.get("masked"):
         opts += ["--masked", f"--masked-scorer {b['masked_scorer']}"]
     return " ".join(opts)
-
-
-def model_inputs(config: dict[str, Any], name: str, manifest) -> list[str]:
-    entry = models(config)[name]
-    return [manifest(entry["resource"])] if entry.get("resource") else []
 
 
 def settings_json(config: dict[str, Any]) -> str:

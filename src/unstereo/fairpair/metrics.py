@@ -35,6 +35,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..bootstrap import percentile_interval, resample_stat
+
 PHIS = ("jaccard", "sentiment")
 TOKEN_RE = re.compile(r"\w+")
 
@@ -245,12 +247,9 @@ def bootstrap_ci(
     x = x[~np.isnan(x)]
     if len(x) == 0 or n_boot < 1:
         return float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
     with np.errstate(invalid="ignore"):  # a median between two +inf values
-        stats = stat(x[rng.integers(0, len(x), size=(n_boot, len(x)))], axis=1)
-    alpha = (1.0 - level) / 2
-    lo, hi = np.quantile(stats, [alpha, 1 - alpha], method="inverted_cdf")
-    return float(lo), float(hi)
+        stats = resample_stat(x, stat, n_boot, np.random.default_rng(seed))
+    return percentile_interval(stats, level, method="inverted_cdf")
 
 
 def bootstrap_mean_ci(

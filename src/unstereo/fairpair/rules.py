@@ -1,52 +1,26 @@
-"""Helpers for ``rules/fairpair.smk``: inputs, model arguments and command-line options from the ``fairpair`` config
-section (kept here, unit-tested, so that the rules file stays declarative)."""
+"""Helpers for ``rules/fairpair.smk``: inputs and command-line options from the ``fairpair`` config section (kept
+here, unit-tested, so that the rules file stays declarative; the model layer is :mod:`unstereo.model_rules`)."""
 
 from __future__ import annotations
 
-import re
 import shlex
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..model_spec import ModelSpec, resolve_model
+from .. import model_rules
 
 OCCUPATIONS = "winogender/data/occupations-stats.tsv"  # inside the reference resource
+PERTURB_KEY = "fairpair.perturbation.llm.model"
 
 
-def model_pattern(section: dict[str, Any]) -> str:
-    """Wildcard constraint for ``{model}``: exactly the configured short names."""
-    return "|".join(re.escape(name) for name in section["models"]) or "no-model-configured"
-
-
-def _spec(entry: Any, external_dir: str | Path | None, key: str) -> ModelSpec:
-    return resolve_model(entry, external_dir, key=key)
-
-
-def model_manifests(entry: Any, manifest: Callable[[str], str], key: str) -> list[str]:
-    """The manifest of the offline resource holding a model (a rule input), none for a hub id, folder or endpoint."""
-    spec = _spec(entry, None, key)
-    return [manifest(spec.resource)] if spec.resource else []
-
-
-def model_arg(entry: Any, manifests: list[str], key: str) -> str:
-    """A model's command-line form (a resource as the file beside its manifest), quoted, with ``--api-key-env``
-    for an endpoint that names one."""
-    external_dir = Path(manifests[0]).parent.parent if manifests else None
-    spec = _spec(entry, external_dir, key)
-    arg = shlex.quote(spec.to_arg())
-    if spec.is_remote and spec.api_key_env is not None:
-        arg += f" --api-key-env {shlex.quote(spec.api_key_env)}"
-    return arg
-
-
-def model_inputs(section: dict[str, Any], name: str, manifest: Callable[[str], str]) -> dict[str, list[str]]:
+def sample_inputs(section: dict[str, Any], name: str, manifest: Callable[[str], str]) -> dict[str, list[str]]:
     """Inputs of rule fairpair_sample: the offline resources of model ``name`` (``model``) and, with the LLM
     perturbation, of its chat model (``perturb_model``)."""
-    out = {"model": model_manifests(section["models"][name], manifest, f"fairpair.models.{name}")}
+    out = {"model": model_rules.model_inputs(section["models"][name], manifest, f"fairpair.models.{name}")}
     perturb = perturb_model(section)
     if perturb is not None:
-        out["perturb_model"] = model_manifests(perturb, manifest, "fairpair.perturbation.llm.model")
+        out["perturb_model"] = model_rules.model_inputs(perturb, manifest, PERTURB_KEY)
     return out
 
 
@@ -87,15 +61,22 @@ def perturb_model(section: dict[str, Any]) -> Any:
     return pert["llm"]["model"] if pert["method"] == "llm" else None
 
 
+def perturb_arg(section: dict[str, Any], inputs: Any) -> str | None:
+    """The LLM perturbation model's argument (its resource beside the rule's ``perturb_model`` input), or None."""
+    entry = perturb_model(section)
+    return None if entry is None else model_rules.model_arg(entry, inputs.perturb_model, PERTURB_KEY)
+
+
 def sample_options(section: dict[str, Any], seed: int, cache: str, perturb_arg: str | None) -> str:
-    """Options of ``unstereo fairpair sample`` (``perturb_arg``: the LLM perturbation model's argument, if any)."""
+    """Options of ``unstereo fairpair sample`` (``seed``: the stage's, :func:`unstereo.model_rules.seed`;
+    ``perturb_arg``: the LLM perturbation model's argument, if any)."""
     s = section
     opts = [
         f"-n {s['n']}",
         f"--temperature {s['temperature']}",
         f"--top-p {s['top_p']}",
         f"--max-new-tokens {s['max_new_tokens']}",
-        f"--seed {s['seed'] if s['seed'] is not None else seed}",
+        f"--seed {seed}",
         f"--batch-size {s['batch_size']}",
         f"--concurrency {s['concurrency']}",
         f"--chunk-size {s['chunk_size']}",

@@ -17,6 +17,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from ..bootstrap import percentile_interval
 from ..errors import InputError
 
 ORIGINAL = "original"
@@ -109,7 +110,6 @@ def summary(
 ) -> pd.DataFrame:
     """Per (model, benchmark, construction, eta, metric): trials, mean, std (ddof 1; 0 for one trial) and the
     central ``level`` percentile interval over the trials."""
-    q = (1 - level) / 2
     rows = []
     for (model, bench, cons, eta), group in scores.groupby(
         ["model", "benchmark", "construction", "eta"], sort=True
@@ -119,6 +119,6 @@ def summary(
             if not len(v):
                 continue
             std = float(v.std(ddof=1)) if len(v) > 1 else 0.0
-            lo, hi = np.quantile(v, [q, 1 - q])
-            rows.append([model, bench, cons, eta, metric, len(v), float(v.mean()), std, float(lo), float(hi)])
+            lo, hi = percentile_interval(v, level)
+            rows.append([model, bench, cons, eta, metric, len(v), float(v.mean()), std, lo, hi])
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS).astype({"trials": "int64"})

@@ -1,50 +1,25 @@
-"""Helpers for ``rules/score.smk``: the rule's inputs, model argument and options from the ``score`` config section.
+"""Helpers for ``rules/score.smk``: the model argument and options from the ``score`` config section (the model's
+input, wildcard constraint, threads and resources come from :mod:`unstereo.model_rules`).
 
 Kept here (not in the rules file) so that they are unit-tested and the rules file stays declarative.
 """
 
 from __future__ import annotations
 
-import re
 import shlex
-from collections.abc import Callable
-from dataclasses import replace
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
-from ..model_spec import SPEC_KEYS, ModelSpec, resolve_model
+from .. import model_rules
 
 
-def model_pattern(score: dict[str, Any]) -> str:
-    """Wildcard constraint for ``{model}``: exactly the configured short names."""
-    return "|".join(re.escape(name) for name in score["models"]) or "no-model-configured"
-
-
-def model_entry(score: dict[str, Any], name: str) -> dict[str, Any]:
-    """The config entry of model ``name``."""
-    return score["models"][name]
-
-
-def inputs(score: dict[str, Any], name: str, pairs: str, manifest: Callable[[str], str]) -> dict[str, str]:
-    """``pairs`` and, for a model from an offline resource, that resource's manifest (``manifest(resource)``)."""
-    entry = model_entry(score, name)
-    out = {"pairs": pairs}
-    if entry.get("resource"):
-        out["manifest"] = manifest(entry["resource"])
-    return out
-
-
-def model_spec(score: dict[str, Any], name: str, external_dir: str | Path | None = None) -> ModelSpec:
-    """The model spec of entry ``name`` (its per-model options left out); errors name ``score.models.<name>``."""
-    entry = {k: v for k, v in model_entry(score, name).items() if k in SPEC_KEYS}
-    return resolve_model(entry, external_dir, key=f"score.models.{name}")
-
-
-def model_arg(score: dict[str, Any], name: str, manifest: str | None) -> str:
-    """MODEL argument of ``unstereo score``: the model's command-line form (a resource as the file or folder beside
-    its ``manifest``), without the revision, which :func:`options` passes as ``--revision``."""
-    external_dir = Path(manifest).parent.parent if manifest else None
-    return replace(model_spec(score, name, external_dir), revision=None).to_arg()
+def model_arg(score: dict[str, Any], name: str, manifests: str | Sequence[str] | None) -> str:
+    """MODEL argument of ``unstereo score`` (and ``unstereo robustness score``, ``unstereo biastest score``) for model
+    ``name`` of ``score["models"]``: :func:`unstereo.model_rules.model_arg` without the revision, which
+    :func:`options` passes as ``--revision``; ``manifests``: the rule's model input."""
+    return model_rules.model_arg(
+        score["models"][name], manifests, f"score.models.{name}", revision=False, api_key=False
+    )
 
 
 def cache_option(score: dict[str, Any], default_path: str) -> str:
@@ -58,7 +33,7 @@ def cache_option(score: dict[str, Any], default_path: str) -> str:
 
 def options(score: dict[str, Any], name: str) -> str:
     """Options of ``unstereo score`` from the section (per-model entries override the stage's values)."""
-    entry = model_entry(score, name)
+    entry = score["models"][name]
     opts: dict[str, Any] = {
         "--batch-size": entry.get("batch_size", score["batch_size"]),
         "--dtype": entry.get("dtype", score["dtype"]),
@@ -74,13 +49,3 @@ def options(score: dict[str, Any], name: str) -> str:
     if entry.get("masked"):
         flags.append("--masked")
     return " ".join([*(f"{k} {v}" for k, v in opts.items()), *flags])
-
-
-def resource(score: dict[str, Any], name: str, key: str) -> int:
-    """A scheduler resource (``mem_mb``, ``runtime``) of model ``name``: its own value, else the stage's."""
-    return int(model_entry(score, name).get(key, score[key]))
-
-
-def gpus(score: dict[str, Any]) -> int:
-    """GPUs per job: 1 when the section asks for a CUDA device, else 0."""
-    return 1 if str(score["device"]).startswith("cuda") else 0

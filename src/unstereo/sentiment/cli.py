@@ -1,4 +1,5 @@
-"""``unstereo sentiment``: counterfactual sentiment bias (SPEC 3): sample, fairness, figures, debias."""
+"""``unstereo sentiment``: counterfactual sentiment bias (SPEC 3): sample, metrics (I.F./G.F.), report (figures),
+debias."""
 
 from __future__ import annotations
 
@@ -98,7 +99,7 @@ def sample_cmd(model, output, settings, templates_dir, opinion_lexicon, cache, s
     click.echo(f"{len(df)} continuations -> {output}")
 
 
-@group.command("fairness")
+@group.command("metrics")
 @click.argument("continuations", type=cli_options.EXISTING_FILE)
 @cli_options.output("fairness.parquet: attribute, classifier, metric (IF|GF), value, ci_low, ci_high")
 @click.option("--parity", default=None, type=click.Path(dir_okay=False), help="also write the parity table here")  # fmt: skip
@@ -126,7 +127,7 @@ def fairness_cmd(continuations, output, parity, settings, seed) -> None:
     click.echo(f"{len(table)} rows -> {output}")
 
 
-@group.command("figures")
+@group.command("report")
 @click.argument("continuations", type=cli_options.EXISTING_FILE)
 @click.option("--fairness", "fairness_path", required=True, type=cli_options.EXISTING_FILE, help="fairness.parquet")  # fmt: skip
 @click.option("--parity", "parity_path", required=True, type=cli_options.EXISTING_FILE, help="parity.parquet")
@@ -153,6 +154,11 @@ def figures_cmd(continuations, fairness_path, parity_path, out_dir, settings, ti
         title=title,
     )
     click.echo("\n".join(str(p) for p in written))
+
+
+# the former step names (before the common step vocabulary)
+cli_options.alias(group, fairness_cmd, "fairness")
+cli_options.alias(group, figures_cmd, "figures")
 
 
 @group.command("debias")

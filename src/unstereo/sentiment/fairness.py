@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import wasserstein_distance
 
+from ..bootstrap import percentile_interval
 from ..errors import InputError
 
 KEY = ["attribute", "family", "value", "subgroup", "sample"]
@@ -103,8 +104,7 @@ def bootstrap(
         stats["GF"].append(
             np.mean([wasserstein_distance(np.concatenate(p), everything) for p in parts.values()])
         )
-    alpha = (1 - level) / 2
-    return {k: (float(np.quantile(v, alpha)), float(np.quantile(v, 1 - alpha))) for k, v in stats.items()}
+    return {k: percentile_interval(v, level) for k, v in stats.items()}
 
 
 def fairness_table(

@@ -1,34 +1,22 @@
 """Helpers for ``rules/sentiment.smk``: inputs and arguments from the ``sentiment`` config section (unit-tested here
-so that the rules file stays declarative)."""
+so that the rules file stays declarative; the model layer is :mod:`unstereo.model_rules`)."""
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from typing import Any
 
-from ..model_spec import resolve_model
+from ..model_rules import model_inputs
 from .settings import resource_name
 from .templates import DATASET
 
 
-def model_pattern(section: dict[str, Any]) -> str:
-    """Wildcard constraint for ``{model}``: exactly the configured short names."""
-    return "|".join(re.escape(name) for name in section["models"]) or "no-model-configured"
-
-
-def model_arg(section: dict[str, Any], name: str, external_dir: str) -> str:
-    """The MODEL argument of ``unstereo sentiment sample`` (the spec's command-line form)."""
-    return resolve_model(section["models"][name], external_dir, key=f"sentiment.models.{name}").to_arg()
-
-
-def sample_inputs(section: dict[str, Any], name: str, manifest: Callable[[str], str]) -> dict[str, str]:
-    """The reference data (templates), the model's resource and the opinion lexicon's resource, as manifests."""
-    out = {"reference": manifest("reference")}
-    spec = resolve_model(section["models"][name], "", key=f"sentiment.models.{name}")
-    if spec.resource:
-        out["model"] = manifest(spec.resource)
+def sample_inputs(section: dict[str, Any], name: str, manifest: Callable[[str], str]) -> dict[str, Any]:
+    """The reference data (templates), the model's resource (a list, empty for a model outside the resources) and
+    the opinion lexicon's resource, as manifests."""
+    out: dict[str, Any] = {"reference": manifest("reference")}
+    out["model"] = model_inputs(section["models"][name], manifest, f"sentiment.models.{name}")
     lexicon = resource_name(section["opinion_lexicon"])
     if "opinion" in section["classifiers"] and lexicon and lexicon in registered_resources():
         out["lexicon"] = manifest(lexicon)
@@ -59,7 +47,7 @@ def debias_runs(section: dict[str, Any]) -> list[str]:
     return ["none-0"] + [f"{m}-{lam:g}" for m in d["methods"] for lam in d["lambdas"]]
 
 
-def debias_inputs(section: dict[str, Any], name: str, continuations: str, manifest: Callable[[str], str]) -> dict[str, str]:  # fmt: skip
+def debias_inputs(section: dict[str, Any], name: str, continuations: str, manifest: Callable[[str], str]) -> dict[str, Any]:  # fmt: skip
     """The sampling inputs plus the stage's continuations (the base model's row) and the resources of the corpus
     and the sentence encoder."""
     out = {**sample_inputs(section, name, manifest), "continuations": continuations}
