@@ -46,6 +46,7 @@ include: "rules/fairpair.smk"
 include: "rules/sentiment.smk"
 include: "rules/robustness.smk"
 include: "rules/biastest.smk"
+include: "rules/model_card.smk"
 
 
 rule all:
