@@ -65,7 +65,7 @@ class CardMethod:
 # The methods on the card, in the card's order. The ONLY place to change when the method registry lands: it will
 # give, per method, its name, config section and "unstereo.<package>.headline:headline".
 METHODS: tuple[CardMethod, ...] = (
-    CardMethod("unstereoeval", "metrics", "unstereo.metrics.headline"),
+    CardMethod("unstereoeval", "metrics", "unstereo.report.headline"),
     CardMethod("fairpair", "fairpair", "unstereo.fairpair.headline"),
     CardMethod("sentiment", "sentiment", "unstereo.sentiment.headline"),
     CardMethod("robustness", "robustness", "unstereo.robustness.headline"),

@@ -22,7 +22,13 @@ from .schemas import RANK_SWAPS
 
 METHOD = "robustness"
 METRICS = (
-    HeadlineMetric("rank_swap_rate", "Rank-swap rate (alternate constructions)", "higher", bias_level=False),
+    HeadlineMetric(
+        "rank_swap_rate",
+        "Rank-swap rate (alternate constructions)",
+        "higher",
+        bias_level=False,
+        limits=(0.0, 1.0),
+    ),
 )
 
 

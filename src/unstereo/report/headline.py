@@ -3,7 +3,8 @@ eta = inf, from ``results/metrics/metrics.parquet``.
 
 Which benchmark: the first of the config's metrics benchmarks (``metrics.benchmarks``, else ``score.benchmarks``)
 that the table holds. The card shows one benchmark rather than pooling them: benchmarks may share pairs (the same
-pairs under two deltas), so a pooled share would count them twice, and AuFC has no pooled form.
+pairs under two deltas), so a pooled share would count them twice, and AuFC has no pooled form. (It lives in
+``report``, beside UnStereoEval's report tables, because ``metrics`` never imports ``report``.)
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..headline import HeadlineMetric, first_present, headline_table
-from ..report.workflow import metrics_benchmarks, metrics_models
 from ..tables import read_table
+from .workflow import metrics_benchmarks, metrics_models
 
 METHOD = "unstereoeval"
 METRICS = (
