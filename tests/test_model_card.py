@@ -310,7 +310,8 @@ def test_write_card_pages_and_figure(tmp_path):
     assert "No method has a headline metric" in (out / "pages" / "nobody.html").read_text()
     md = (out / "pages" / "c.md").read_text()
     assert "Rank-swap rate" in md and "(not a bias level)" in md
-    assert "Kendall tau-b" in (out / "pages" / "tau.html").read_text()
+    tau_html = (out / "pages" / "tau.html").read_text()
+    assert "Kendall tau-b" in tau_html and "fairpair: FairPair F" in tau_html
 
 
 def test_cli_model_card(tmp_path):

@@ -258,9 +258,12 @@ def _page_rows(card: pd.DataFrame, model: str) -> list[list[str]]:
     return rows
 
 
-def _tau_rows(tau: pd.DataFrame) -> list[list[str]]:
+def _tau_rows(tau: pd.DataFrame, labels: dict[tuple[str, str], str]) -> list[list[str]]:
+    def name(method, metric):
+        return f"{method}: {labels.get((method, metric), metric)}"
+
     return [
-        [f"{r.method_a} {r.metric_a}", f"{r.method_b} {r.metric_b}", str(r.n_models),
+        [name(r.method_a, r.metric_a), name(r.method_b, r.metric_b), str(r.n_models),
          _num(r.kendall_tau) or "NaN", _num(r.p_value), r.note or r.models]
         for r in tau.itertuples(index=False)
     ]  # fmt: skip
@@ -271,15 +274,24 @@ _TAU_COLUMNS = ("Metric A", "Metric B", "Shared models", "Kendall tau-b", "p-val
 _CSS = (
     "body{font-family:sans-serif;margin:1em;color:#222}table{border-collapse:collapse;font-size:14px}"
     "th,td{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}th{background:#f2f2f2}"
-    "td:nth-child(3){text-align:right;font-weight:bold}p{max-width:60em;font-size:13px}"
+    "td.num{text-align:right}td.value{text-align:right;font-weight:bold}p{max-width:60em;font-size:13px}"
 )
 
 
-def _html_table(columns, rows) -> str:
+def _html_table(columns, rows, classes: dict[int, str] | None = None) -> str:
+    """An HTML table; ``classes``: column index -> CSS class of its cells (`num`, `value`)."""
+    classes = classes or {}
     out = [
         "<table><thead><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in columns) + "</tr></thead><tbody>"
     ]
-    out += ["<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows]
+    for row in rows:
+        cells = (
+            f"<td class='{classes[i]}'>{html.escape(c)}</td>"
+            if i in classes
+            else f"<td>{html.escape(c)}</td>"
+            for i, c in enumerate(row)
+        )
+        out.append("<tr>" + "".join(cells) + "</tr>")
     return "\n".join(out) + "</tbody></table>"
 
 
@@ -305,7 +317,9 @@ def model_page(card: pd.DataFrame, model: str, fmt: str = "html") -> str:
         body = _md_table(_PAGE_COLUMNS, rows) if rows else "No method has a headline metric for this model.\n"
         return f"# Model card: {model}\n\n{body}\n{_READING}\n"
     body = (
-        _html_table(_PAGE_COLUMNS, rows) if rows else "<p>No method has a headline metric for this model.</p>"
+        _html_table(_PAGE_COLUMNS, rows, {2: "value", 6: "num"})
+        if rows
+        else "<p>No method has a headline metric for this model.</p>"
     )
     return (
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>Model card: {html.escape(model)}</title>"
@@ -314,19 +328,25 @@ def model_page(card: pd.DataFrame, model: str, fmt: str = "html") -> str:
     )
 
 
-def tau_page(tau: pd.DataFrame, fmt: str = "html") -> str:
-    """The Kendall tau table as an HTML page or Markdown."""
+def tau_page(tau: pd.DataFrame, fmt: str = "html", card: pd.DataFrame | None = None) -> str:
+    """The Kendall tau table as an HTML page or Markdown; the metrics named by their labels in ``card``."""
     title = "Agreement between methods: Kendall tau-b of the model rankings"
     note = (
         "Each row compares the order in which two headline metrics put the models both cover (1 = the same order, "
         "-1 = reversed). A model is the same model across methods when it has the same short name in each method's "
         "config. NaN when fewer than 2 models are shared."
     )
-    rows = _tau_rows(tau)
+    labels = {} if card is None else dict(zip(zip(card["method"], card["metric"], strict=True), card["label"],
+                                               strict=True))  # fmt: skip
+    rows = _tau_rows(tau, labels)
     if fmt == "md":
         body = _md_table(_TAU_COLUMNS, rows) if rows else "Fewer than two ranked metrics.\n"
         return f"# {title}\n\n{body}\n{note}\n"
-    body = _html_table(_TAU_COLUMNS, rows) if rows else "<p>Fewer than two ranked metrics.</p>"
+    body = (
+        _html_table(_TAU_COLUMNS, rows, {2: "num", 3: "value", 4: "num"})
+        if rows
+        else "<p>Fewer than two ranked metrics.</p>"
+    )
     return (
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{title}</title><style>{_CSS}</style></head>"
         f"<body><h2>{title}</h2>\n{body}\n<p>{html.escape(note)}</p></body></html>\n"
@@ -371,6 +391,10 @@ def plot_model(
         allm = card[(card["method"] == key[0]) & (card["metric"] == key[1])]
         others = allm[allm["model"] != model]
         ax.plot(others["value"], np.zeros(len(others)), "|", color="0.6", ms=14, mew=2, label="other models")
+        if len(others) <= 6:  # name a few; more would overlap
+            for o in others.itertuples(index=False):
+                if np.isfinite(o.value):
+                    ax.annotate(o.model, (o.value, 0.45), ha="center", va="bottom", fontsize=7, color="0.45")
         xs = list(allm["value"]) + list(allm["ci_low"]) + list(allm["ci_high"])
         r = mine.loc[key] if key in mine.index else None
         if r is not None:
@@ -431,8 +455,8 @@ def write_card(
     write_table(tau, tau_out, MODEL_CARD_TAU)
     if pages_dir is not None:
         pages = Path(pages_dir)
-        write_text(pages / "tau.html", tau_page(tau))
-        write_text(pages / "tau.md", tau_page(tau, "md"))
+        write_text(pages / "tau.html", tau_page(tau, card=card))
+        write_text(pages / "tau.md", tau_page(tau, "md", card))
         for model in models if models is not None else list(dict.fromkeys(card["model"])):
             write_text(pages / f"{model}.html", model_page(card, model))
             write_text(pages / f"{model}.md", model_page(card, model, "md"))
