@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import zipfile
 
 import numpy as np
 import pandas as pd
@@ -340,3 +341,56 @@ def test_figure_axis_stays_inside_the_metric_limits():
     # unbounded: 8 % either side
     assert mc._xlim(1.0, 2.0) == pytest.approx((0.92, 2.08))
     assert all(hm.limits[0] == 0.0 for m in mc.METHODS for hm in m.metrics)
+
+
+@pytest.mark.slow
+def test_model_card_rule_in_a_workflow_run(tmp_path):
+    """The workflow from two models' scores of a two-pair benchmark: rule metrics, then rule model_card writes the
+    card, the tau table and a page and figure per model, and `snakemake --report` files them (under "Model card")."""
+    from test_report_workflow import _config, snakemake
+
+    from unstereo.tables import write_table
+
+    res = tmp_path / "res"
+    pairs = pd.DataFrame(
+        {
+            "pair_id": ["B:1", "B:2"],
+            "benchmark": "B",
+            "template": ["{pronoun} a.", "{pronoun} b."],
+            "sentence_female": ["She a.", "She b."],
+            "sentence_male": ["He a.", "He b."],
+            "seed_word": None,
+            "max_pmi": [0.1, 0.9],
+            "max_pmi_word": None,
+            "source": "t",
+        }
+    )
+    write_table(pairs, res / "benchmarks" / "B" / "pairs.parquet", "pairs")
+    for model, female in (("a", [-9.99, -10.01]), ("b", [-14.0, -6.0])):  # a: both pairs neutral, b: neither
+        scores = pd.DataFrame({"pair_id": ["B:1", "B:2"], "model": model, "logp_female": female,
+                               "logp_male": [-10.0, -10.0], "ntok_female": 3, "ntok_male": 3})  # fmt: skip
+        write_table(scores, res / "scores" / model / "B.parquet", "scores")
+    config = _config(
+        tmp_path / "config.yaml",
+        results_dir="res",
+        external_dir="ext",
+        resources=[],
+        metrics={"enabled": True, "models": ["a", "b"], "benchmarks": ["B"], "etas": ["inf"]},
+        report={"enabled": True, "paper": False},
+    )
+    run = snakemake(tmp_path, config)
+    assert run.returncode == 0, run.stderr[-3000:]
+    card = pd.read_parquet(res / "model_card.parquet").set_index(["model", "metric"])
+    # a's two pairs are neutral (US 100), b's are not (US 0): b is the more biased
+    assert card.loc[("a", "us"), "value"] == 100.0 and card.loc[("b", "us"), "value"] == 0.0
+    assert card.loc[("b", "us"), "rank"] == 1 and card.loc[("a", "us"), "scope"] == "benchmark B, eta = inf"
+    tau = pd.read_parquet(res / "model_card_tau.parquet")
+    assert list(zip(tau["metric_a"], tau["metric_b"], tau["n_models"], strict=True)) == [("us", "aufc", 2)]
+    for model in ("a", "b"):
+        assert (res / "model_card" / f"{model}.png").read_bytes()[:4] == b"\x89PNG"
+    report = snakemake(tmp_path, config, "--report", "report.zip")
+    assert report.returncode == 0, report.stderr[-3000:]
+    with zipfile.ZipFile(tmp_path / "report.zip") as z:
+        names = z.namelist()
+    for name in ("a.png", "a.html", "b.png", "b.html", "tau.html"):
+        assert any(n.endswith("/" + name) for n in names), (name, names)
