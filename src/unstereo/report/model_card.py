@@ -384,9 +384,12 @@ def plot_model(
     info = _metric_info(methods)
     keys = _metric_keys(card)
     mine = card[card["model"] == model].set_index(["method", "metric"])
-    keys = [k for k in keys if k in mine.index] or keys[:1]
+    keys = [k for k in keys if k in mine.index]
     n = max(1, len(keys))
     fig, axes = plt.subplots(n, 1, figsize=(8.5, 0.95 * n + 0.9), squeeze=False)
+    if not keys:
+        axes[0, 0].axis("off")
+        axes[0, 0].text(0.5, 0.5, "No method has a headline metric for this model.", ha="center", va="center")
     for ax, key in zip(axes[:, 0], keys, strict=False):
         allm = card[(card["method"] == key[0]) & (card["metric"] == key[1])]
         others = allm[allm["model"] != model]
