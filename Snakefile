@@ -49,6 +49,10 @@ for _rules_file in method_registry.rules_files():
     include: _rules_file
 
 
+# The cross-method model card reads every registered method's headline metrics (after all of them).
+include: "rules/model_card.smk"
+
+
 rule all:
     default_target: True
     input:

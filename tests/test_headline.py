@@ -27,3 +27,30 @@ def test_bad_direction():
 def test_schema_columns():
     assert HEADLINE.names[:3] == ["method", "model", "metric"]
     assert HEADLINE.unique == ("method", "model", "metric")
+
+
+def test_headline_table_drops_the_label_of_a_missing_interval():
+    from unstereo.headline import headline_table
+
+    row = dict(method="m", model="a", metric="x", value=1.0, n=3, scope="all")
+    df = headline_table(
+        [
+            {**row, "ci_low": 0.5, "ci_high": 1.5, "interval": "95% bootstrap"},
+            {**row, "model": "b", "ci_low": np.nan, "ci_high": np.nan, "interval": "95% bootstrap"},
+        ]
+    )
+    assert list(df["interval"]) == ["95% bootstrap", ""]
+    assert headline_table([]).empty and list(headline_table([]).columns) == HEADLINE.names
+
+
+def test_first_present_and_model_names():
+    from unstereo.headline import first_present, model_names
+
+    assert first_present(["c", "b"], ["a", "b", "c"]) == "c"  # the config's order wins
+    assert first_present(["z"], ["b", "a"]) == "a"  # none configured is there: the smallest
+    assert first_present(None, []) is None
+    assert (
+        model_names({"m1": {}, "m2": {}}) == ["m1", "m2"]
+        and model_names(["x"]) == ["x"]
+        and model_names(None) == []
+    )

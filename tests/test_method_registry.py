@@ -109,19 +109,20 @@ def test_config_sections_are_the_schemas_method_sections():
 def test_headline_metrics_and_report_categories():
     expected = {
         "unstereoeval": {"us": "lower", "aufc": "lower"},
-        "fairpair": {"fairpair_f": "higher"},
-        "sentiment": {"individual_fairness": "higher", "group_fairness": "higher"},
+        "fairpair": {"f": "higher"},
+        "sentiment": {"if": "higher", "gf": "higher"},
         "robustness": {"rank_swap_rate": "higher"},
-        "biastest": {"stereotype_score": "away"},
+        "biastest": {"ss": "away"},
     }
     methods = method_registry.methods()
     assert {n: {h.name: h.more_biased for h in m.headline} for n, m in methods.items()} == expected
     assert methods["biastest"].headline[0].ideal == 50.0
     for name, m in methods.items():
-        package = (
-            "metrics" if name == "unstereoeval" else name
-        )  # UnStereoEval's headline lives with its metrics
-        assert m.headline_fn == f"unstereo.{package}.headline:headline"
+        # UnStereoEval's headline lives with its report (metrics never imports report)
+        package = "report" if name == "unstereoeval" else name
+        assert m.headline_module == f"unstereo.{package}.headline"
+        # the headline module reads the metrics from the declaration: declared once
+        assert importlib.import_module(m.headline_module).METRICS is m.headline
     # the categories the report groups by, as the rules used to spell them
     assert method_registry.report_categories() == {
         "unstereoeval": ("Metrics", "Corpus statistics", "Benchmarks", "Generation", "Paper reproduction"),
@@ -168,7 +169,7 @@ TOY_FILES = {
     "toy_method/method.py": """
         from pathlib import Path
 
-        from unstereo.headline import HeadlineMetric
+        from unstereo.headline_metric import HeadlineMetric
         from unstereo.method_registry import Method
 
         HERE = Path(__file__).parent
@@ -181,7 +182,7 @@ TOY_FILES = {
             tables={"toy": (("*/table.parquet", "toy_method.schemas:TABLE"),)},
             category="Toy results",
             headline=(HeadlineMetric("toy_gap", "Toy gap", more_biased="higher"),),
-            headline_fn="toy_method.headline:headline",
+            headline_module="toy_method.headline",
         )
     """,
     # its table: columns documented, validated on write and by outputs_check
@@ -220,11 +221,24 @@ TOY_FILES = {
             df = pd.DataFrame({"model": model, "item": range(n), "gap": [0.5 * i for i in range(n)]})
             write_table(df, output, TABLE)
     """,
-    # its headline metric per model, for the cross-method model card (a HEADLINE table)
+    # its headline metric per model, for the cross-method model card (a HEADLINE table), and what the card's rule
+    # needs: whether the method runs, the tables the headline reads, the models it covers
     "toy_method/headline.py": """
         from pathlib import Path
 
         import pandas as pd
+
+
+        def enabled(config):
+            return bool(config["toy"]["enabled"])
+
+
+        def models(config):
+            return list(config["toy"]["models"])
+
+
+        def sources(config):
+            return [str(Path(config["results_dir"]) / "toy" / m / "table.parquet") for m in models(config)]
 
 
         def headline(config):

@@ -234,3 +234,14 @@ def test_main_reports_a_drifted_table_and_fails(tmp_path, monkeypatch, capsys):
         f"{bad}: does not match its schema (unstereo.sentiment.schemas:FAIRNESS)" in err
         and str(good) not in err
     )
+
+
+def test_model_card_tables_at_the_results_root(tmp_path):
+    """The model card's two tables sit at the top of the results folder, outside every method's folder."""
+    from unstereo.outputs_check import schema_ref
+
+    res = tmp_path / "res"
+    assert schema_ref(res / "model_card.parquet", res) == "unstereo.report.model_card:MODEL_CARD"
+    assert schema_ref(res / "model_card_tau.parquet", res) == "unstereo.report.model_card:MODEL_CARD_TAU"
+    assert schema_ref(res / "model_card" / "tiny.md", res) is None  # its pages are not tables
+    assert schema_ref(res / "fairpair" / "model_card.parquet", res) is None  # only at the root

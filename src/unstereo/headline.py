@@ -9,46 +9,12 @@ the same way through :meth:`HeadlineMetric.bias`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import pandas as pd
 
-import numpy as np
+from .headline_metric import DIRECTIONS, HeadlineMetric
+from .tables import Column, TableSchema, validate
 
-from .tables import Column, TableSchema
-
-DIRECTIONS = ("higher", "lower", "away")
-
-
-@dataclass(frozen=True)
-class HeadlineMetric:
-    """One headline metric of a method.
-
-    ``more_biased``: ``"higher"`` (a larger value means more bias), ``"lower"`` (a smaller value means more bias) or
-    ``"away"`` (the distance from ``ideal`` measures the bias, e.g. Stereotype Score with ideal 50).
-    """
-
-    name: str  # the HEADLINE table's `metric` value, e.g. "us"
-    label: str  # how the card shows it, e.g. "Unstereo Score (%)"
-    more_biased: str  # "higher" | "lower" | "away"
-    ideal: float | None = None  # the unbiased value; required for "away"
-
-    def __post_init__(self) -> None:
-        if self.more_biased not in DIRECTIONS:
-            raise ValueError(f"headline metric {self.name!r}: more_biased must be one of {DIRECTIONS}")
-        if self.more_biased == "away" and self.ideal is None:
-            raise ValueError(f"headline metric {self.name!r}: more_biased='away' needs an ideal value")
-
-    def bias(self, value):
-        """``value`` oriented so that larger always means more biased (for rankings across methods):
-        the value itself, its negative, or its distance from :attr:`ideal`."""
-        v = np.asarray(value, dtype=float)
-        if self.more_biased == "higher":
-            out = v
-        elif self.more_biased == "lower":
-            out = -v
-        else:
-            out = np.abs(v - float(self.ideal))
-        return float(out) if np.ndim(out) == 0 else out
-
+__all__ = ["DIRECTIONS", "HEADLINE", "HeadlineMetric", "first_present", "headline_table", "model_names"]
 
 HEADLINE = TableSchema(
     "headline",
@@ -62,6 +28,32 @@ HEADLINE = TableSchema(
         Column("ci_high", "float", "high end of its interval", nullable=True),
         Column("interval", "str", "what the interval is, e.g. `95% bootstrap` or `±1 std` (empty: none)"),
         Column("n", "int", "the number of units (pairs, prompts, tests) behind the value", nullable=True),
+        Column("scope", "str", "what the value covers, e.g. `benchmark USE-5, eta = inf` (the choices made)"),
     ),
     unique=("method", "model", "metric"),
 )
+
+
+def headline_table(rows: list[dict]) -> pd.DataFrame:
+    """A validated :data:`HEADLINE` table from row dicts (an empty one, typed, from no rows). A row without an
+    interval (both ends NaN, e.g. a bootstrap of 0 rounds) gets ``interval=""``, so no label claims one."""
+    df = pd.DataFrame(rows, columns=HEADLINE.names)
+    df.loc[df["ci_low"].isna() & df["ci_high"].isna(), "interval"] = ""
+    return validate(df.astype({"n": "Int64"}) if len(df) else df, HEADLINE)
+
+
+def first_present(preferred, available) -> str | None:
+    """The first of ``preferred`` (a config list, in its order) found in ``available``; else the smallest of
+    ``available`` (so a table the config does not describe still gives one deterministic choice); None if empty."""
+    available = [a for a in available if a is not None]
+    for p in preferred or ():
+        if p in available:
+            return p
+    return min(available) if available else None
+
+
+def model_names(section) -> list[str]:
+    """Short model names of a method's ``models`` config: the keys of a mapping, or a list's items."""
+    if not section:
+        return []
+    return list(section.keys()) if isinstance(section, dict) else [str(m) for m in section]

@@ -14,7 +14,7 @@ Built-in methods are found by scanning ``unstereo/*/method.py``; a method in ano
 ``Method`` under the entry-point group :data:`ENTRY_POINT_GROUP` (``toy = toy_method.method:METHOD``). Adding a
 method therefore edits no shared file: see docs/adding-a-method.md.
 
-Declarations stay cheap to import (``unstereo --help`` reads them): commands, schemas and the headline function
+Declarations stay cheap to import (``unstereo --help`` reads them): commands, schemas and the headline module
 are named as ``"module:attr"`` strings and imported only when used.
 """
 
@@ -28,7 +28,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 from .errors import UnstereoError
-from .headline import HeadlineMetric
+from .headline_metric import HeadlineMetric
 
 #: The entry-point group of methods shipped by other distributions.
 ENTRY_POINT_GROUP = "unstereo.methods"
@@ -70,8 +70,10 @@ class Method:
       match wins; a pattern matches part by part, ``*`` within one folder or file name;
     - ``category``: the report category its results are listed under; ``stage_categories`` gives stages that
       have one of their own (UnStereoEval's corpus statistics, benchmarks, ...);
-    - ``headline``: its headline metrics and ``headline_fn`` the ``"module:attr"`` of
-      ``headline(config) -> pd.DataFrame`` (a :data:`unstereo.headline.HEADLINE` table);
+    - ``headline``: its headline metrics (:class:`~unstereo.headline_metric.HeadlineMetric`), and
+      ``headline_module`` the module the cross-method model card reads them with: ``headline(config)`` (a
+      :data:`unstereo.headline.HEADLINE` table), ``sources(config)`` (the finished tables it reads),
+      ``models(config)`` (the model short names the method's config lists) and ``enabled(config)``;
     - ``order``: where its rules are included (smaller first, then by name); a method whose rules read another's
       globals orders itself after it.
     """
@@ -85,7 +87,7 @@ class Method:
     category: str = ""
     stage_categories: Mapping[str, str] = field(default_factory=dict)
     headline: tuple[HeadlineMetric, ...] = ()
-    headline_fn: str | None = None
+    headline_module: str | None = None
     order: int = 100
 
     def __post_init__(self) -> None:
@@ -102,8 +104,12 @@ class Method:
                         f"method {self.name!r}: tables[{folder!r}] entries are (pattern, 'module:NAME') pairs"
                     )
                 _check_ref(self.name, f"table schema of {folder}/{entry[0]}", entry[1])
-        if self.headline_fn is not None:
-            _check_ref(self.name, "headline function", self.headline_fn)
+        if self.headline_module is not None and (":" in self.headline_module or not self.headline_module):
+            raise MethodRegistryError(
+                f"method {self.name!r}: headline_module {self.headline_module!r} is a module name (no ':attr')"
+            )
+        if self.headline and self.headline_module is None:
+            raise MethodRegistryError(f"method {self.name!r}: headline metrics need a headline_module")
         for m in self.headline:
             if not isinstance(m, HeadlineMetric):
                 raise MethodRegistryError(f"method {self.name!r}: headline entries must be HeadlineMetric")
@@ -128,7 +134,7 @@ class Method:
 
     def headline_function(self):
         """``headline(config) -> HEADLINE table`` (imported now), or None when the method declares none."""
-        return load_ref(self.headline_fn) if self.headline_fn else None
+        return load_ref(f"{self.headline_module}:headline") if self.headline_module else None
 
 
 def _declaration(obj, where: str) -> Method:

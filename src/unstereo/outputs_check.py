@@ -59,6 +59,13 @@ def tables() -> dict[str, tuple[tuple[str, str], ...]]:
     return method_registry.tables()
 
 
+#: The tables at the top of the results folder, written across methods: the model card (unstereo.report.model_card).
+ROOT_TABLES: dict[str, str] = {
+    "model_card.parquet": "unstereo.report.model_card:MODEL_CARD",
+    "model_card_tau.parquet": "unstereo.report.model_card:MODEL_CARD_TAU",
+}
+
+
 def __getattr__(name: str):
     if name == "TABLES":  # read when asked, so that a method registered since import counts
         return tables()
@@ -90,6 +97,8 @@ def schema_ref(path: Path, results_dir: str | Path | None = None) -> str | None:
                 parts = Path(path).resolve().relative_to(Path(results_dir).resolve()).parts
             except ValueError:
                 return None
+    if (len(parts) == 1 or results_dir is None) and parts and parts[-1] in ROOT_TABLES:
+        return ROOT_TABLES[parts[-1]]
     known = tables()
     for i in range(len(parts)) if results_dir is None else range(min(len(parts), 1)):
         for pattern, ref in known.get(parts[i], ()):

@@ -1,6 +1,6 @@
 """BiasTestGPT's declaration in the method registry (see :mod:`unstereo.method_registry`)."""
 
-from unstereo.headline import HeadlineMetric
+from unstereo.headline_metric import HeadlineMetric
 from unstereo.method_registry import Method
 
 METHOD = Method(
@@ -21,7 +21,9 @@ METHOD = Method(
     },
     category="BiasTestGPT",
     # the share of tests where the model prefers the stereotype: 50 % = no preference
-    headline=(HeadlineMetric("stereotype_score", "Stereotype Score (%)", more_biased="away", ideal=50.0),),
-    headline_fn="unstereo.biastest.headline:headline",
+    headline=(
+        HeadlineMetric("ss", "Stereotype Score (%, 50 = unbiased)", "away", ideal=50.0, limits=(0.0, 100.0)),
+    ),
+    headline_module="unstereo.biastest.headline",
     order=40,
 )

@@ -1,6 +1,6 @@
 """FairPair's declaration in the method registry (see :mod:`unstereo.method_registry`)."""
 
-from unstereo.headline import HeadlineMetric
+from unstereo.headline_metric import HeadlineMetric
 from unstereo.method_registry import Method
 
 METHOD = Method(
@@ -21,7 +21,7 @@ METHOD = Method(
         ),
     },
     category="FairPair",
-    headline=(HeadlineMetric("fairpair_f", "FairPair F", more_biased="higher"),),
-    headline_fn="unstereo.fairpair.headline:headline",
+    headline=(HeadlineMetric("f", "FairPair F (bias / sampling variability)", "higher", limits=(0.0, None)),),
+    headline_module="unstereo.fairpair.headline",
     order=10,
 )

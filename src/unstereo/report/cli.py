@@ -245,3 +245,53 @@ def compare_cmd(
             f"{unexplained} published number(s) not reproduced and unexplained, {len(stale)} known difference(s) "
             f"that explain no cell; see {output}"
         )
+
+
+@group.command("model-card")
+@click.option(
+    "--configfile",
+    type=EXISTING_FILE,
+    help="the workflow's config (validated, defaults filled in); says which methods ran and where their tables are",
+)
+@click.option(
+    "--config-json",
+    help="the validated config as JSON instead of --configfile (what the workflow's rule passes)",
+)
+@cli_options.output("MODEL_CARD parquet (results/model_card.parquet)")
+@click.option("--tau", "tau_out", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="MODEL_CARD_TAU parquet: Kendall tau-b between every two methods' model rankings")  # fmt: skip
+@click.option("--pages-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="write per model {model}.html, .md and .png and the tau table (tau.html, tau.md) here")  # fmt: skip
+@click.option("--model", "models", multiple=True,
+              help="models to write pages for (repeatable; default every model on the card)")  # fmt: skip
+def model_card(
+    configfile: Path | None,
+    config_json: str | None,
+    output: Path,
+    tau_out: Path,
+    pages_dir: Path | None,
+    models: tuple[str, ...],
+) -> None:
+    """The cross-method model card: every enabled method's headline metric per model with its interval, the
+    models' rank per metric (1 = most biased) and Kendall's tau-b between the methods' rankings."""
+    import json
+
+    from ..config import load_config
+    from .model_card import enabled_methods, write_card
+
+    if (configfile is None) == (config_json is None):
+        raise click.UsageError("give exactly one of --configfile and --config-json")
+    if configfile is not None:
+        config = load_config(configfile)
+    else:
+        try:
+            config = json.loads(config_json)
+        except json.JSONDecodeError as exc:
+            raise click.BadParameter(f"not JSON: {exc}", param_hint="--config-json") from exc
+    if not enabled_methods(config):
+        raise click.ClickException(
+            "no method with headline metrics is enabled in the config: nothing to card"
+        )
+    card, tau = write_card(config, output, tau_out, pages_dir, list(models) if models else None)
+    log.info("wrote %d headline rows of %d model(s) to %s, %d tau row(s) to %s", len(card), card["model"].nunique(),
+             output, len(tau), tau_out)  # fmt: skip

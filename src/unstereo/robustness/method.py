@@ -1,6 +1,6 @@
 """Dataset-construction robustness's declaration in the method registry (see :mod:`unstereo.method_registry`)."""
 
-from unstereo.headline import HeadlineMetric
+from unstereo.headline_metric import HeadlineMetric
 from unstereo.method_registry import Method
 
 METHOD = Method(
@@ -22,8 +22,16 @@ METHOD = Method(
         ),
     },
     category="Robustness",
-    headline=(HeadlineMetric("rank_swap_rate", "Rank-swap rate", more_biased="higher"),),
-    headline_fn="unstereo.robustness.headline:headline",
+    headline=(
+        HeadlineMetric(
+            "rank_swap_rate",
+            "Rank-swap rate (alternate constructions)",
+            "higher",
+            bias_level=False,
+            limits=(0.0, 1.0),
+        ),
+    ),
+    headline_module="unstereo.robustness.headline",
     # after UnStereoEval: robustness.smk reads the globals of its benchmarks and score rules (SCORE, BMCFG, ...)
     order=30,
 )

@@ -1,6 +1,6 @@
 """Counterfactual sentiment bias's declaration in the method registry (see :mod:`unstereo.method_registry`)."""
 
-from unstereo.headline import HeadlineMetric
+from unstereo.headline_metric import HeadlineMetric
 from unstereo.method_registry import Method
 
 # a debiasing run's folder holds the same tables as the model's
@@ -26,10 +26,9 @@ METHOD = Method(
     },
     category="Counterfactual sentiment",
     headline=(
-        # Wasserstein distances between sentiment distributions: larger = more biased
-        HeadlineMetric("individual_fairness", "Individual fairness (W1)", more_biased="higher"),
-        HeadlineMetric("group_fairness", "Group fairness (W1)", more_biased="higher"),
+        HeadlineMetric("if", "Individual fairness I.F. (Wasserstein)", "higher", limits=(0.0, 1.0)),
+        HeadlineMetric("gf", "Group fairness G.F. (Wasserstein)", "higher", limits=(0.0, 1.0)),
     ),
-    headline_fn="unstereo.sentiment.headline:headline",
+    headline_module="unstereo.sentiment.headline",
     order=20,
 )

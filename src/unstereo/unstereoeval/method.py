@@ -5,7 +5,7 @@ and the report (with the paper reproduction). Shared infrastructure (resources, 
 method: the CLI and the Snakefile list it themselves.
 """
 
-from unstereo.headline import HeadlineMetric
+from unstereo.headline_metric import HeadlineMetric
 from unstereo.method_registry import Method
 
 METHOD = Method(
@@ -61,10 +61,11 @@ METHOD = Method(
         "paper": "Paper reproduction",
     },
     headline=(
-        # US: the share of pairs the model treats as neutral; AuFC: the area under that share against eps
-        HeadlineMetric("us", "Unstereo Score (%)", more_biased="lower"),
-        HeadlineMetric("aufc", "AuFC", more_biased="lower"),
+        HeadlineMetric(
+            "us", "Unstereo Score (%)", "lower", limits=(0.0, 100.0)
+        ),  # higher = more neutral pairs
+        HeadlineMetric("aufc", "AuFC (area under the fairness curve)", "lower", limits=(0.0, None)),
     ),
-    headline_fn="unstereo.metrics.headline:headline",
+    headline_module="unstereo.report.headline",
     order=0,
 )

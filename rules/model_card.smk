@@ -1,0 +1,63 @@
+# The cross-method model card (logic in src/unstereo/report/model_card.py): every enabled method's headline metric
+# per model with its interval, the models' rank per metric and Kendall's tau-b between the methods' rankings.
+# results/model_card.parquet, results/model_card_tau.parquet, and per model results/model_card/{model}.{html,md,png}
+# in the report under "Model card". Built when the report is enabled and at least one method with headline metrics
+# (UnStereoEval's metrics, FairPair, sentiment, robustness, BiasTestGPT) is.
+
+from unstereo.report import model_card as _model_card
+
+CARD_ON = config["report"]["enabled"] and bool(_model_card.enabled_methods(config))
+CARD_MODELS = _model_card.card_models(config) if CARD_ON else []
+
+
+def _card_page(model, ext, caption):
+    return report(
+        results("model_card", f"{model}.{ext}"),
+        caption=caption,
+        category=_model_card.CATEGORY,
+        subcategory=model,
+    )
+
+
+rule model_card:
+    """The model card: the headline metrics of every enabled method stacked, ranked and compared (Kendall tau)."""
+    input:
+        _model_card.card_inputs(config) if CARD_ON else [],
+    output:
+        card=results("model_card.parquet"),
+        tau=results("model_card_tau.parquet"),
+        tau_page=report(
+            results("model_card", "tau.html"),
+            caption="../workflow/report/model_card_tau.rst",
+            category=_model_card.CATEGORY,
+            subcategory="Agreement between methods",
+        ),
+        tau_md=results("model_card", "tau.md"),
+        pages=[
+            _card_page(m, "html", "../workflow/report/model_card.rst")
+            for m in CARD_MODELS
+        ],
+        figures=[
+            _card_page(m, "png", "../workflow/report/model_card.rst")
+            for m in CARD_MODELS
+        ],
+        markdown=[results("model_card", f"{m}.md") for m in CARD_MODELS],
+    log:
+        f"{LOGS}/report/model_card.log",
+    conda:
+        "../envs/report.yaml"
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        # a function: the JSON holds braces (path patterns) that a plain string would expand as wildcards
+        config=lambda wc: _model_card.card_config(config),
+        models=" ".join(f"--model {m}" for m in CARD_MODELS),
+        pages_dir=lambda wc, output: Path(output.tau_page).parent,
+    shell:
+        "unstereo report model-card --config-json {params.config:q} -o {output.card} --tau {output.tau}"
+        " --pages-dir {params.pages_dir} {params.models} > {log} 2>&1"
+
+
+if CARD_ON:
+    ALL_TARGETS.extend(rules.model_card.output)

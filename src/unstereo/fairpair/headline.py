@@ -1,0 +1,57 @@
+"""FairPair's headline: mean F over the prompts with its bootstrap interval, from
+``results/fairpair/summary.parquet``.
+
+Which variant: the first configured dissimilarity (``fairpair.phis``, default ``jaccard``) and the largest
+configured fold count (``fairpair.folds``; the paper's main results use k folds, 200 of 500 samples), else the
+per-sample k = n when no folds are configured.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..headline import first_present, headline_table, model_names
+from ..tables import read_table
+from .method import METHOD as DECLARED
+from .schemas import SUMMARY
+
+METHOD = DECLARED.name
+# The metrics are declared once, in the method's registry entry.
+METRICS = DECLARED.headline
+
+
+def enabled(config: dict) -> bool:
+    cfg = config.get("fairpair") or {}
+    return bool(cfg.get("enabled") and cfg.get("models"))
+
+
+def models(config: dict) -> list[str]:
+    return model_names((config.get("fairpair") or {}).get("models"))
+
+
+def sources(config: dict) -> list[str]:
+    return [str(Path(config["results_dir"]) / "fairpair" / "summary.parquet")]
+
+
+def headline(config: dict):
+    """One row per model: mean_F with [F_ci_low, F_ci_high] at the chosen (phi, k); n = prompts with a finite F."""
+    cfg = config.get("fairpair") or {}
+    table = read_table(sources(config)[0], SUMMARY)
+    phi = first_present(cfg.get("phis"), table["phi"].unique())
+    table = table[table["phi"] == phi]
+    rows = []
+    for model, group in table.groupby("model", sort=True):
+        ks = set(int(k) for k in group["k"])
+        folds = [int(k) for k in cfg.get("folds") or () if int(k) in ks]
+        # k = n (per sample) is the largest k of a model; a configured fold count below it is the k-fold variant
+        k = max(folds) if folds else max(ks)
+        r = group[group["k"] == k].iloc[0]
+        level = int(round(100 * float(cfg.get("level", 0.95))))
+        rows.append(
+            dict(method=METHOD, model=model, metric="f", value=float(r["mean_F"]), ci_low=float(r["F_ci_low"]),
+                 ci_high=float(r["F_ci_high"]), interval=f"{level}% bootstrap over prompts",
+                 n=int(r["n_prompts"]),
+                 scope=f"phi {phi}, k = {k}{'' if folds else ' (per sample)'}"
+                 + (f", {int(r['n_inf_F'])} prompt(s) with infinite F left out" if int(r["n_inf_F"]) else ""))
+        )  # fmt: skip
+    return headline_table(rows)
