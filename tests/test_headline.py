@@ -54,3 +54,13 @@ def test_first_present_and_model_names():
         and model_names(["x"]) == ["x"]
         and model_names(None) == []
     )
+
+
+def test_headline_table_fills_labels_a_method_leaves_out():
+    """A method without intervals or scope (e.g. a new method's first headline) gets empty labels, NaN bounds."""
+    from unstereo.headline import headline_table
+
+    df = headline_table([{"method": "toy", "model": "tiny", "metric": "gap", "value": 0.5, "n": 3}])
+    assert df[["interval", "scope"]].values.tolist() == [["", ""]]
+    assert np.isnan(df["ci_low"].iloc[0]) and np.isnan(df["ci_high"].iloc[0])
+    assert int(df["n"].iloc[0]) == 3

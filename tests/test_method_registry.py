@@ -146,6 +146,10 @@ def test_bad_declarations_are_refused_with_the_method_named(monkeypatch):
         Method("toy-method", "Toy", category="Toy")
     with pytest.raises(MethodRegistryError, match="HeadlineMetric"):
         Method("toy", "Toy", category="Toy", headline=("us",))
+    with pytest.raises(MethodRegistryError, match="need a headline_module"):
+        Method("toy", "Toy", category="Toy", headline=(HeadlineMetric("g", "G", "higher"),))
+    with pytest.raises(MethodRegistryError, match="module name"):
+        Method("toy", "Toy", category="Toy", headline_module="toy_method.headline:headline")
     # two methods claiming one config section, results folder, subcommand or name: the second names the first
     fairpair = method_registry.method("fairpair")
     clash = Method("toy", "Toy", config={"fairpair": "x.schema.yaml"}, category="Toy")
@@ -228,6 +232,8 @@ TOY_FILES = {
 
         import pandas as pd
 
+        from unstereo.headline import headline_table
+
 
         def enabled(config):
             return bool(config["toy"]["enabled"])
@@ -246,8 +252,8 @@ TOY_FILES = {
             for model in config["toy"]["models"]:
                 t = pd.read_parquet(Path(config["results_dir"]) / "toy" / model / "table.parquet")
                 rows.append({"method": "toy", "model": model, "metric": "toy_gap", "value": t["gap"].mean(),
-                             "n": len(t)})
-            return pd.DataFrame(rows)
+                             "n": len(t), "scope": "all items"})
+            return headline_table(rows)  # no interval: ci_low/ci_high NaN
     """,
     # its config section: every key documented, unknown keys rejected
     "toy_method/toy.schema.yaml": """
@@ -332,6 +338,7 @@ def toy(tmp_path, monkeypatch):
         "results_dir": "res",
         "external_dir": "ext",
         "toy": {"enabled": True, "models": ["tiny", "small"]},
+        "report": {"enabled": True},  # the model card: the toy's headline next to nothing else
     }
     (work / "config.yaml").write_text(yaml.safe_dump(config))
     return site, work
@@ -406,12 +413,21 @@ def test_toy_method_end_to_end(toy):
         cwd=work, env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert checked.returncode == 0, checked.stderr[-3000:]
-    assert "2 outputs checked, 0 problem(s)" in checked.stdout
+    assert "0 problem(s)" in checked.stdout  # the toy's tables and the model card's, each against its schema
+
+    # the cross-method model card has the toy's headline, read through its declaration alone
+    card = pd.read_parquet(work / "res" / "model_card.parquet")
+    assert card[["method", "model", "metric", "value"]].values.tolist() == [
+        ["toy", "small", "toy_gap", 0.5],
+        ["toy", "tiny", "toy_gap", 0.5],
+    ]
+    assert set(card["rank"]) == {1.0}  # a tie: both models share the best rank
 
     reported = _snakemake(work, site, "--report", "report.html")
     assert reported.returncode == 0, reported.stderr[-3000:]
     html = (work / "report.html").read_text(errors="replace")
     assert "Toy results" in html and "table.parquet" in html  # the category the method declares
+    assert "Model card" in html and "tiny.png" in html  # and the toy on the model card
 
 
 def test_a_broken_entry_point_is_one_clear_line(tmp_path, monkeypatch, capsys):

@@ -108,11 +108,11 @@ class Method:
             raise MethodRegistryError(
                 f"method {self.name!r}: headline_module {self.headline_module!r} is a module name (no ':attr')"
             )
-        if self.headline and self.headline_module is None:
-            raise MethodRegistryError(f"method {self.name!r}: headline metrics need a headline_module")
         for m in self.headline:
             if not isinstance(m, HeadlineMetric):
                 raise MethodRegistryError(f"method {self.name!r}: headline entries must be HeadlineMetric")
+        if self.headline and self.headline_module is None:
+            raise MethodRegistryError(f"method {self.name!r}: headline metrics need a headline_module")
         if isinstance(self.rules, str | Path):
             raise MethodRegistryError(f"method {self.name!r}: rules is a tuple of files, not one path")
 
