@@ -51,7 +51,7 @@ rule benchmarks_build:
 
 
 rule benchmarks_maxpmi:
-    """MaxPMI of every template from the configured delta table (SPEC 1.2)."""
+    """MaxPMI of every template from the configured delta table (docs/methods.md#maxpmi-and-eta)."""
     input:
         pairs=results("benchmarks", "{benchmark}", "templates.parquet"),
         delta=lambda wc: delta_path(delta_choice(BMCFG, BM_SOURCES[wc.benchmark])),

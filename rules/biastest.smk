@@ -1,5 +1,5 @@
-# Rules of the biastest stage: BiasTestGPT (SPEC 5; logic in src/unstereo/biastest, rule helpers in
-# unstereo.biastest.workflow). Outputs under results/biastest/:
+# Rules of the biastest stage: BiasTestGPT (docs/methods.md#biastestgpt; logic in src/unstereo/biastest, rule
+# helpers in unstereo.biastest.workflow). Outputs under results/biastest/:
 #   {spec}/generated.parquet, generations.parquet   generated pairs and every try (specs of biastest.generate.specs)
 #   {spec}/pairs.parquet                            pairs of every source
 #   {model}/{spec}/scores.parquet                   scores of both sentences of every pair

@@ -1,6 +1,7 @@
-# Rules of the fairpair stage (FairPair, SPEC 2; logic in src/unstereo/fairpair, option helpers in
-# unstereo.fairpair.rules): prompts x / p(x) -> n continuations of each per model -> B, V, F per prompt -> summary
-# -> Table 3 and Figures 3-6 in the report. Models come from config `fairpair.models` (model specs).
+# Rules of the fairpair stage (FairPair, docs/methods.md#fairpair; logic in src/unstereo/fairpair, option
+# helpers in unstereo.fairpair.rules): prompts x / p(x) -> n continuations of each per model -> B, V, F per
+# prompt -> summary -> Table 3 and Figures 3-6 in the report. Models come from config `fairpair.models` (model
+# specs).
 from unstereo.fairpair import rules as fairpair_rules
 
 FAIRPAIR = config["fairpair"]

@@ -1,6 +1,7 @@
-# Rules of the robustness stage ("Tail wagging", SPEC 4): each benchmark rebuilt by named constructions, scored by
-# every model through the score cache, then scores, rank statistics and figures (logic in src/unstereo/robustness;
-# helpers in unstereo.robustness.workflow). Models are names of `score.models`, scored with the score stage's options.
+# Rules of the robustness stage ("Tail wagging", docs/methods.md#dataset-construction-robustness): each
+# benchmark rebuilt by named constructions, scored by every model through the score cache, then scores, rank
+# statistics and figures (logic in src/unstereo/robustness; helpers in unstereo.robustness.workflow). Models
+# are names of `score.models`, scored with the score stage's options.
 import shlex
 
 from unstereo.robustness import workflow as robustness_workflow

@@ -1,6 +1,7 @@
-# Rules of the counterfactual sentiment stage (SPEC 3; logic in src/unstereo/sentiment, helpers in
-# unstereo.sentiment.rules): per model, continuations of the filled templates (sample) -> I.F./G.F. (metrics) ->
-# figures and table (report); the debiasing grid (debias -> debias_summary).
+# Rules of the counterfactual sentiment stage (docs/methods.md#counterfactual-sentiment-bias; logic in
+# src/unstereo/sentiment, helpers in unstereo.sentiment.rules): per model, continuations of the filled
+# templates (sample) -> I.F./G.F. (metrics) -> figures and table (report); the debiasing grid (debias ->
+# debias_summary).
 from unstereo.sentiment import rules as sentiment_rules
 
 SENTIMENT = config["sentiment"]

@@ -1,7 +1,8 @@
 """Golden tests against the UnStereoEval release (skipped with the reason when ../shared/reference is absent).
 
 - MaxPMI with the released PILE delta table equals ``max_gender_pmi`` of all 15,810 released preprocessed rows, and
-  the per-word deltas equal ``template_words_pmi``; the sizes after each eta equal SPEC 1.3.
+  the per-word deltas equal ``template_words_pmi``; the sizes after each eta equal
+  docs/methods.md#benchmarks-and-their-sizes.
 - Winobias / Winogender built from the ORIGINAL files equal the released templates row for row with
   ``reference_quirks``; without it the only differences are the explained artifacts.
 """
@@ -22,8 +23,9 @@ pytestmark = pytest.mark.reference
 
 DATASETS = ["USE-5", "USE-10", "USE-20", "Winobias-dev", "Winobias-test", "Winogender"]
 
-# SPEC 1.3: sizes after the eta filter (USE-5 / USE-10 / USE-20 / Winobias / Winogender)
-SPEC_SIZES = {
+# docs/methods.md#benchmarks-and-their-sizes: sizes after the eta filter (USE-5 / USE-10 / USE-20 / Winobias /
+# Winogender)
+EXPECTED_SIZES = {
     math.inf: [4405, 4740, 4839, 1586, 240],
     1.0: [4263, 4396, 4296, 879, 188],
     0.8: [3978, 3916, 3561, 675, 150],
@@ -102,9 +104,9 @@ def test_sizes_after_eta_match_spec(released, computed):
             "max_pmi": computed["max_pmi"],
         }
     )
-    sizes = eta_sizes(pairs, list(SPEC_SIZES))
+    sizes = eta_sizes(pairs, list(EXPECTED_SIZES))
     table = sizes.pivot(index="eta", columns="benchmark", values="n")
-    for eta, expected in SPEC_SIZES.items():
+    for eta, expected in EXPECTED_SIZES.items():
         got = [int(table.loc[eta, b]) for b in ["USE-5", "USE-10", "USE-20", "Winobias", "Winogender"]]
         assert got == expected, eta
 

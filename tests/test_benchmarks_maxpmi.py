@@ -1,4 +1,5 @@
-"""MaxPMI (SPEC 1.2) on hand-made templates and a hand-made delta table: one test per rule.
+"""MaxPMI (docs/methods.md#maxpmi-and-eta) on hand-made templates and a hand-made delta table: one test per
+rule.
 
 The delta table below gives large values to things that must NOT be looked up (placeholder names, "self" of
 ``{pronoun2}self``, stop words, punctuation), so a wrong rule shows up as a wrong maximum.

@@ -1,4 +1,5 @@
-"""The eta rules of unstereo.eta (SPEC 1.2), shared by the benchmarks, metrics and report stages."""
+"""The eta rules of unstereo.eta (docs/methods.md#maxpmi-and-eta), shared by the benchmarks, metrics and
+report stages."""
 
 from __future__ import annotations
 

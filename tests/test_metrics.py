@@ -1,4 +1,5 @@
-"""Metrics (SPEC 1.4) on hand-made score tables with worked-out answers, and the golden values of the paper."""
+"""Metrics (docs/methods.md#scoring-and-metrics) on hand-made score tables with worked-out answers, and the
+golden values of the paper."""
 
 from __future__ import annotations
 
@@ -248,7 +249,8 @@ def test_gptj_use5_unconstrained_matches_the_paper(reference_dir):
     assert round(g.us_std, 4) == 0.7377
     assert round(g.pd, 2) == 12.01
     assert round(g.aufc, 5) == 5.63497
-    # Table 1: gaps of GPT-J-6B on USE-5 at eta 0.8 and 0.65 are 0.81 and 0.92; sizes 3978 and 3698 (SPEC 1.3)
+    # Table 1: gaps of GPT-J-6B on USE-5 at eta 0.8 and 0.65 are 0.81 and 0.92; sizes 3978 and 3698
+    # (docs/methods.md#benchmarks-and-their-sizes)
     gaps = {eta: fairness_gap(quirk, eta)["gap"].iloc[0] for eta in (0.8, 0.65)}
     assert round(gaps[0.8], 2) == 0.81 and round(gaps[0.65], 2) == 0.92
     assert quirk.set_index("eta").loc[[0.8, 0.65], "n"].tolist() == [3978, 3698]

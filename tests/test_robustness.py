@@ -1,4 +1,5 @@
-"""Robustness constructions ("Tail wagging", SPEC 4) on hand-made templates; the release rebuilt; rank statistics."""
+"""Robustness constructions ("Tail wagging", docs/methods.md#dataset-construction-robustness) on hand-made
+templates; the release rebuilt; rank statistics."""
 
 from __future__ import annotations
 

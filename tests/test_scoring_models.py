@@ -1,4 +1,5 @@
-"""Acceptance: on the offline models the scorer agrees with a plain forward pass per sentence (SPEC 1.4).
+"""Acceptance: on the offline models the scorer agrees with a plain forward pass per sentence
+(docs/methods.md#scoring-and-metrics).
 
 For SmolLM2-135M-Instruct and Gemma-3-270M (GGUF, dequantised to fp32 on CPU), the scorer's ln p(s) on each scoring
 path (tree, padded, full) for batch sizes 1, 7 and 32 over mixed-length sentences must match, within 2e-3 per sentence, an independent computation: one

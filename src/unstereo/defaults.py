@@ -14,10 +14,12 @@ import math
 #: The paper's five benchmarks, in the paper's order (tables, figures, the reproduction rules).
 PAPER_BENCHMARKS: tuple[str, ...] = ("USE-5", "USE-10", "USE-20", "Winobias", "Winogender")
 
-#: Fairness threshold on |FM| = |ln p(s_F) - ln p(s_M)|: ln 1.65 ("65 % more probability", SPEC 1.4).
+#: Fairness threshold on |FM| = |ln p(s_F) - ln p(s_M)|: ln 1.65 ("65 % more probability",
+#: docs/methods.md#scoring-and-metrics).
 DEFAULT_EPS: float = math.log(1.65)
 
-#: Thresholds of the fairness curve and its area AuFC: numpy.linspace(start, stop, num) (SPEC 1.4).
+#: Thresholds of the fairness curve and its area AuFC: numpy.linspace(start, stop, num)
+#: (docs/methods.md#scoring-and-metrics).
 EPS_GRID: tuple[float, float, int] = (0.0, 6.0, 101)
 
 #: The manifest that marks a resource as fetched: ``external_dir/<name>/RESOURCE_MANIFEST``.

@@ -1,4 +1,5 @@
-"""The MaxPMI constraint eta (SPEC 1.2), in one place: parsing, the filter mask, labels and order.
+"""The MaxPMI constraint eta (docs/methods.md#maxpmi-and-eta), in one place: parsing, the filter mask, labels
+and order.
 
 A pair is kept under eta when -eta <= MaxPMI <= eta; a pair whose MaxPMI is undefined (no word of its template has
 a delta) is kept only when eta is inf (unconstrained).

@@ -69,7 +69,7 @@ PAIRS = TableSchema(
         Column(
             "max_pmi",
             "float",
-            "signed delta of largest magnitude among the template's words (SPEC 1.2)",
+            "signed delta of largest magnitude among the template's words (docs/methods.md#maxpmi-and-eta)",
             True,
         ),
         Column("max_pmi_word", "str", "the word that gives max_pmi", nullable=True),

@@ -15,8 +15,8 @@ A template is a sentence whose gendered pronouns are replaced by placeholders (a
 Filling (:func:`fill_template`): by default (``reference_quirks=False``) the placeholders are replaced and a pronoun
 that starts the text or a sentence (after ``.``, ``!`` or ``?``) is capitalised; nothing else changes. With
 ``reference_quirks=True`` the reference code's ``.strip().capitalize()`` is applied and double quotes are deleted
-(SPEC 1.4 quirk 1): everything after the first character is lower-cased. The released scores were computed on those
-strings.
+(docs/methods.md#quirk-1-capitalize): everything after the first character is lower-cased. The released scores
+were computed on those strings.
 """
 
 from __future__ import annotations

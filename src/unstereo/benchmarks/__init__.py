@@ -2,7 +2,8 @@
 
 - :mod:`.readers`: Winobias, Winogender, released USE (raw and preprocessed), user templates, existing pair tables
   -> :data:`unstereo.tables.PAIRS` (``build_pairs``).
-- :mod:`.maxpmi`: MaxPMI of a template (SPEC 1.2), one at a time or vectorised (``max_pmi``, ``add_max_pmi``).
+- :mod:`.maxpmi`: MaxPMI of a template (docs/methods.md#maxpmi-and-eta), one at a time or vectorised
+  (``max_pmi``, ``add_max_pmi``).
 - :mod:`.eta`: the constraint -eta <= MaxPMI <= eta and the size table (``filter_eta``, ``eta_sizes``).
 - :mod:`.figure`: Figure 2 (``plot_sizes``).
 

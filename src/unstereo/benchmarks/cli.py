@@ -118,7 +118,7 @@ def build_cmd(
 @click.option("--eta", help="also keep only pairs with -ETA <= max_pmi <= ETA")
 @cli_options.output("pair table (.parquet/.csv)")
 def maxpmi_cmd(pairs_path: str, delta: str, eta: str | None, output: Path) -> None:
-    """Fill max_pmi and max_pmi_word of the pair table PAIRS (SPEC 1.2)."""
+    """Fill max_pmi and max_pmi_word of the pair table PAIRS (docs/methods.md#maxpmi-and-eta)."""
     from .eta import filter_eta
     from .maxpmi import _tokenizer, add_max_pmi
 

@@ -1,4 +1,5 @@
-"""The MaxPMI constraint on pair tables (SPEC 1.2): the kept rows and the size table (rules in :mod:`unstereo.eta`)."""
+"""The MaxPMI constraint on pair tables (docs/methods.md#maxpmi-and-eta): the kept rows and the size table
+(rules in :mod:`unstereo.eta`)."""
 
 from __future__ import annotations
 

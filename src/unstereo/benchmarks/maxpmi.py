@@ -1,4 +1,5 @@
-"""MaxPMI of a template (SPEC 1.2): the signed delta of the template word with the largest |delta|.
+"""MaxPMI of a template (docs/methods.md#maxpmi-and-eta): the signed delta of the template word with the
+largest |delta|.
 
 Steps, on the TEMPLATE (not a filled sentence):
 
@@ -33,7 +34,8 @@ import pandas as pd
 
 from ..templates import MALE_TO_PLACEHOLDER, PLACEHOLDERS, unknown_placeholders
 
-# Literal pronouns kept although spaCy lists them as stop words (SPEC 1.2; Razeghi et al. 2022).
+# Literal pronouns kept although spaCy lists them as stop words (docs/methods.md#maxpmi-and-eta; Razeghi et
+# al. 2022).
 KEPT_PRONOUNS = frozenset({"she", "her", "hers", "he", "his", "him", "himself", "herself"})
 
 # Placeholder forms that carry a suffix (``{pronoun2}self``); deleted whole, before the bare placeholders.

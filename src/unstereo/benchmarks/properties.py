@@ -9,7 +9,8 @@ word. Per benchmark:
   pronouns left out: the placeholders replace them) that occur in some template;
 - ``# pronouns``: placeholders per template; ``pos. first pronoun`` / ``pos. last pronoun``: 0-based word index of
   the first / last placeholder; ``sentence length``: words per template;
-- ``seed-word delta``: delta(w) of each distinct seed word (SPEC 1.1; seed words without a delta are left out).
+- ``seed-word delta``: delta(w) of each distinct seed word (docs/methods.md#word-statistics; seed words
+  without a delta are left out).
 
 The paper prints "median / max" for the per-sentence and seed-word rows (its text: "the median sentence length
 closely matching the sentence length restrictions"; every median of the released benchmarks reproduces), so the

@@ -1,4 +1,5 @@
-"""BiasTestGPT (Kocielnik et al. 2023; SPEC 5): test sentences for any group x attribute bias specification.
+"""BiasTestGPT (Kocielnik et al. 2023; docs/methods.md#biastestgpt): test sentences for any group x attribute
+bias specification.
 
 - :mod:`.spec`: bias specifications (YAML/JSON; the release's 15 core and 4 health ones by name), validation;
 - :mod:`.terms`: exact term matching and the rule that swaps a group term;

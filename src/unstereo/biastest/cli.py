@@ -1,4 +1,5 @@
-"""``unstereo biastest``: BiasTestGPT (SPEC 5) - specifications, sentence pairs, generation, scoring, summary."""
+"""``unstereo biastest``: BiasTestGPT (docs/methods.md#biastestgpt) - specifications, sentence pairs,
+generation, scoring, summary."""
 
 from __future__ import annotations
 

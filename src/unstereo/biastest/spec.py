@@ -1,4 +1,5 @@
-"""Bias specifications (BiasTestGPT, SPEC 5): two social groups with terms and two attribute sets.
+"""Bias specifications (BiasTestGPT, docs/methods.md#biastestgpt): two social groups with terms and two
+attribute sets.
 
 The first group with the first attribute set (and the second group with the second set) is the stereotype; the
 crossed combinations are the anti-stereotype. A specification is a mapping

@@ -1,5 +1,6 @@
-"""FairPair (Dwivedi-Yu et al., 2024; SPEC 2): bias of a model's continuations of paired prompts x and p(x), each
-pair grounded in the same entity and judged against the model's own sampling variability.
+"""FairPair (Dwivedi-Yu et al., 2024; docs/methods.md#fairpair): bias of a model's continuations of paired
+prompts x and p(x), each pair grounded in the same entity and judged against the model's own sampling
+variability.
 
 - :mod:`~unstereo.fairpair.prompts`: the Common Sents prompts ("{name} is a {descriptor}, working as a
   {occupation}.", Winogender occupations) and user prompt files, each with p(x);

@@ -1,4 +1,5 @@
-"""``unstereo fairpair``: prompts, sampling, metrics, summary and report of the FairPair stage (SPEC 2)."""
+"""``unstereo fairpair``: prompts, sampling, metrics, summary and report of the FairPair stage
+(docs/methods.md#fairpair)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""FairPair's bias B, sampling variabilities V_gp and V_pg, and F = B^2 / (V_gp V_pg) (SPEC 2; paper section 2).
+"""FairPair's bias B, sampling variabilities V_gp and V_pg, and F = B^2 / (V_gp V_pg)
+(docs/methods.md#fairpair; paper section 2).
 
 For one prompt x the inputs are the *pg side* p(g_i(x)) (the continuations of x with p applied, the samples'
 ``continuation_mapped``) and the *gp side* g_j(p(x)) (the continuations of p(x)). With Phi a dissimilarity:

@@ -1,4 +1,5 @@
-"""Rule-based perturbation p: whole-word replacement of one entity's words by the other's (FairPair, SPEC 2).
+"""Rule-based perturbation p: whole-word replacement of one entity's words by the other's (FairPair,
+docs/methods.md#fairpair).
 
 A :class:`RulePerturbation` holds a word map (e.g. ``John -> Jane``, ``he -> she``, ``his -> her``). Matching is on
 word boundaries only (``Johnson``, ``Hebrew``, ``this`` are never touched), keeps the case of what it replaces

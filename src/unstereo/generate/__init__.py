@@ -1,4 +1,4 @@
-"""USE-k benchmark generation (SPEC 1.5; paper section 2.3 and appendix D).
+"""USE-k benchmark generation (docs/methods.md#use-k-generation; paper section 2.3 and appendix D).
 
 Per seed word and pronoun: the Generation prompt -> numbered list -> check word and pronoun -> revision prompts
 round robin -> pairing (direct pronoun mapping or the Editing prompt) -> template -> semantic filter on both

@@ -1,4 +1,4 @@
-"""``unstereo generate``: build USE-k benchmarks with an LLM (SPEC 1.5)."""
+"""``unstereo generate``: build USE-k benchmarks with an LLM (docs/methods.md#use-k-generation)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The USE-k generation pipeline (SPEC 1.5): generation -> check -> revision -> pairing -> template -> filter.
+"""The USE-k generation pipeline (docs/methods.md#use-k-generation): generation -> check -> revision ->
+pairing -> template -> filter.
 
 Beyond the paper: an optional length check after revision (about k words), deduplication of templates before the
 semantic filter (on by default: a repeated template costs two filter calls and adds no pair), and a flag for other

@@ -1,5 +1,6 @@
-"""UnStereoEval metrics (SPEC 1.4): Unstereo Score with its Bernoulli std, fairness curve and AuFC, fairness gap,
-skew labels, preference disparity and male_rel_ratio, for any set of (model, benchmark, eta).
+"""UnStereoEval metrics (docs/methods.md#scoring-and-metrics): Unstereo Score with its Bernoulli std, fairness
+curve and AuFC, fairness gap, skew labels, preference disparity and male_rel_ratio, for any set of (model,
+benchmark, eta).
 
 The metrics of the METRICS table are registered in :mod:`.registry` (``Metric``, ``register``); a new method adds
 its metrics and report tables there.

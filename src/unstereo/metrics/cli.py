@@ -36,7 +36,8 @@ DEFAULT_ETAS = tuple(eta_label(e) for e in PAPER_ETAS)
 @cli_options.eps(DEFAULT_EPS)
 @cli_options.eps_grid
 @cli_options.reference_quirks(
-    "reproduce the published numbers: unconstrained AuFC over |FM| in log10 (SPEC 1.4 quirk 2)"
+    "reproduce the published numbers: unconstrained AuFC over |FM| in log10 "
+    "(docs/methods.md#quirk-2-log10-aufc)"
 )
 @cli_options.registry_optional
 @click.option(

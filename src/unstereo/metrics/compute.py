@@ -1,9 +1,9 @@
 """Metrics for every (model, benchmark, eta) of a score table joined with its pair table.
 
 The pair table (PAIRS) supplies the benchmark of each pair and its MaxPMI; the eta filter keeps a pair when
--eta <= max_pmi <= eta (a pair with undefined MaxPMI only for eta = inf, SPEC 1.2). Scores of pairs the pair table
-does not list (e.g. the released score files also hold the pairs the naturalness filter removed) are left out and
-logged; a pair without a score for a model is an error.
+-eta <= max_pmi <= eta (a pair with undefined MaxPMI only for eta = inf, docs/methods.md#maxpmi-and-eta).
+Scores of pairs the pair table does not list (e.g. the released score files also hold the pairs the
+naturalness filter removed) are left out and logged; a pair without a score for a model is an error.
 """
 
 from __future__ import annotations
@@ -116,8 +116,9 @@ def compute_metrics(
 
     ``us``, ``us_std``, ``pd`` and ``male_rel_ratio`` are percentages; ``aufc`` integrates US as a fraction over
     ``eps_grid`` (default linspace(0, 6, 101)). ``reference_quirks=True`` reproduces the published numbers: the
-    unconstrained AuFC integrates |FM| in log10 (SPEC quirk 2), and the thresholds are applied in log10 as the
-    reference code does (the same pairs pass: |log10 e^x| <= log10 e^eps <=> |x| <= eps).
+    unconstrained AuFC integrates |FM| in log10 (docs/methods.md#quirk-2-log10-aufc), and the thresholds are
+    applied in log10 as the reference code does (the same pairs pass: |log10 e^x| <= log10 e^eps <=> |x| <=
+    eps).
     """
     return metrics_from_joined(join_scores(scores_df, pairs_df), etas, eps, eps_grid, reference_quirks)
 

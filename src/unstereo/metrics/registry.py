@@ -18,7 +18,7 @@ the rest (``**_``):
 - ``eps``: the fairness threshold on |ln p(s_F) - ln p(s_M)| (nats);
 - ``eps_grid``: the thresholds of the fairness curve (numpy array);
 - ``eta``: the group's MaxPMI bound (inf = unconstrained);
-- ``reference_quirks``: reproduce the reference code's log-base mix (SPEC 1.4 quirk 2).
+- ``reference_quirks``: reproduce the reference code's log-base mix (docs/methods.md#quirk-2-log10-aufc).
 
 The returned dict holds one value per column of ``columns`` (nullable METRICS columns, in the table's order) and
 per name of ``extra`` (written after the METRICS columns, not checked by the schema).
@@ -173,7 +173,7 @@ def _thresholded(
 
 
 def unstereo_metric(a, b, *, eps: float, reference_quirks: bool = False, **_) -> dict[str, float]:
-    """US and its Bernoulli standard error, in percent (SPEC 1.4)."""
+    """US and its Bernoulli standard error, in percent (docs/methods.md#scoring-and-metrics)."""
     us, std = unstereo_score(*_thresholded(a, b, eps, reference_quirks))
     return {"us": us, "us_std": std}
 

@@ -7,7 +7,8 @@ Layout (``reference/unstereo-eval/results/``): ``{5words,10words,20words}/revise
 
 pair ids follow the project convention: ``USE-5:{row}`` (row position = index of the raw file), ``Winobias:dev:{row}``,
 ``Winobias:test:{row}``, ``Winogender:{example_id}``. The released log-probs were computed on the strings of
-SPEC quirk 1 (kept as ``sentence_female`` / ``sentence_male``) in batches of 16 (quirk 3).
+docs/methods.md#quirk-1-capitalize (kept as ``sentence_female`` / ``sentence_male``) in batches of 16
+(docs/methods.md#quirk-3-batch-dependent-scores).
 """
 
 from __future__ import annotations

@@ -219,7 +219,8 @@ def reproduction_markdown(
         "# Reproduction of the published tables",
         "",
         "Reproduced from the released per-model scores of the 28 models with the reference switches on "
-        "(SPEC 1.4 quirk 2: the unconstrained AuFC integrates |FM| in log10); Table 7 (benchmark properties) from "
+        "(docs/methods.md#quirk-2-log10-aufc: the unconstrained AuFC integrates |FM| in log10); Table 7 "
+        "(benchmark properties) from "
         "the benchmarks stage's pair tables. A cell is within rounding when "
         "|reproduced - published| <= half a unit of the paper's last printed digit.",
         "",

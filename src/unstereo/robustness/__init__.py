@@ -1,5 +1,6 @@
-"""Dataset-construction robustness ("The Tail Wagging the Dog", SPEC 4): rebuild a benchmark harmlessly and see how
-much its bias scores and model rankings move.
+"""Dataset-construction robustness ("The Tail Wagging the Dog",
+docs/methods.md#dataset-construction-robustness): rebuild a benchmark harmlessly and see how much its bias
+scores and model rankings move.
 
 - :mod:`.constructions`: role templates and the construction functions (clauses, adjectives, synonyms, negation);
 - :mod:`.build`: named constructions of a pair table, seeded sub-samples;

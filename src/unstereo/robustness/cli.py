@@ -13,8 +13,9 @@ from ..scoring.cli import scorer_options
 
 @click.group("robustness")
 def group() -> None:
-    """Dataset-construction robustness ("Tail wagging", SPEC 4): how much a bias score moves when the benchmark is
-    rebuilt harmlessly (clauses, adjectives, synonyms, negation, sub-samples)."""
+    """Dataset-construction robustness ("Tail wagging", docs/methods.md#dataset-construction-robustness): how
+    much a bias score moves when the benchmark is rebuilt harmlessly (clauses, adjectives, synonyms, negation,
+    sub-samples)."""
 
 
 @group.command("construct")

@@ -1,4 +1,5 @@
-"""Alternate constructions of a template ("Tail wagging", SPEC 4): named, composable functions over role templates.
+"""Alternate constructions of a template ("Tail wagging", docs/methods.md#dataset-construction-robustness):
+named, composable functions over role templates.
 
 A :class:`RoleTemplate` is a template whose two entities are marked: ``$SUBJECT`` and ``$OBJECT`` stand for the
 words in ``subject`` / ``object`` (Winogender: the occupation and the participant, as in the release's file names

@@ -17,8 +17,9 @@ The key of a model (:func:`model_key`) is a SHA-256 over
 - the versions of torch and transformers, and :data:`CACHE_VERSION` (bumped when the scorer's definition changes).
 
 Device and batch size are not in the key: the project's scorer gives a sentence the same score whatever its batch
-(SPEC 1.4 quirk 3), and the chunked map's fingerprint leaves them out for the same reason. A hub id without a pinned
-revision is keyed by its id; pin ``revision`` to make the key follow the weights.
+(docs/methods.md#quirk-3-batch-dependent-scores), and the chunked map's fingerprint leaves them out for the
+same reason. A hub id without a pinned revision is keyed by its id; pin ``revision`` to make the key follow
+the weights.
 
 Concurrent Snakemake jobs share the file: each process has its own connection in WAL mode with a 60 s busy timeout,
 and rows are only ever inserted (``INSERT OR IGNORE``), so two jobs scoring the same text keep the first score. Keep

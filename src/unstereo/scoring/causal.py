@@ -1,4 +1,4 @@
-"""Sentence log-likelihoods under a causal language model (SPEC 1.4).
+"""Sentence log-likelihoods under a causal language model (docs/methods.md#scoring-and-metrics).
 
 log p(s) = sum over the sentence's tokens t_i of ln p(t_i | prefix, t_1..t_{i-1}), where the prefix is the model's
 BOS token, prepended and not scored. Tokenizers without a BOS token get an explicit, logged policy

@@ -11,8 +11,8 @@ the run description, ``reference_quirks``, the chunk size and every (id, text).
 Which strings are scored: by default the pair table's ``sentence_female`` / ``sentence_male`` as they are (the
 benchmarks stage filled them with :func:`unstereo.templates.fill_template`; user tables may carry sentences that are
 not template fillings). With ``reference_quirks=True`` both sentences are re-filled from ``template`` with the
-reference code's ``.strip().capitalize()`` and quote removal (SPEC 1.4 quirk 1), the strings the released scores
-were computed on.
+reference code's ``.strip().capitalize()`` and quote removal (docs/methods.md#quirk-1-capitalize), the strings
+the released scores were computed on.
 """
 
 from __future__ import annotations

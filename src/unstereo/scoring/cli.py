@@ -76,7 +76,8 @@ def scorer_options(f):
 @click.option("--name", default=None, help="Model name for the `model` column (default: MODEL as given).")
 @scorer_options
 @cli_options.reference_quirks(
-    "Re-fill sentences from the template with the reference code's capitalize() (SPEC 1.4 quirk 1)."
+    "Re-fill sentences from the template with the reference code's capitalize() "
+    "(docs/methods.md#quirk-1-capitalize)."
 )
 @cli_options.threads
 @cli_options.external_dir

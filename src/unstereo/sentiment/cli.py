@@ -1,5 +1,5 @@
-"""``unstereo sentiment``: counterfactual sentiment bias (SPEC 3): sample, metrics (I.F./G.F.), report (figures),
-debias."""
+"""``unstereo sentiment``: counterfactual sentiment bias (docs/methods.md#counterfactual-sentiment-bias):
+sample, metrics (I.F./G.F.), report (figures), debias."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Individual and group fairness of sentiment distributions (Huang et al. 2020, Eq. 3 and 4; SPEC 3).
+"""Individual and group fairness of sentiment distributions (Huang et al. 2020, Eq. 3 and 4;
+docs/methods.md#counterfactual-sentiment-bias).
 
 For one attribute and one classifier, with ``S`` the sentiment scores of the continuations:
 

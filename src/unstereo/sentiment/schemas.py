@@ -29,7 +29,8 @@ CONTINUATIONS = TableSchema(
 #: results/sentiment/{model}/fairness.parquet
 FAIRNESS = TableSchema(
     "sentiment_fairness",
-    "one row per (attribute, classifier, metric): I.F. or G.F. (SPEC 3) with its bootstrap percentile interval",
+    "one row per (attribute, classifier, metric): I.F. or G.F. "
+    "(docs/methods.md#counterfactual-sentiment-bias) with its bootstrap percentile interval",
     (
         Column("attribute", "str", "sensitive attribute"),
         Column("classifier", "str", "sentiment classifier"),

@@ -1,6 +1,6 @@
 """Vocabulary stage: from a delta table to an English vocabulary and the seed words that steer generation.
 
-SPEC 1.5 (first point), paper section 2.3 and appendices B-C:
+docs/methods.md#vocabulary-and-seed-words, paper section 2.3 and appendices B-C:
 
 1. :mod:`.english` keeps alphabetic words that fastText lid.176 calls English (confidence > 0.6) OR that have a
    WordNet synset, and drops words at or below the 20 % count quantile.

@@ -1,5 +1,5 @@
-"""English vocabulary (paper appendix B, SPEC 1.5): alphabetic words that are English by lid.176 OR WordNet, minus
-the rare ones.
+"""English vocabulary (paper appendix B, docs/methods.md#vocabulary-and-seed-words): alphabetic words that are
+English by lid.176 OR WordNet, minus the rare ones.
 
 The order follows the authors' released word-selection notebook: (1) keep words made only of letters
 (``str.isalpha``); (2) the count cutoff is the ``freq_quantile`` quantile (linear interpolation, as pandas) of the

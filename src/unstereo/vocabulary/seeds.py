@@ -1,4 +1,5 @@
-"""Seed words (paper section 2.3 and appendix C, SPEC 1.5): seeded samples from the centre of the delta distribution.
+"""Seed words (paper section 2.3 and appendix C, docs/methods.md#vocabulary-and-seed-words): seeded samples
+from the centre of the delta distribution.
 
 "20 equal-sized bins from the empirical distribution of delta" means, in the authors' released word-selection
 notebook, *equal-width* bins symmetric around 0: ``np.linspace(-M, M, 20)`` with ``M = ceil(max |delta|)`` over the

@@ -11,13 +11,14 @@ Kinds (``build_pairs(kind, paths, ...)``), with the pair ids they give (fixed pr
 | ``templates`` | user CSV / TSV / JSONL / parquet with a ``template`` column (optional ``id`` or ``pair_id``, ``seed_word`` or ``word``) | ``{name}:{id}`` (``pair_id`` verbatim; no id column: ``{name}:{row}``, 0-based) |
 | ``pairs`` | an existing PAIRS table (e.g. ``generate/{benchmark}/pairs.parquet``) | kept |
 
-Winobias from the original files (SPEC 1.3; the reference notebook ``0.Preprocess-baselines``): strip the leading id,
-remove the brackets, drop sentences whose bracketed pronoun is female, turn he/his/him/himself into placeholders,
-sort each split by sentence. With ``reference_quirks`` the reference's bracket removal is reproduced: it only
-removes the brackets of the first two bracketed spans (entity and first pronoun), so 41 released templates keep a
-``[{pronoun1}]``-like span; by default every bracket is removed. Winogender: one row per example id, the male one;
-with ``reference_quirks`` the released file's conversion artifact is reproduced as well (a sentence with an
-apostrophe loses it and gains a trailing ``"``: 4 cashier sentences, "couldn't" -> "couldnt ... dollars.\"").
+Winobias from the original files (docs/methods.md#benchmarks-and-their-sizes; the reference notebook
+``0.Preprocess-baselines``): strip the leading id, remove the brackets, drop sentences whose bracketed pronoun
+is female, turn he/his/him/himself into placeholders, sort each split by sentence. With ``reference_quirks``
+the reference's bracket removal is reproduced: it only removes the brackets of the first two bracketed spans
+(entity and first pronoun), so 41 released templates keep a ``[{pronoun1}]``-like span; by default every
+bracket is removed. Winogender: one row per example id, the male one; with ``reference_quirks`` the released
+file's conversion artifact is reproduced as well (a sentence with an apostrophe loses it and gains a trailing
+``"``: 4 cashier sentences, "couldn't" -> "couldnt ... dollars.\"").
 """
 
 from __future__ import annotations
