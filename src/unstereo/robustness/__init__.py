@@ -9,32 +9,31 @@ scores and model rankings move.
 - :mod:`.stats`: distributions, Kendall tau between rankings, rank swaps; :mod:`.figures`: Figures 3 and 4.
 """
 
-from .build import NAMES, construct, subsample
-from .constructions import (
-    ADJECTIVES,
-    CLAUSES,
-    RoleTemplate,
-    add_adjective,
-    add_clause,
-    mark_roles,
-    negate,
-    substitute,
-)
-from .stats import kendall_tau, rank_swaps, rankings
+# The names below are imported on first use (PEP 562), not with the package: the method registry imports
+# unstereo.robustness.method, and `unstereo --help` must not pay for pandas through this package.
+_EXPORTS = {
+    "NAMES": ".build",
+    "construct": ".build",
+    "subsample": ".build",
+    "ADJECTIVES": ".constructions",
+    "CLAUSES": ".constructions",
+    "RoleTemplate": ".constructions",
+    "add_adjective": ".constructions",
+    "add_clause": ".constructions",
+    "mark_roles": ".constructions",
+    "negate": ".constructions",
+    "substitute": ".constructions",
+    "kendall_tau": ".stats",
+    "rank_swaps": ".stats",
+    "rankings": ".stats",
+}
 
-__all__ = [
-    "ADJECTIVES",
-    "CLAUSES",
-    "NAMES",
-    "RoleTemplate",
-    "add_adjective",
-    "add_clause",
-    "construct",
-    "kendall_tau",
-    "mark_roles",
-    "negate",
-    "rank_swaps",
-    "rankings",
-    "subsample",
-    "substitute",
-]
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        import importlib
+
+        return getattr(importlib.import_module(_EXPORTS[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
