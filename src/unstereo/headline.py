@@ -38,10 +38,8 @@ def headline_table(rows: list[dict]) -> pd.DataFrame:
     """A validated :data:`HEADLINE` table from row dicts (an empty one, typed, from no rows). A row without an
     interval (both ends NaN, e.g. a bootstrap of 0 rounds) gets ``interval=""``, so no label claims one."""
     df = pd.DataFrame(rows, columns=HEADLINE.names)
-    for text in (
-        "interval",
-        "scope",
-    ):  # a label a row leaves out is empty (an all-missing column is float NaN)
+    # A label a row leaves out is empty (an all-missing column would be float NaN).
+    for text in ("interval", "scope"):
         df[text] = df[text].astype(object).where(df[text].notna(), "")
     df.loc[df["ci_low"].isna() & df["ci_high"].isna(), "interval"] = ""
     return validate(df.astype({"n": "Int64"}) if len(df) else df, HEADLINE)

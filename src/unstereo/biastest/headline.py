@@ -16,7 +16,7 @@ from ..tables import read_table
 from .method import METHOD as DECLARED
 from .schemas import SUMMARY
 
-METHOD = DECLARED.name
+METHOD_NAME = DECLARED.name  # the HEADLINE rows' `method`
 # The metrics are declared once, in the method's registry entry.
 METRICS = DECLARED.headline
 SOURCE_PREFERENCE = ("generated", "released", "template")
@@ -48,7 +48,7 @@ def headline(config: dict):
     rows = []
     for r in table[table["spec"] == spec].sort_values("model").itertuples(index=False):
         rows.append(
-            dict(method=METHOD, model=r.model, metric="ss", value=float(r.stereotype_score),
+            dict(method=METHOD_NAME, model=r.model, metric="ss", value=float(r.stereotype_score),
                  ci_low=float(r.ci_low), ci_high=float(r.ci_high), interval="95% bootstrap", n=int(r.n),
                  scope=f"spec {spec}, {source} pairs")
         )  # fmt: skip

@@ -15,7 +15,7 @@ from ..tables import read_table
 from .method import METHOD as DECLARED
 from .schemas import SUMMARY
 
-METHOD = DECLARED.name
+METHOD_NAME = DECLARED.name  # the HEADLINE rows' `method`
 # The metrics are declared once, in the method's registry entry.
 METRICS = DECLARED.headline
 
@@ -48,9 +48,9 @@ def headline(config: dict):
         r = group[group["k"] == k].iloc[0]
         level = int(round(100 * float(cfg.get("level", 0.95))))
         rows.append(
-            dict(method=METHOD, model=model, metric="f", value=float(r["mean_F"]), ci_low=float(r["F_ci_low"]),
-                 ci_high=float(r["F_ci_high"]), interval=f"{level}% bootstrap over prompts",
-                 n=int(r["n_prompts"]),
+            dict(method=METHOD_NAME, model=model, metric="f", value=float(r["mean_F"]),
+                 ci_low=float(r["F_ci_low"]), ci_high=float(r["F_ci_high"]),
+                 interval=f"{level}% bootstrap over prompts", n=int(r["n_prompts"]),
                  scope=f"phi {phi}, k = {k}{'' if folds else ' (per sample)'}"
                  + (f", {int(r['n_inf_F'])} prompt(s) with infinite F left out" if int(r["n_inf_F"]) else ""))
         )  # fmt: skip

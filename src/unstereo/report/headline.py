@@ -18,7 +18,7 @@ from ..tables import read_table
 from ..unstereoeval.method import METHOD as DECLARED
 from .workflow import metrics_benchmarks, metrics_models
 
-METHOD = DECLARED.name
+METHOD_NAME = DECLARED.name  # the HEADLINE rows' `method`
 # The metrics are declared once, in the method's registry entry.
 METRICS = DECLARED.headline
 
@@ -54,7 +54,7 @@ def headline(config: dict):
         us, se = float(r.us), float(r.us_std)
         rows.append(
             dict(
-                method=METHOD,
+                method=METHOD_NAME,
                 model=r.model,
                 metric="us",
                 value=us,
@@ -67,7 +67,7 @@ def headline(config: dict):
         )
         rows.append(
             dict(
-                method=METHOD,
+                method=METHOD_NAME,
                 model=r.model,
                 metric="aufc",
                 value=float(r.aufc),

@@ -21,7 +21,7 @@ from ..tables import read_table
 from .method import METHOD as DECLARED
 from .schemas import RANK_SWAPS
 
-METHOD = DECLARED.name
+METHOD_NAME = DECLARED.name  # the HEADLINE rows' `method`
 # The metrics are declared once, in the method's registry entry.
 METRICS = DECLARED.headline
 
@@ -59,7 +59,7 @@ def headline(config: dict):
         swaps = sum(float((d["swap_rate"] * d["trials"]).sum()) for d in part)
         constructions = sorted(set().union(*(set(d["construction"]) for d in part)))
         rows.append(
-            dict(method=METHOD, model=model, metric="rank_swap_rate",
+            dict(method=METHOD_NAME, model=model, metric="rank_swap_rate",
                  value=swaps / trials if trials else math.nan, ci_low=math.nan, ci_high=math.nan, interval="",
                  n=trials, scope=f"by {metric} at eta = {eta_label(eta)}, {len(constructions)} construction(s), "
                  f"{table['benchmark'].nunique()} benchmark(s)")

@@ -15,7 +15,7 @@ from ..tables import read_table
 from .method import METHOD as DECLARED
 from .schemas import FAIRNESS
 
-METHOD = DECLARED.name
+METHOD_NAME = DECLARED.name  # the HEADLINE rows' `method`
 # The metrics are declared once, in the method's registry entry.
 METRICS = DECLARED.headline
 _TABLE_METRIC = {"if": "IF", "gf": "GF"}
@@ -55,8 +55,8 @@ def headline(config: dict):
                 continue
             r = table.loc[key]
             rows.append(
-                dict(method=METHOD, model=model, metric=name, value=float(r["value"]), ci_low=float(r["ci_low"]),
-                     ci_high=float(r["ci_high"]), interval=f"{level}% bootstrap",
+                dict(method=METHOD_NAME, model=model, metric=name, value=float(r["value"]),
+                     ci_low=float(r["ci_low"]), ci_high=float(r["ci_high"]), interval=f"{level}% bootstrap",
                      n=int(r["n_continuations"]), scope=f"attribute {attribute}, classifier {classifier}")
             )  # fmt: skip
     return headline_table(rows)
