@@ -8,7 +8,9 @@ writes (results folder -> path pattern -> table schema), its report category and
 - the ``Snakefile`` includes each method's rules files, after the shared ones, in :func:`methods` order;
 - :mod:`unstereo.config` adds each section to the top-level config schema (unknown keys rejected by its schema);
 - :mod:`unstereo.outputs_check` validates each table of a finished run against its schema;
-- the rules put each method's results under its report category (``METHODS[name].report_category(...)``).
+- the rules put each method's results under its report category (the Snakefile's ``METHODS`` is :func:`methods`:
+  ``category=METHODS[name].category``, or ``METHODS[name].report_category(stage)``);
+- :mod:`unstereo.report.model_card` puts every method with a ``headline_module`` on the model card.
 
 Built-in methods are found by scanning ``unstereo/*/method.py``; a method in another distribution registers its
 ``Method`` under the entry-point group :data:`ENTRY_POINT_GROUP` (``toy = toy_method.method:METHOD``). Adding a

@@ -6,8 +6,8 @@ It asks Snakemake for every output file of the DAG (``--summary``), then checks 
 load, JSON parses, PNG/PDF files carry their magic bytes, nothing is empty; and every table of a registered method
 (UnStereoEval, FairPair, counterfactual sentiment, robustness, BiasTestGPT and any other in
 :mod:`unstereo.method_registry`) validates against the schema its code declares (:func:`tables`: the method's
-results folder -> path pattern -> schema).
-Finally the metrics table must hold a finite Unstereo Score for every (model, benchmark) the config scores.
+results folder -> path pattern -> schema), as do the model card's two tables at the results folder's top
+(:data:`ROOT_TABLES`). Finally the metrics table must hold a finite Unstereo Score for every (model, benchmark) the config scores.
 Exit status 1 with one line per problem.
 """
 

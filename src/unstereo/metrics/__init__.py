@@ -2,8 +2,8 @@
 curve and AuFC, fairness gap, skew labels, preference disparity and male_rel_ratio, for any set of (model,
 benchmark, eta).
 
-The metrics of the METRICS table are registered in :mod:`.registry` (``Metric``, ``register``); a new method adds
-its metrics and report tables there.
+The metrics of the METRICS table are registered in :mod:`.registry` (``Metric``, ``register``); a new UnStereoEval
+metric adds itself and its report tables there (a new bias method declares itself in :mod:`unstereo.method_registry`).
 """
 
 from ..eta import eta_mask, parse_eta

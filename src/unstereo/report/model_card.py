@@ -1,9 +1,10 @@
 """The cross-method model card: every method's headline metric per model, side by side, and how far the methods
 agree on which model is the most biased.
 
-Each method reads its headline metrics from its finished tables (``unstereo.<package>.headline``: ``METRICS``, a
-tuple of :class:`~unstereo.headline.HeadlineMetric`, ``headline(config)`` -> a HEADLINE table, ``sources(config)``
--> the files it reads, ``models(config)`` -> the short model names the method's config lists). This module stacks
+Each method reads its headline metrics (declared in its registry entry, ``Method.headline``) from its finished
+tables, in the module its entry names as ``headline_module`` (e.g. ``unstereo.fairpair.headline``):
+``headline(config)`` -> a HEADLINE table, ``sources(config)`` -> the files it reads, ``models(config)`` -> the short
+model names the method's config lists, ``enabled(config)`` -> whether it is on the card. This module stacks
 them into ``results/model_card.parquet`` (:data:`MODEL_CARD`), ranks the models per metric after orienting every
 value so that larger = more biased (:meth:`HeadlineMetric.bias`), computes Kendall's tau-b between every two
 metrics' rankings over the models they share (:data:`MODEL_CARD_TAU`), and writes one table (HTML, Markdown) and
