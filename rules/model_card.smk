@@ -1,8 +1,9 @@
-# The cross-method model card (logic in src/unstereo/report/model_card.py): every enabled method's headline metric
-# per model with its interval, the models' rank per metric and Kendall's tau-b between the methods' rankings.
-# results/model_card.parquet, results/model_card_tau.parquet, and per model results/model_card/{model}.{html,md,png}
-# in the report under "Model card". Built when the report is enabled and at least one method with headline metrics
-# (UnStereoEval's metrics, FairPair, sentiment, robustness, BiasTestGPT) is.
+# The cross-method model card (logic in src/unstereo/report/model_card.py): every enabled method's headline
+# metric per model with its interval, the models' rank per metric and Kendall's tau-b between the methods'
+# rankings. results/model_card.parquet, results/model_card_tau.parquet, and per model
+# results/model_card/{model}.{html,md,png} in the report under "Model card". Built when the report is enabled
+# and at least one method with headline metrics is (every registered method whose declaration names a
+# headline_module: unstereo.report.model_card.card_methods).
 
 from unstereo.report import model_card as _model_card
 
