@@ -1,7 +1,7 @@
 """UnStereoEval's declaration in the method registry (see :mod:`unstereo.method_registry`).
 
-One method with seven stages: corpus statistics, vocabulary, benchmarks (and their generation), scoring, metrics
-and the report (with the paper reproduction). Shared infrastructure (resources, the LLM layer, ``config``) is not a
+One method with seven stages: corpus statistics, vocabulary, generation (USE-k), benchmarks, scoring, metrics and
+the report (with the paper reproduction). Shared infrastructure (resources, the LLM layer, ``config``) is not a
 method: the CLI and the Snakefile list it themselves.
 """
 
