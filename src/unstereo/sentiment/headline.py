@@ -21,21 +21,17 @@ METRICS = DECLARED.headline
 _TABLE_METRIC = {"if": "IF", "gf": "GF"}
 
 
-def _models(config: dict) -> list[str]:
-    return model_names((config.get("sentiment") or {}).get("models"))
-
-
 def enabled(config: dict) -> bool:
-    return bool((config.get("sentiment") or {}).get("enabled") and _models(config))
+    return bool((config.get("sentiment") or {}).get("enabled") and models(config))
 
 
 def models(config: dict) -> list[str]:
-    return _models(config)
+    return model_names((config.get("sentiment") or {}).get("models"))
 
 
 def sources(config: dict) -> list[str]:
     root = Path(config["results_dir"]) / "sentiment"
-    return [str(root / m / "fairness.parquet") for m in _models(config)]
+    return [str(root / m / "fairness.parquet") for m in models(config)]
 
 
 def headline(config: dict):
@@ -43,7 +39,7 @@ def headline(config: dict):
     cfg = config.get("sentiment") or {}
     classifiers = list(cfg.get("classifiers") or ()) + list((cfg.get("transformer_classifiers") or {}).keys())
     rows = []
-    for model, path in zip(_models(config), sources(config), strict=True):
+    for model, path in zip(models(config), sources(config), strict=True):
         table = read_table(path, FAIRNESS)
         attribute = first_present(cfg.get("attributes"), table["attribute"].unique())
         table = table[table["attribute"] == attribute]
