@@ -81,7 +81,7 @@ def test_report_figure(tmp_path):
     assert out.read_bytes()[:4] == b"\x89PNG"
 
 
-def test_cli_pairs_score_summarize(tmp_path):
+def test_cli_pairs_score_summary(tmp_path):
     """From a user specification to the page through the CLI, on a tiny random GPT-2 saved to a folder."""
     from _scoring_models import tiny_gpt2, word_tokenizer
 
@@ -104,7 +104,7 @@ def test_cli_pairs_score_summarize(tmp_path):
     scores = pd.read_parquet(tmp_path / "s.parquet")
     assert list(scores.columns[:3]) == ["pair_id", "score_a", "score_b"] and (scores.model == "tiny").all()
     assert (scores.score_a == scores.logp_a / scores.ntok_a).all()
-    res = r.invoke(cli, ["biastest", "summarize", "--pairs", str(tmp_path / "p.parquet"), "--scores",
+    res = r.invoke(cli, ["biastest", "summary", "--pairs", str(tmp_path / "p.parquet"), "--scores",
                          str(tmp_path / "s.parquet"), "-o", str(tmp_path / "out"), "--rounds", "5"])  # fmt: skip
     assert res.exit_code == 0, res.output
     summary = pd.read_parquet(tmp_path / "out" / "summary.parquet")
