@@ -97,7 +97,9 @@ def runtime_for(base=10, per_mb=0.0, growth=2.0, cap=None):
 
 def gpu_resources(device, gpus=1, gpu_model=None, cpus_per_gpu=None, spelling="gpu"):
     """GPU resources of a job that runs on torch `device` (a config value), {} unless the device is `cuda`,
-    `cuda:N` or `gpu`. Unpack it into the resources (snakefmt puts it first):
+    `cuda:N` or `gpu`. The built-in rules that run a model take theirs from `model_rules.job_resources` (one
+    GPU, its type chosen in the Slurm profile); this is for a rule of a site's own that names the GPU type or
+    the gres spelling itself. Unpack it into the resources (snakefmt puts it first):
 
         resources:
             **gpu_resources(config["score"]["device"], gpu_model=config["score"].get("gpu_model")),
