@@ -38,8 +38,9 @@ ALL_TARGETS = []
 METHODS = method_registry.methods()
 
 
-# The shared infrastructure first, then every method's rules files in registry order (UnStereoEval's stages first:
-# later files read globals of earlier ones). A new method registers itself; nothing to add here.
+# The shared infrastructure first (rules/common.smk: paths, seeds, the model rule layer), then every method's rules
+# files in registry order (UnStereoEval's stages first, in pipeline order; another method's rules read only the
+# shared helpers and the config). A new method registers itself; nothing to add here.
 include: "rules/common.smk"
 include: "rules/resources.smk"
 

@@ -4,11 +4,18 @@
 # are names of `score.models`, scored with the score stage's options.
 import shlex
 
+from unstereo.benchmarks.workflow import delta_choice as benchmark_delta
 from unstereo.robustness import workflow as robustness_workflow
+from unstereo.scoring import rules as score_rules
 
 ROBUSTNESS = config["robustness"]
+# Read from the config, not from other rules files' globals, so the include order does not matter.
+ROBUSTNESS_SCORE = config["score"]
+ROBUSTNESS_BENCHMARKS = config["benchmarks"]
 ROBUSTNESS_MODELS = (
-    robustness_workflow.models(ROBUSTNESS, SCORE) if ROBUSTNESS["enabled"] else []
+    robustness_workflow.models(ROBUSTNESS, ROBUSTNESS_SCORE)
+    if ROBUSTNESS["enabled"]
+    else []
 )
 ROBUSTNESS_CONSTRUCTIONS = robustness_workflow.constructions(ROBUSTNESS)
 ROBUSTNESS_SEED = section_seed(ROBUSTNESS, "robustness")
@@ -25,7 +32,12 @@ rule robustness_construct:
     """The constructions of a benchmark's pair table, MaxPMI recomputed from the benchmark's delta table."""
     input:
         pairs=results("benchmarks", "{benchmark}", "eta-inf.parquet"),
-        delta=lambda wc: delta_path(delta_choice(BMCFG, BM_SOURCES[wc.benchmark])),
+        delta=lambda wc: delta_path(
+            benchmark_delta(
+                ROBUSTNESS_BENCHMARKS,
+                ROBUSTNESS_BENCHMARKS.get("sources", {})[wc.benchmark],
+            )
+        ),
         reference=(
             [resource_manifest("reference")]
             if robustness_workflow.uses_release(ROBUSTNESS_CONSTRUCTIONS)
@@ -59,7 +71,9 @@ rule robustness_score:
             RESULTS, wc.benchmark, ROBUSTNESS_CONSTRUCTIONS
         ),
         model=lambda wc: model_rules.model_inputs(
-            SCORE["models"][wc.model], resource_manifest, f"score.models.{wc.model}"
+            ROBUSTNESS_SCORE["models"][wc.model],
+            resource_manifest,
+            f"score.models.{wc.model}",
         ),
     output:
         scores=results("robustness", "{benchmark}", "scores", "{model}.parquet"),
@@ -69,19 +83,24 @@ rule robustness_score:
     benchmark:
         f"{BENCH}/robustness/{{benchmark}}/score-{{model}}.tsv"
     wildcard_constraints:
-        model=model_rules.model_pattern(SCORE["models"]),
+        model=model_rules.model_pattern(ROBUSTNESS_SCORE["models"]),
     conda:
         "../envs/score.yaml"
     threads: model_rules.threads(ROBUSTNESS)
     resources:
         # the score stage's memory, time and device (the models are scored with its options)
         **model_rules.job_resources(
-            SCORE, mem_mb=6000, runtime=120, models=SCORE["models"]
+            ROBUSTNESS_SCORE,
+            mem_mb=6000,
+            runtime=120,
+            models=ROBUSTNESS_SCORE["models"],
         ),
     params:
-        model=lambda wc, input: score_rules.model_arg(SCORE, wc.model, input.model),
-        options=lambda wc: score_rules.options(SCORE, wc.model),
-        cache=score_rules.cache_option(SCORE, results("score-cache.sqlite")),
+        model=lambda wc, input: score_rules.model_arg(
+            ROBUSTNESS_SCORE, wc.model, input.model
+        ),
+        options=lambda wc: score_rules.options(ROBUSTNESS_SCORE, wc.model),
+        cache=score_rules.cache_option(ROBUSTNESS_SCORE, results("score-cache.sqlite")),
     shell:
         "unstereo robustness score {params.model} {input.pairs:q} -o {output.scores:q} --cost {output.cost:q}"
         " --name {wildcards.model:q} --threads {threads} {params.options} {params.cache} > {log} 2>&1"

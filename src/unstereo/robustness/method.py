@@ -32,6 +32,7 @@ METHOD = Method(
         ),
     ),
     headline_module="unstereo.robustness.headline",
-    # after UnStereoEval: robustness.smk reads the globals of its benchmarks and score rules (SCORE, BMCFG, ...)
+    # after UnStereoEval, whose benchmarks and scores it rebuilds (its rules read the score and benchmarks config
+    # sections themselves, not other rules files' globals, so the order only sets where its rules appear)
     order=30,
 )
