@@ -11,15 +11,6 @@ CARD_ON = config["report"]["enabled"] and bool(_model_card.enabled_methods(confi
 CARD_MODELS = _model_card.card_models(config) if CARD_ON else []
 
 
-def _card_page(model, ext, caption):
-    return report(
-        results("model_card", f"{model}.{ext}"),
-        caption=caption,
-        category=_model_card.CATEGORY,
-        subcategory=model,
-    )
-
-
 rule model_card:
     """The model card: the headline metrics of every enabled method stacked, ranked and compared (Kendall tau)."""
     input:
@@ -35,11 +26,21 @@ rule model_card:
         ),
         tau_md=results("model_card", "tau.md"),
         pages=[
-            _card_page(m, "html", "../workflow/report/model_card.rst")
+            report(
+                results("model_card", f"{m}.html"),
+                caption="../workflow/report/model_card.rst",
+                category=_model_card.CATEGORY,
+                subcategory=m,
+            )
             for m in CARD_MODELS
         ],
         figures=[
-            _card_page(m, "png", "../workflow/report/model_card.rst")
+            report(
+                results("model_card", f"{m}.png"),
+                caption="../workflow/report/model_card.rst",
+                category=_model_card.CATEGORY,
+                subcategory=m,
+            )
             for m in CARD_MODELS
         ],
         markdown=[results("model_card", f"{m}.md") for m in CARD_MODELS],
