@@ -435,8 +435,8 @@ def plot_model(
         for s in ("left", "right", "top"):
             ax.spines[s].set_visible(False)
     fig.suptitle(f"Model card: {model}", x=0.01, ha="left", fontsize=12, fontweight="bold")
-    fig.text(0.99, 0.995, "dot: this model with its interval · grey ticks: the other models", ha="right",
-             va="top", fontsize=8, color="0.35")  # fmt: skip
+    key = "dot: this model with its interval · grey ticks: the other models · rank 1 = most biased"
+    fig.text(0.99, 0.995, key, ha="right", va="top", fontsize=8, color="0.35")
     fig.tight_layout(rect=(0, 0, 0.86, 0.97))
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
