@@ -340,7 +340,7 @@ def test_figure_axis_stays_inside_the_metric_limits():
     assert mc._xlim(0.0, 100.0, (0.0, 100.0)) == pytest.approx((-2.32, 102.32))
     # unbounded: 8 % either side
     assert mc._xlim(1.0, 2.0) == pytest.approx((0.92, 2.08))
-    assert all(hm.limits[0] == 0.0 for m in mc.card_methods() for hm in m.metrics)
+    assert all(hm.limits[0] == 0.0 for m in mc.card_methods() for hm in m.headline)
 
 
 @pytest.mark.slow

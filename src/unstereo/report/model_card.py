@@ -19,8 +19,6 @@ import html
 import importlib
 import itertools
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -28,53 +26,21 @@ import pandas as pd
 
 from ..headline import HEADLINE, HeadlineMetric
 from ..io import atomic_path, write_text
+from ..method_registry import Method, methods
 from ..tables import Column, TableSchema, validate
 
 CATEGORY = "Model card"
 
 
-@dataclass(frozen=True)
-class CardMethod:
-    """A method on the card: its name (the HEADLINE table's ``method``), its config sections, its headline metrics
-    and the module holding ``headline``, ``sources``, ``models`` and ``enabled`` (its registry declaration's
-    ``headline_module``)."""
-
-    name: str
-    sections: tuple[str, ...]
-    module: str
-    metrics: tuple[HeadlineMetric, ...]
-
-    def _mod(self):
-        return importlib.import_module(self.module)
-
-    @property
-    def headline(self) -> Callable[[dict], pd.DataFrame]:
-        return self._mod().headline
-
-    def sources(self, config: dict) -> list[str]:
-        return list(self._mod().sources(config))
-
-    def models(self, config: dict) -> list[str]:
-        return list(self._mod().models(config))
-
-    def enabled(self, config: dict) -> bool:
-        return bool(self._mod().enabled(config))
-
-
-def card_methods() -> tuple[CardMethod, ...]:
+def card_methods() -> list[Method]:
     """Every registered method with headline metrics, in registry order (unstereo.method_registry): a new method
     is on the card once its declaration names a ``headline_module``."""
-    from ..method_registry import methods
-
-    return tuple(
-        CardMethod(m.name, tuple(m.config), m.headline_module, tuple(m.headline))
-        for m in methods().values()
-        if m.headline_module
-    )
+    return [m for m in methods().values() if m.headline_module]
 
 
-def _resolve(methods: tuple[CardMethod, ...] | None) -> tuple[CardMethod, ...]:
-    return card_methods() if methods is None else methods
+def _api(method: Method):
+    """The method's headline module: ``headline``, ``sources``, ``models`` and ``enabled`` of a config."""
+    return importlib.import_module(method.headline_module)
 
 
 MODEL_CARD = TableSchema(
@@ -125,36 +91,36 @@ MODEL_CARD_TAU = TableSchema(
 )
 
 
-def enabled_methods(config: dict, methods: tuple[CardMethod, ...] | None = None) -> list[CardMethod]:
-    return [m for m in _resolve(methods) if m.enabled(config)]
+def enabled_methods(config: dict) -> list[Method]:
+    return [m for m in card_methods() if _api(m).enabled(config)]
 
 
-def card_inputs(config: dict, methods: tuple[CardMethod, ...] | None = None) -> list[str]:
+def card_inputs(config: dict) -> list[str]:
     """The finished tables the card reads (the rule's input)."""
-    return [p for m in enabled_methods(config, methods) for p in m.sources(config)]
+    return [p for m in enabled_methods(config) for p in _api(m).sources(config)]
 
 
-def card_models(config: dict, methods: tuple[CardMethod, ...] | None = None) -> list[str]:
+def card_models(config: dict) -> list[str]:
     """Every model short name an enabled method's config lists, in order of first appearance."""
-    return list(dict.fromkeys(name for m in enabled_methods(config, methods) for name in m.models(config)))
+    return list(dict.fromkeys(name for m in enabled_methods(config) for name in _api(m).models(config)))
 
 
-def card_config(config: dict, methods: tuple[CardMethod, ...] | None = None) -> str:
+def card_config(config: dict) -> str:
     """The part of ``config`` the headline functions read, as JSON (what the rule passes to ``unstereo report
     model-card --config-json``): ``results_dir``, ``score`` (model fallbacks) and every method's section."""
     import json
 
-    keys = ["results_dir", "score", *(s for m in _resolve(methods) for s in m.sections)]
+    keys = ["results_dir", "score", *(s for m in card_methods() for s in m.config)]
     return json.dumps({k: config[k] for k in dict.fromkeys(keys) if k in config}, default=str)
 
 
-def _metric_info(methods) -> dict[tuple[str, str], HeadlineMetric]:
-    return {(m.name, hm.name): hm for m in _resolve(methods) for hm in m.metrics}
+def _metric_info() -> dict[tuple[str, str], HeadlineMetric]:
+    return {(m.name, hm.name): hm for m in card_methods() for hm in m.headline}
 
 
-def stack(frames: dict[str, pd.DataFrame], methods: tuple[CardMethod, ...] | None = None) -> pd.DataFrame:
+def stack(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """The MODEL_CARD table of per-method HEADLINE tables (``frames``: method name -> table)."""
-    info = _metric_info(methods)
+    info = _metric_info()
     parts = []
     for name, frame in frames.items():
         frame = validate(frame, HEADLINE, source=f"headline of {name}")
@@ -179,10 +145,9 @@ def stack(frames: dict[str, pd.DataFrame], methods: tuple[CardMethod, ...] | Non
     return validate(card, MODEL_CARD)
 
 
-def collect(config: dict, methods: tuple[CardMethod, ...] | None = None) -> pd.DataFrame:
+def collect(config: dict) -> pd.DataFrame:
     """Read every enabled method's headline and stack them (:func:`stack`)."""
-    methods = _resolve(methods)
-    return stack({m.name: m.headline(config) for m in enabled_methods(config, methods)}, methods)
+    return stack({m.name: _api(m).headline(config) for m in enabled_methods(config)})
 
 
 def _metric_keys(card: pd.DataFrame) -> list[tuple[str, str]]:
@@ -376,9 +341,7 @@ def _xlim(lo: float, hi: float, limits=(None, None)) -> tuple[float, float]:
     return left, right
 
 
-def plot_model(
-    card: pd.DataFrame, model: str, out: str | Path, methods: tuple[CardMethod, ...] | None = None
-) -> Path:
+def plot_model(card: pd.DataFrame, model: str, out: str | Path) -> Path:
     """One panel per headline metric: the model's value with its interval (a dot with an error bar), the other
     models' values as grey ticks for context, the unbiased value of an `away` metric as a dashed line, and on the
     right the model's rank. PNG."""
@@ -387,7 +350,7 @@ def plot_model(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    info = _metric_info(methods)
+    info = _metric_info()
     keys = _metric_keys(card)
     mine = card[card["model"] == model].set_index(["method", "metric"])
     keys = [k for k in keys if k in mine.index]
@@ -452,14 +415,12 @@ def write_card(
     tau_out: str | Path,
     pages_dir: str | Path | None = None,
     models: list[str] | None = None,
-    methods: tuple[CardMethod, ...] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Collect the card, write it and its tau table (parquet), and under ``pages_dir`` ``tau.{html,md}`` and per
     model (``models``, default those of the card) ``{model}.{html,md,png}``."""
     from ..tables import write_table
 
-    methods = _resolve(methods)
-    card = collect(config, methods)
+    card = collect(config)
     tau = kendall_table(card)
     write_table(card, out, MODEL_CARD)
     write_table(tau, tau_out, MODEL_CARD_TAU)
@@ -470,5 +431,5 @@ def write_card(
         for model in models if models is not None else list(dict.fromkeys(card["model"])):
             write_text(pages / f"{model}.html", model_page(card, model))
             write_text(pages / f"{model}.md", model_page(card, model, "md"))
-            plot_model(card, model, pages / f"{model}.png", methods)
+            plot_model(card, model, pages / f"{model}.png")
     return card, tau
