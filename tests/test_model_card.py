@@ -347,25 +347,13 @@ def test_figure_axis_stays_inside_the_metric_limits():
 def test_model_card_rule_in_a_workflow_run(tmp_path):
     """The workflow from two models' scores of a two-pair benchmark: rule metrics, then rule model_card writes the
     card, the tau table and a page and figure per model, and `snakemake --report` files them (under "Model card")."""
+    from test_report import tiny_pairs
     from test_report_workflow import _config, snakemake
 
     from unstereo.tables import write_table
 
     res = tmp_path / "res"
-    pairs = pd.DataFrame(
-        {
-            "pair_id": ["B:1", "B:2"],
-            "benchmark": "B",
-            "template": ["{pronoun} a.", "{pronoun} b."],
-            "sentence_female": ["She a.", "She b."],
-            "sentence_male": ["He a.", "He b."],
-            "seed_word": None,
-            "max_pmi": [0.1, 0.9],
-            "max_pmi_word": None,
-            "source": "t",
-        }
-    )
-    write_table(pairs, res / "benchmarks" / "B" / "pairs.parquet", "pairs")
+    write_table(tiny_pairs(), res / "benchmarks" / "B" / "pairs.parquet", "pairs")
     for model, female in (("a", [-9.99, -10.01]), ("b", [-14.0, -6.0])):  # a: both pairs neutral, b: neither
         scores = pd.DataFrame({"pair_id": ["B:1", "B:2"], "model": model, "logp_female": female,
                                "logp_male": [-10.0, -10.0], "ntok_female": 3, "ntok_male": 3})  # fmt: skip

@@ -241,8 +241,9 @@ def test_shipped_registry_and_published_facts():
     assert counts[7] == 70 and set(t7["row"]) == set(TABLE7_ROWS) and t7["column"].nunique() == 5
 
 
-def _tiny_files(tmp_path):
-    pairs = pd.DataFrame(
+def tiny_pairs() -> pd.DataFrame:
+    """A PAIRS table of two pairs of benchmark B (MaxPMI 0.1 and 0.9)."""
+    return pd.DataFrame(
         {
             "pair_id": ["B:1", "B:2"],
             "benchmark": "B",
@@ -255,6 +256,10 @@ def _tiny_files(tmp_path):
             "source": "t",
         }
     )
+
+
+def _tiny_files(tmp_path):
+    pairs = tiny_pairs()
     # FM = 0.2 (neutral) and -1.0 (male)
     scores = pd.DataFrame(
         {
