@@ -15,8 +15,9 @@ from click.testing import CliRunner
 from llm_test_server import Reply, ScriptedServer
 
 from unstereo.llm import ChatCache, ChatRequest, ContinuationRequest, LLMClient, make_client
-from unstereo.llm.local import LocalBackend, cut_at_stop, sample_rows
+from unstereo.llm.local import LocalBackend, cut_at_stop
 from unstereo.llm.sample import SampleSettings, continue_prompts, sample_continuations
+from unstereo.llm.sampler import sample_rows
 from unstereo.model_spec import ModelSpec
 
 PROMPTS = pd.DataFrame(

@@ -13,7 +13,7 @@ What transformers' ``generate`` does per step, less its overhead, plus what it c
 - the decode step runs the model's body (its own attention and rotary code) and then the LM head on the last
   position only; with fp32 weights on the CPU the linear layers and the head run on oneDNN like the scorer's
   (:mod:`unstereo.scoring.onednn`);
-- the tokens of all rows are drawn at once by :func:`unstereo.llm.local.sample_rows` with one uniform per row and
+- the tokens of all rows are drawn at once by :func:`unstereo.llm.sampler.sample_rows` with one uniform per row and
   generated token from the row's own generator (seeded by the request's seed), so a row's text depends on its
   prompt, settings and seed only, not on the batch or its neighbours (up to float rounding of the products);
 - stop strings are looked for in the newly decoded text only (incremental detokenisation with a few tokens of
@@ -331,10 +331,10 @@ class SamplingEngine:
         return row.finish is not None
 
     def _sample(self, logits: Any, rows: list[_Row]):
-        """One token per row (:func:`.local.sample_rows`), one uniform per sampled row from its generator."""
+        """One token per row (:func:`.sampler.sample_rows`), one uniform per sampled row from its generator."""
         import torch
 
-        from .local import sample_rows
+        from .sampler import sample_rows
 
         temps = torch.tensor([r.req.temperature for r in rows], dtype=torch.float32)
         top_ps = torch.tensor([r.req.top_p for r in rows], dtype=torch.float32)
