@@ -97,6 +97,71 @@ def test_no_import_cycle_between_stages():
     assert find_cycle(graph) is None, f"import cycle between stages: {' -> '.join(find_cycle(graph))}"
 
 
+def module_imports(module: str, is_package: bool, source: str, modules: set[str]) -> set[str]:
+    """The modules of ``modules`` that ``module`` (its ``source``) imports, at module level or inside a function:
+    ``from pkg import name`` counts ``pkg.name`` where that is a module, else ``pkg``; a name that is no module counts
+    as the nearest enclosing one (``unstereo.x.f`` -> ``unstereo.x``)."""
+    package = module if is_package else module.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            names = [f"{target}.{a.name}" if f"{target}.{a.name}" in modules else target for a in node.names]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        for name in names:
+            while name and name not in modules:
+                name = name.rpartition(".")[0]
+            if name and name != module:
+                found.add(name)
+    return found
+
+
+def module_graph() -> dict[str, set[str]]:
+    """Every module of the package -> the package's modules it imports (all imports, inside functions too)."""
+    paths = {}
+    for path in SRC.rglob("*.py"):
+        rel = path.relative_to(SRC.parent).with_suffix("")
+        paths[".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)] = path
+    return {
+        m: module_imports(m, p.name == "__init__.py", p.read_text(encoding="utf-8"), set(paths))
+        for m, p in paths.items()
+    }
+
+
+def test_module_imports_by_hand():
+    modules = {"unstereo", "unstereo.a", "unstereo.a.x", "unstereo.a.y", "unstereo.b", "unstereo.b.z"}
+    source = (
+        "from . import y\n"
+        "from .y import f\n"
+        "from ..b.z import g\n"
+        "import numpy\n"
+        "def h():\n"
+        "    from unstereo.b import z, k\n"  # inside a function counts too; k is no module: unstereo.b
+        "    import unstereo.a\n"
+    )
+    found = module_imports("unstereo.a.x", False, source, modules)
+    assert found == {"unstereo.a.y", "unstereo.b.z", "unstereo.b", "unstereo.a"}
+    assert module_imports("unstereo.a", True, "from .x import f\nfrom . import y\n", modules) == {
+        "unstereo.a.x",
+        "unstereo.a.y",
+    }
+
+
+def test_no_import_cycle_between_modules():
+    """No module of the whole package imports itself back through others, counting the imports inside functions
+    (the engine and the local backend of the LLM client once imported each other, one of them lazily)."""
+    graph = module_graph()
+    assert len(graph) > 150 and "unstereo.cli" in graph
+    assert find_cycle(graph) is None, f"import cycle between modules: {' -> '.join(find_cycle(graph))}"
+
+
 _BLOCKER = textwrap.dedent(
     """
     import importlib.abc, sys
