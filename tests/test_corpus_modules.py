@@ -58,10 +58,10 @@ def test_corpus_imports_by_hand():
         "import numpy as np\n"
         "def f():\n"
         "    from .runs import merge_runs\n"  # inside a function counts too
-        "    from unstereo.corpus.lexicon import x\n"
+        "    from unstereo.corpus.merge import x\n"
         "    import unstereo.corpus.shards\n"
     )
-    assert corpus_imports(source) == {"tokenize", "parts", "runs", "lexicon", "shards"}
+    assert corpus_imports(source) == {"tokenize", "parts", "runs", "merge", "shards"}
 
 
 def test_cycle_is_found():
