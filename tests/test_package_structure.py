@@ -29,7 +29,7 @@ def _stage(module: str) -> str:
     """unstereo.X.y -> X (a subpackage or a top-level module); a stage of UnStereoEval's package is a stage of its
     own: unstereo.unstereoeval.S.y -> unstereoeval.S."""
     parts = module.split(".")
-    if len(parts) > 3 and parts[1] == "unstereoeval":
+    if len(parts) > 2 and parts[1] == "unstereoeval":
         return ".".join(parts[1:3])
     return parts[1] if len(parts) > 1 else parts[0]
 
@@ -49,7 +49,9 @@ def import_graph() -> dict[str, set[str]]:
                     target = ".".join(base + ([node.module] if node.module else []))
                 else:
                     target = node.module or ""
-                targets = [target] if node.module else [f"{target}.{a.name}" for a in node.names]
+                # `from unstereo.x import y`: x, and y where y is a module (`from unstereo import cli_options`)
+                targets = [target] if target != "unstereo" else []
+                targets += [f"{target}.{a.name}" for a in node.names]
             elif isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
             for target in targets:
