@@ -134,10 +134,6 @@ class Method:
         path = Path(self.config[section])
         return path if len(path.parts) > 1 else Path(schema_dir or SCHEMA_DIR) / path
 
-    def headline_function(self):
-        """``headline(config) -> HEADLINE table`` (imported now), or None when the method declares none."""
-        return load_ref(f"{self.headline_module}:headline") if self.headline_module else None
-
 
 def _declaration(obj, where: str) -> Method:
     if not isinstance(obj, Method):
