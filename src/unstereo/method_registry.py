@@ -76,8 +76,9 @@ class Method:
       ``headline_module`` the module the cross-method model card reads them with: ``headline(config)`` (a
       :data:`unstereo.headline.HEADLINE` table), ``sources(config)`` (the finished tables it reads),
       ``models(config)`` (the model short names the method's config lists) and ``enabled(config)``;
-    - ``order``: where its rules are included (smaller first, then by name); a method whose rules read another's
-      globals orders itself after it.
+    - ``order``: where its rules are included (smaller first, then by name). Rules files read only the shared
+      helpers of ``rules/common.smk`` and the config, never each other's globals, so the order is only the
+      include (and listing) order.
     """
 
     name: str
