@@ -16,11 +16,6 @@ def results(*parts):
     return "/".join([RESULTS, *parts])
 
 
-def external(*parts):
-    """Path under the configured external-resources directory."""
-    return "/".join([EXTERNAL, *parts])
-
-
 def mirror_option():
     """`--mirror DIR` for `unstereo resources fetch reference` when the config names a mirror."""
     mirror = config.get("reference_mirror")
@@ -40,11 +35,6 @@ def section_seed(section, stage):
 def resource_manifest(name):
     """The manifest file that marks resource `name` as fetched (use it as a rule input)."""
     return f"{EXTERNAL}/{name}/{RESOURCE_MANIFEST}"
-
-
-def resource_dir(name):
-    """Directory of a fetched resource."""
-    return f"{EXTERNAL}/{name}"
 
 
 def delta_path(choice):

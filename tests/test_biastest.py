@@ -18,7 +18,7 @@ from unstereo.biastest.pairs import (
 from unstereo.biastest.score import diff_spans, pair_texts, score_pair_table, to_pair_scores
 from unstereo.biastest.spec import load_spec_file, release_spec, resolve_specs, spec_from_dict
 from unstereo.biastest.stats import bootstrap, compare, stereotype_score, stereotyped, summarize
-from unstereo.biastest.terms import find_term, missing_terms, other_group_terms, swap_term
+from unstereo.biastest.terms import find_term, has_term, other_group_terms, swap_term
 from unstereo.errors import ConfigError, InputError
 
 SPEC = {
@@ -109,7 +109,7 @@ def test_exact_term_matching():
     assert find_term("a decision-making role", "decision-making") == [(2, 17)]
     assert find_term("a decision making role", "decision-making") == []
     assert find_term("She is Eur.-American.", "Eur.-American") == [(7, 20)]
-    assert missing_terms("She is a nurse.", ["she", "nurse", "engineer"]) == ["engineer"]
+    assert [t for t in ["she", "nurse", "engineer"] if not has_term("She is a nurse.", t)] == ["engineer"]
 
 
 def test_swap_by_rule():

@@ -11,7 +11,7 @@ import pytest
 
 from unstereo.fairpair import compute
 from unstereo.fairpair.metrics import (
-    bootstrap_mean_ci,
+    bootstrap_ci,
     fairpair_f,
     fold,
     paired_ttest,
@@ -131,10 +131,10 @@ def test_paired_ttest_and_bootstrap():
     t, p = paired_ttest(np.array([1.0, 2.0, 3.0, np.nan]), np.array([0.0, 0.0, 1.0, 1.0]))
     assert t == pytest.approx(5.0) and 0 < p < 0.05
     assert all(math.isnan(v) for v in paired_ttest(np.array([1.0]), np.array([0.0])))
-    assert bootstrap_mean_ci(np.array([2.0, 2.0, 2.0])) == (2.0, 2.0)
+    assert bootstrap_ci(np.array([2.0, 2.0, 2.0]), np.mean) == (2.0, 2.0)
     # means of 2 draws from {0, 1}: 0, .5, 1 with probabilities 1/4, 1/2, 1/4 -> 95% interval [0, 1]
-    assert bootstrap_mean_ci(np.array([0.0, 1.0]), n_boot=2000, seed=1) == (0.0, 1.0)
-    assert all(math.isnan(v) for v in bootstrap_mean_ci(np.array([np.nan])))
+    assert bootstrap_ci(np.array([0.0, 1.0]), np.mean, n_boot=2000, seed=1) == (0.0, 1.0)
+    assert all(math.isnan(v) for v in bootstrap_ci(np.array([np.nan]), np.mean))
 
 
 def _samples(rows):

@@ -400,7 +400,7 @@ def test_toy_method_end_to_end(toy):
     table = pd.read_parquet(work / "res" / "toy" / "small" / "table.parquet")
     assert list(table["gap"]) == [0.0, 0.5, 1.0]  # n = 3 items, gap 0.5 * i
 
-    headline = method_registry.method("toy").headline_function()
+    headline = importlib.import_module(method_registry.method("toy").headline_module).headline
     rows = headline({"results_dir": str(work / "res"), "toy": {"models": ["tiny", "small"]}})
     assert rows[["model", "metric", "value", "n"]].values.tolist() == [
         ["tiny", "toy_gap", 0.5, 3],  # mean of 0, 0.5, 1.0

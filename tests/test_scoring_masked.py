@@ -9,7 +9,7 @@ import torch
 from unstereo.errors import InputError
 from unstereo.scoring.masked import AulScorer, MaskedScorer
 from unstereo.scoring.masked_crows import CrowsPairsScorer, shared_positions, with_partner
-from unstereo.scoring.masked_scorers import MASKED_SCORERS, masked_factory, sentence_score
+from unstereo.scoring.masked_scorers import MASKED_SCORERS, REDUCE, masked_factory
 from unstereo.scoring.masked_term import MaskedTermScorer
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "nurse", "engine", "##er", "likes", "math", ".",
@@ -62,7 +62,7 @@ def test_pll_every_token_masked_in_turn(bert):
     want = sum(masked_lp(model, seq, p) for p in range(1, len(seq) - 1))  # 6 masked copies
     got = MaskedScorer(model, tok, batch_size=4).score(["the engineer likes math ."])[0]
     assert got[0] == pytest.approx(want, abs=1e-5) and got[1] == 6
-    assert sentence_score("pll", *got) == got[0]
+    assert REDUCE["pll"] == "sum"  # the sentence score is the value itself
 
 
 def test_aul_mean_log_prob_with_nothing_masked(bert):
@@ -72,7 +72,7 @@ def test_aul_mean_log_prob_with_nothing_masked(bert):
     lps = [float(row[p, seq[p]] - torch.logsumexp(row[p], 0)) for p in range(1, len(seq) - 1)]
     got = AulScorer(model, tok, batch_size=2).score(["the nurse likes math .", "he said"])[0]
     assert got[0] == pytest.approx(sum(lps), abs=1e-5) and got[1] == 5
-    assert sentence_score("aul", *got) == pytest.approx(sum(lps) / 5, abs=1e-6)
+    assert REDUCE["aul"] == "mean" and got[0] / got[1] == pytest.approx(sum(lps) / 5, abs=1e-6)
 
 
 def test_crows_pairs_shared_tokens_given_the_modified_ones(bert):
@@ -107,7 +107,7 @@ def test_biastestgpt_one_mask_per_term_mean_raw_logit(bert):
         got[0][0] == pytest.approx(float(row[V["engine"]] + row[V["##er"]]) / 2, abs=1e-5) and got[0][1] == 2
     )
     assert got[1][0] == pytest.approx(float(row[V["nurse"]]), abs=1e-5) and got[1][1] == 1
-    assert sentence_score("biastestgpt", *got[0]) == got[0][0]
+    assert REDUCE["biastestgpt"] == "sum"
     # the authors' texts: [R] left literal ("[", "r", "]" tokens), the term masked, its logit at the mask
     seq = [CLS, V["the"], MASK, V["student"], V["got"], V["["], V["r"], V["]"], V["prize"], V["."], SEP]
     row = logits(model, seq)[2]

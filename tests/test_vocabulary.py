@@ -24,7 +24,6 @@ from unstereo.vocabulary.compare import (
     drawn_positions,
     infer_pool_sizes,
     overlap,
-    pandas_sample_equivalent,
 )
 from unstereo.vocabulary.english import count_cutoff, is_alphabetic
 from unstereo.vocabulary.seeds import assign_bins, central_bin, parse_seeds
@@ -199,6 +198,11 @@ def test_sampling_pool_bound_vs_central_bin():
     assert list(pool0["word"]) == ["w00"]
     with pytest.raises(ConfigError, match="bin_index"):
         sampling_pool(vocab, SeedSelection(region="bin", bin_index=19), edges)
+
+
+def pandas_sample_equivalent(pool: pd.DataFrame, n: int, seed: int) -> list[int]:
+    """Positions drawn by ``pool.sample(n=n, random_state=seed)`` (the oracle our sampler is checked against)."""
+    return [pool.index.get_loc(i) for i in pool.sample(n=n, replace=False, random_state=seed).index]
 
 
 def test_sampler_matches_pandas_sample_and_unites_samples():

@@ -76,8 +76,9 @@ class Method:
       ``headline_module`` the module the cross-method model card reads them with: ``headline(config)`` (a
       :data:`unstereo.headline.HEADLINE` table), ``sources(config)`` (the finished tables it reads),
       ``models(config)`` (the model short names the method's config lists) and ``enabled(config)``;
-    - ``order``: where its rules are included (smaller first, then by name); a method whose rules read another's
-      globals orders itself after it.
+    - ``order``: where its rules are included (smaller first, then by name). Rules files read only the shared
+      helpers of ``rules/common.smk`` and the config, never each other's globals, so the order is only the
+      include (and listing) order.
     """
 
     name: str
@@ -133,10 +134,6 @@ class Method:
 
         path = Path(self.config[section])
         return path if len(path.parts) > 1 else Path(schema_dir or SCHEMA_DIR) / path
-
-    def headline_function(self):
-        """``headline(config) -> HEADLINE table`` (imported now), or None when the method declares none."""
-        return load_ref(f"{self.headline_module}:headline") if self.headline_module else None
 
 
 def _declaration(obj, where: str) -> Method:

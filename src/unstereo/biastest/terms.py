@@ -43,11 +43,6 @@ def has_term(sentence: str, term: str, case_sensitive: bool = True) -> bool:
     return bool(find_term(sentence, term, case_sensitive))
 
 
-def missing_terms(sentence: str, terms: list[str], case_sensitive: bool = True) -> list[str]:
-    """The terms of ``terms`` that ``sentence`` does not contain."""
-    return [t for t in terms if not has_term(sentence, t, case_sensitive)]
-
-
 def other_group_terms(
     sentence: str, terms: tuple[str, ...], keep: str, case_sensitive: bool = True
 ) -> list[str]:

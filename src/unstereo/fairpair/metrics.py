@@ -253,13 +253,6 @@ def bootstrap_ci(
     return percentile_interval(stats, level, method="inverted_cdf")
 
 
-def bootstrap_mean_ci(
-    values: np.ndarray, n_boot: int = 1000, level: float = 0.95, seed: int = 0
-) -> tuple[float, float]:
-    """:func:`bootstrap_ci` of the mean."""
-    return bootstrap_ci(values, np.mean, n_boot, level, seed)
-
-
 def model_f(b, v_gp, v_pg, f) -> dict[str, float | int]:
     """Model-level summaries of per-prompt terms (prompts with a defined F; NaN rows are dropped here):
 

@@ -132,12 +132,39 @@ def generate_benchmark(
     A seed word listed twice is generated twice (distinct seeds), as in the released USE data. ``scorer`` (a
     :mod:`unstereo.scoring` scorer, see :func:`.naturalness.make_scorer`) gives the log-likelihoods of the
     naturalness filter; it is needed when ``settings.min_token_logprob`` is set.
+
+    The steps below work on one list of row dicts; a row whose ``status`` is set (discarded, unnatural, kept) is
+    out of the later steps.
     """
     s = settings or GenerateSettings()
     benchmark = benchmark or f"USE-{k}"
     tag = benchmark
+    rows = _generate(seed_words, k, client, prompts, s, benchmark, tag)
+    _revise(rows, client, prompts, s, tag)
+    _check_length(rows, k, s)
+    _pair(rows, client, prompts, s, tag)
+    _templatize(rows)
+    _check_minimal(rows, s)
+    _naturalness(rows, client, prompts, s, tag, scorer)
+    return _full_table(rows, benchmark)
 
-    # ---- 1. generation: per seed word (occurrence) and pronoun; retry answers without a usable list
+
+def _alive(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows still in the pipeline (no status yet)."""
+    return [r for r in rows if r["status"] is None]
+
+
+def _generate(
+    seed_words: list[str],
+    k: int,
+    client: Any,
+    prompts: PromptSet,
+    s: GenerateSettings,
+    benchmark: str,
+    tag: str,
+) -> list[dict[str, Any]]:
+    """1. generation: per seed word (occurrence) and pronoun; retry answers without a usable list. One row per
+    generated sentence, or one discarded row (item -1) per job that never gave a list."""
     occurrence: Counter[str] = Counter()
     jobs = []
     for word in seed_words:
@@ -185,12 +212,15 @@ def generate_benchmark(
         for j, sent in enumerate(lists[i]):
             rows.append({**base, "item": j, "raw_sentence": sent, "sentence": sent, "is_revised": False,
                          "revision_calls": 0, "status": None, "reason": None})  # fmt: skip
+    return rows
 
-    def alive() -> list[dict[str, Any]]:
-        return [r for r in rows if r["status"] is None]
 
-    # ---- 2. revision: the 4 prompts round robin (each at most revision_max_tries times) on the original sentence
-    need = [r for r in alive() if not _word_pronoun_ok(r["sentence"], r["word"], r["target_word"], s)]
+def _revise(
+    rows: list[dict[str, Any]], client: Any, prompts: PromptSet, s: GenerateSettings, tag: str
+) -> None:
+    """2. revision: the 4 prompts round robin (each at most revision_max_tries times) on the original sentence;
+    then every sentence's word and pronoun checks."""
+    need = [r for r in _alive(rows) if not _word_pronoun_ok(r["sentence"], r["word"], r["target_word"], s)]
     for r in need:
         r["reason"] = f"missing {_missing(r['sentence'], r['word'], r['target_word'], s)}"
     n_prompts = len(prompts.revision)
@@ -234,17 +264,22 @@ def generate_benchmark(
             r["has_word"] = has_word(r["sentence"], r["word"])
             r["has_pronoun"] = has_pronoun(r["sentence"], r["target_word"], s.pronoun_check)
 
-    # ---- 2b. optional length check: about k words (after revision, before any editing call)
-    if s.length_tolerance is not None:
-        for r in alive():
-            if not length_ok(r["sentence"], k, s.length_tolerance):
-                n_words = len(words(r["sentence"]))
-                r.update(status="discarded",
-                         reason=f"length: {n_words} words, not {k} +- {s.length_tolerance}")  # fmt: skip
 
-    # ---- 3. pairing: the male version of every she-sentence
+def _check_length(rows: list[dict[str, Any]], k: int, s: GenerateSettings) -> None:
+    """2b. optional length check: about k words (after revision, before any editing call)."""
+    if s.length_tolerance is None:
+        return
+    for r in _alive(rows):
+        if not length_ok(r["sentence"], k, s.length_tolerance):
+            n_words = len(words(r["sentence"]))
+            r.update(status="discarded",
+                     reason=f"length: {n_words} words, not {k} +- {s.length_tolerance}")  # fmt: skip
+
+
+def _pair(rows: list[dict[str, Any]], client: Any, prompts: PromptSet, s: GenerateSettings, tag: str) -> None:
+    """3. pairing: the male version of every she-sentence (directly, else by the editing prompt)."""
     to_edit = []
-    for r in alive():
+    for r in _alive(rows):
         if r["target_word"] == "he":
             r.update(pairing="identity", sentence_male=r["sentence"])
             continue
@@ -269,22 +304,26 @@ def generate_benchmark(
                 r.update(status="discarded", reason=f"editing: not a male version: {male!r}")
             else:
                 r.update(pairing="editing", sentence_male=male)
-    for r in alive():
+    for r in _alive(rows):
         if r["target_word"] == "she":
             r["modifications"] = modifications(r["sentence_male"], r["sentence"])
 
-    # ---- 4. template
-    for r in alive():
+
+def _templatize(rows: list[dict[str, Any]]) -> None:
+    """4. template: the male sentence with its pronouns as placeholders."""
+    for r in _alive(rows):
         r["template"] = templatize_male(r["sentence_male"])
         r["has_placeholder"] = has_placeholder(r["template"])
         if not r["has_placeholder"]:
             r.update(status="discarded", reason="template: no pronoun placeholder")
 
-    # ---- 4b. post-conditions: a true minimal pair (.minimal); the she-sentence must be its template's female
-    # filling ("hers" has no placeholder; an edited male version may have changed other words), and an edited male
-    # version must keep the seed word
+
+def _check_minimal(rows: list[dict[str, Any]], s: GenerateSettings) -> None:
+    """4b. post-conditions: a true minimal pair (.minimal); the she-sentence must be its template's female filling
+    ("hers" has no placeholder; an edited male version may have changed other words), and an edited male version
+    must keep the seed word; then (``dedup``) one row per template."""
     gendered = frozenset().union(*load_gendered_words())
-    for r in alive():
+    for r in _alive(rows):
         r["gendered_words"] = ", ".join(gendered_words(r["template"])) or None
         male, female = fill_template(r["template"], "male"), fill_template(r["template"], "female")
         why = check_minimal_pair(male, female, r["template"], gendered)
@@ -295,7 +334,7 @@ def generate_benchmark(
         elif not has_word(male, r["word"]):
             r.update(status="discarded", reason=f"editing: the male version lost the word {r['word']!r}")
     if s.dedup:
-        live = alive()
+        live = _alive(rows)
         index = {id(r): i for i, r in enumerate(rows)}
         for r, first in zip(live, first_occurrences([r["template"] for r in live]), strict=True):
             if first is not None:
@@ -303,42 +342,62 @@ def generate_benchmark(
                     status="discarded", reason=f"duplicate: same template as row {index[id(live[first])]}"
                 )
 
-    # ---- 5. naturalness, cheapest first: chat-reply detector, log-likelihood under a second model, the paper's
-    # semantic filter (the generator's own verdict on both fillings)
+
+def _naturalness(
+    rows: list[dict[str, Any]], client: Any, prompts: PromptSet, s: GenerateSettings, tag: str, scorer: Any
+) -> None:
+    """5. naturalness, cheapest first: chat-reply detector, log-likelihood under a second model, the paper's
+    semantic filter (the generator's own verdict on both fillings). Every row still alive ends kept or
+    unnatural."""
     if s.chat_reply_filter:
-        grams = task_ngrams(prompts)
-        for r in alive():
-            for g in ("male", "female"):
-                text = fill_template(r["template"], g)
-                why = chat_reply(text, grams)
-                if why:
-                    r.update(status="unnatural", reason=f"chat reply: {g} {why}")
-                    break
-                why = repetition(text)
-                if why:
-                    r.update(status="unnatural", reason=f"degenerate: {g} {why}")
-                    break
+        _chat_reply_filter(rows, prompts)
     if s.min_token_logprob is not None:
-        if scorer is None:
-            raise ValueError("min_token_logprob needs a scorer (unstereo.generate.naturalness.make_scorer)")
-        live = alive()
-        texts = [fill_template(r["template"], g) for r in live for g in ("male", "female")]
-        lps = token_logprob(scorer, texts, s.start_logprob) if texts else []
-        for n, r in enumerate(live):
-            r["logprob_male"], r["logprob_female"] = lps[2 * n], lps[2 * n + 1]
-            low = [
-                (g, v)
-                for g, v in (("male", lps[2 * n]), ("female", lps[2 * n + 1]))
-                if v < s.min_token_logprob
-            ]
-            if low:
-                r.update(status="unnatural", reason="log-likelihood: " + ", ".join(
-                    f"{g} {v:.2f} < {s.min_token_logprob:g}" for g, v in low))  # fmt: skip
-    live = alive()
+        _logprob_filter(rows, s, scorer)
+    live = _alive(rows)
     if not s.llm_semantic_filter:
         for r in live:
             r.update(status="kept", reason=None)
         live = []
+    _semantic_filter(live, client, prompts, s, tag)
+
+
+def _chat_reply_filter(rows: list[dict[str, Any]], prompts: PromptSet) -> None:
+    """A filling that reads as a chat reply (echoes the task) or is degenerate (repetition) is unnatural."""
+    grams = task_ngrams(prompts)
+    for r in _alive(rows):
+        for g in ("male", "female"):
+            text = fill_template(r["template"], g)
+            why = chat_reply(text, grams)
+            if why:
+                r.update(status="unnatural", reason=f"chat reply: {g} {why}")
+                break
+            why = repetition(text)
+            if why:
+                r.update(status="unnatural", reason=f"degenerate: {g} {why}")
+                break
+
+
+def _logprob_filter(rows: list[dict[str, Any]], s: GenerateSettings, scorer: Any) -> None:
+    """A filling whose token log-likelihood under ``scorer`` is below ``min_token_logprob`` is unnatural."""
+    if scorer is None:
+        raise ValueError("min_token_logprob needs a scorer (unstereo.generate.naturalness.make_scorer)")
+    live = _alive(rows)
+    texts = [fill_template(r["template"], g) for r in live for g in ("male", "female")]
+    lps = token_logprob(scorer, texts, s.start_logprob) if texts else []
+    for n, r in enumerate(live):
+        r["logprob_male"], r["logprob_female"] = lps[2 * n], lps[2 * n + 1]
+        low = [
+            (g, v) for g, v in (("male", lps[2 * n]), ("female", lps[2 * n + 1])) if v < s.min_token_logprob
+        ]
+        if low:
+            r.update(status="unnatural", reason="log-likelihood: " + ", ".join(
+                f"{g} {v:.2f} < {s.min_token_logprob:g}" for g, v in low))  # fmt: skip
+
+
+def _semantic_filter(
+    live: list[dict[str, Any]], client: Any, prompts: PromptSet, s: GenerateSettings, tag: str
+) -> None:
+    """The paper's semantic filter on ``live``: kept when the generator calls both fillings likely."""
     reqs = [
         _req(
             prompts.semantic_filter.format(sentence=fill_template(r["template"], g)),
@@ -361,20 +420,27 @@ def generate_benchmark(
                 f"{g} {'unparsable' if v is None else v}" for g, v in zip(bad, [male if g == "male" else female for g in bad], strict=True)
             ))  # fmt: skip
 
+
+_BOOL_COLUMNS = ("is_revised", "has_word", "has_pronoun", "has_placeholder", "is_natural")
+_INT_COLUMNS = ("k", "sample", "item", "revision_calls")
+_FLOAT_COLUMNS = ("logprob_male", "logprob_female")
+
+
+def _full_table(rows: list[dict[str, Any]], benchmark: str) -> pd.DataFrame:
+    """The rows as the full table: every FULL_COLUMNS column, typed, a pair_id on each kept row."""
     df = pd.DataFrame(rows)
     for col in FULL_COLUMNS:
         if col not in df.columns:
             df[col] = None
     df["pair_id"] = [f"{benchmark}:{i}" if st == "kept" else None for i, st in enumerate(df["status"])]
-    for col in ("is_revised", "has_word", "has_pronoun", "has_placeholder", "is_natural"):
+    for col in _BOOL_COLUMNS:
         df[col] = df[col].astype("boolean")
-    for col in ("k", "sample", "item", "revision_calls"):
+    for col in _INT_COLUMNS:
         df[col] = df[col].fillna(0).astype("int64")
-    for col in ("logprob_male", "logprob_female"):
+    for col in _FLOAT_COLUMNS:
         df[col] = df[col].astype("float64")
     for col in df.columns:
-        if col not in ("is_revised", "has_word", "has_pronoun", "has_placeholder", "is_natural",
-                       "k", "sample", "item", "revision_calls", "logprob_male", "logprob_female"):  # fmt: skip
+        if col not in (*_BOOL_COLUMNS, *_INT_COLUMNS, *_FLOAT_COLUMNS):
             df[col] = df[col].astype(object).where(df[col].notna(), None)
     return df[FULL_COLUMNS]
 

@@ -47,11 +47,6 @@ def check_name(name: str) -> str:
     return name
 
 
-def sentence_score(name: str, value: float, n: int) -> float:
-    """The sentence score of scorer ``name`` from its (value, n)."""
-    return value / max(n, 1) if REDUCE[check_name(name)] == "mean" else value
-
-
 def masked_factory(
     model: str | ModelSpec, scorer: str = "biastestgpt", *, revision: str | None = None,
     batch_size: int | str = "auto", max_batch_size: int | None = None, dtype: str = "auto", device: str = "auto",

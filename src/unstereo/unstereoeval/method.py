@@ -24,7 +24,7 @@ METHOD = Method(
         section: f"{section}.schema.yaml"
         for section in ("corpus", "vocabulary", "benchmarks", "generate", "score", "metrics", "report")
     },
-    # in the order they were always included (later files use globals of earlier ones)
+    # in pipeline order; each reads only the shared helpers of rules/common.smk and the config
     rules=(
         "rules/corpus.smk",
         "rules/vocabulary.smk",

@@ -96,11 +96,6 @@ def region_ranks(
     return region, {w: rank[w] for w in words if w in rank}
 
 
-def pandas_sample_equivalent(pool: pd.DataFrame, n: int, seed: int) -> list[int]:
-    """Positions drawn by ``pool.sample(n=n, random_state=seed)`` (used to check our sampler against pandas)."""
-    return [pool.index.get_loc(i) for i in pool.sample(n=n, replace=False, random_state=seed).index]
-
-
 def compare_report(
     ours: pd.DataFrame,
     released: dict[str, int],
