@@ -169,6 +169,24 @@ def validate_config(
     return check(_DefaultValidator(schema, registry=registry), config, source=source)
 
 
+def load_section(
+    name: str, section: dict[str, Any] | None = None, schema_dir: str | Path | None = None
+) -> dict[str, Any]:
+    """A copy of config section ``name`` (e.g. ``generate``, ``sentiment``, ``biastest``) validated against its
+    schema file alone, every default filled in; errors name ``<name>.<key>``. The one reader of a section given on
+    its own (a stage's ``--settings``); :func:`validate_config` reads a whole config."""
+    from . import method_registry
+
+    schema_dir = Path(schema_dir) if schema_dir else SCHEMA_DIR
+    path = method_registry.config_sections(schema_dir).get(name) or schema_dir / f"{name}.schema.yaml"
+    if not path.is_file():
+        raise ConfigError(f"no schema file for config section {name!r}: {path}", key=name)
+    validator = _DefaultValidator(
+        _load_yaml(path), registry=_registry(schema_dir.resolve(), (path.resolve(),))
+    )
+    return check(validator, copy.deepcopy(section or {}), prefix=name)
+
+
 def load_config(path: str | Path, schema_dir: str | Path | None = None) -> dict[str, Any]:
     """Read a YAML config file and validate it (see :func:`validate_config`)."""
     path = Path(path)

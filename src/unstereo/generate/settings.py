@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from ..config import SCHEMA_DIR, _DefaultValidator, _registry, check
+from .. import config
 from ..errors import ConfigError
 
 
@@ -17,11 +16,7 @@ def load_section(
     section: dict[str, Any] | None = None, schema_dir: str | Path | None = None
 ) -> dict[str, Any]:
     """Validate a ``generate`` section (a copy) and fill in every default; errors name ``generate.<key>``."""
-    schema_path = Path(schema_dir or SCHEMA_DIR) / "generate.schema.yaml"
-    schema = yaml.safe_load(schema_path.read_text(encoding="utf-8"))
-    data = copy.deepcopy(section or {})
-    validator = _DefaultValidator(schema, registry=_registry(schema_path.parent.resolve()))
-    return check(validator, data, prefix="generate")
+    return config.load_section("generate", section, schema_dir)
 
 
 def read_settings_arg(value: str | None) -> dict[str, Any]:
