@@ -128,6 +128,29 @@ def request_from_cli(model: str, values: Mapping[str, Any], param: str = "MODEL"
 
 
 # ------------------------------------------------------------------------------------------------ the decorator
+#: resolve_dtype's short names, accepted too (the LLM commands took any string before).
+_DTYPE_ALIASES = ("fp32", "bf16", "fp16")
+_DEVICE_HELP = "auto (cuda > mps > cpu), cpu, cuda, cuda:1, mps."
+_DTYPE_HELP = "Weights dtype; auto = float32 on CPU, bfloat16 on GPU. Log-probs are always computed in fp32."
+
+
+def device_option(default: str | None = "auto"):
+    """``--device``, the one declaration (``default=None``: a command whose settings give the device)."""
+    help_ = _DEVICE_HELP if default is not None else f"{_DEVICE_HELP} Overrides the settings' device."
+    return click.option("--device", default=default, show_default=default is not None, help=help_)
+
+
+def dtype_option(default: str | None = "auto"):
+    """``--dtype``, the one declaration."""
+    return click.option(
+        "--dtype",
+        default=default,
+        show_default=default is not None,
+        type=click.Choice([*DTYPES, *_DTYPE_ALIASES]),
+        help=_DTYPE_HELP,
+    )
+
+
 _MODEL_OPTIONS = {
     "gguf_file": click.option(
         "--gguf-file", default=None, help="GGUF file inside MODEL (a folder); or pass MODEL as a .gguf path."
@@ -142,16 +165,8 @@ _MODEL_OPTIONS = {
         type=click.IntRange(1),
         help="Starting batch size of 'auto' (default: 32 on CPU, 128 on CUDA).",
     ),
-    "dtype": click.option(
-        "--dtype",
-        default="auto",
-        show_default=True,
-        type=click.Choice(list(DTYPES)),
-        help="Weights dtype; auto = float32 on CPU, bfloat16 on GPU. Log-probs are always computed in fp32.",
-    ),
-    "device": click.option(
-        "--device", default="auto", show_default=True, help="auto (cuda > mps > cpu), cpu, cuda, cuda:1, mps."
-    ),
+    "dtype": dtype_option(),
+    "device": device_option(),
     "bos_policy": click.option(
         "--bos-policy",
         default="auto",

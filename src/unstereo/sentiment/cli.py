@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from .. import cli_options
+from .. import cli_options, model_request
 
 SETTINGS_HELP = "sentiment config section: inline JSON or a YAML/JSON file (a whole config or the section)"
 TEMPLATES_HELP = (
@@ -174,7 +174,7 @@ cli_options.alias(group, figures_cmd, "figures")
 @click.option("--continuations", "base", default=None, type=cli_options.EXISTING_FILE,
               help="with --method none: the stage's continuations of MODEL (reused, not sampled again)")  # fmt: skip
 @click.option("--cache", default=None, type=click.Path(dir_okay=False), help="LLM cache (default: settings, else none)")  # fmt: skip
-@click.option("--device", default=None, help="overrides settings (auto, cpu, cuda, ...)")
+@model_request.device_option(default=None)
 @cli_options.seed(None, "training, sampling and bootstrap seed (overrides settings; default 0)")
 @cli_options.model_options
 @cli_options.threads
