@@ -187,6 +187,29 @@ def load_section(
     return check(validator, copy.deepcopy(section or {}), prefix=name)
 
 
+def read_section_arg(value: str | None, name: str) -> dict[str, Any]:
+    """The mapping a stage's ``--settings`` gives for config section ``name``: inline JSON, or a YAML/JSON file
+    holding the section or a whole config with a ``name`` key (``{}`` for none). Not yet validated: pass it (with
+    any command-line overrides) to :func:`load_section`."""
+    import json
+
+    if not value:
+        return {}
+    text = value
+    path = Path(value)
+    if not value.lstrip().startswith("{") and path.is_file():
+        text = path.read_text(encoding="utf-8")
+    try:
+        data = json.loads(text) if text.lstrip().startswith("{") else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise ConfigError(f"--settings is neither JSON nor a readable YAML file: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError("--settings must be a mapping")
+    if isinstance(data.get(name), dict):
+        data = data[name]
+    return data
+
+
 def load_config(path: str | Path, schema_dir: str | Path | None = None) -> dict[str, Any]:
     """Read a YAML config file and validate it (see :func:`validate_config`)."""
     path = Path(path)

@@ -104,8 +104,7 @@ def pairs_cmd(spec, output, sources, generated, template, generator, runs, max_p
 @click.argument("spec")
 @cli_options.output("writes generated.parquet (pairs), generations.parquet (every try), usage.json", kind="dir",
                     dest="out_dir", flag="--out-dir")  # fmt: skip
-@click.option("--settings", default=None,
-              help="biastest config section (inline JSON or a YAML/JSON file; its `generate` key is used)")  # fmt: skip
+@cli_options.settings("biastest")
 @click.option("--model", default=None, help="the chat model, overrides settings; " + cli_options.MODEL_FORMS)
 @cli_options.model_options
 @click.option("--cache", default=None, type=click.Path(dir_okay=False), help="SQLite cache of the LLM calls")
@@ -122,15 +121,14 @@ def generate_cmd(
         torch.set_num_threads(threads)
     from pathlib import Path
 
-    from ..generate.settings import read_settings_arg
+    from ..config import read_section_arg
     from ..llm import make_client
     from ..tables import write_table
     from .generate import GenerationSettings, generate_pairs
     from .run import load_section
     from .schemas import GENERATIONS, PAIRS
 
-    data = read_settings_arg(settings)
-    section = load_section(data.get("biastest", data))
+    section = load_section(read_section_arg(settings, "biastest"))
     g = section["generate"]
     ref = _reference_dir(reference_dir, external_dir)
     s, _ = _spec(spec, ref)

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from .. import config
-from ..errors import ConfigError
 
 
 def load_section(
@@ -20,19 +16,6 @@ def load_section(
 
 
 def read_settings_arg(value: str | None) -> dict[str, Any]:
-    """``--settings``: inline JSON, or a YAML/JSON file (a whole config with a ``generate`` key, or the section)."""
-    if not value:
-        return {}
-    text = value
-    path = Path(value)
-    if not value.lstrip().startswith("{") and path.is_file():
-        text = path.read_text(encoding="utf-8")
-    try:
-        data = json.loads(text) if text.lstrip().startswith("{") else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise ConfigError(f"--settings is neither JSON nor a readable YAML file: {exc}") from exc
-    if not isinstance(data, dict):
-        raise ConfigError("--settings must be a mapping")
-    if "generate" in data and isinstance(data["generate"], dict):
-        data = data["generate"]
-    return data
+    """``--settings``: inline JSON, or a YAML/JSON file (a whole config with a ``generate`` key, or the section);
+    :func:`unstereo.config.read_section_arg`."""
+    return config.read_section_arg(value, "generate")

@@ -18,12 +18,7 @@ def load_section(section: dict[str, Any] | None = None) -> dict[str, Any]:
 def read_settings(value: str | None) -> dict[str, Any]:
     """``--settings``: inline JSON, or a YAML/JSON file holding the section (or a config with a ``sentiment`` key);
     validated, defaults filled in."""
-    from ..generate.settings import read_settings_arg  # the one reader of a --settings value
-
-    data = read_settings_arg(value)
-    if isinstance(data.get("sentiment"), dict):
-        data = data["sentiment"]
-    return load_section(data)
+    return load_section(config.read_section_arg(value, "sentiment"))
 
 
 def resource_path(text: str, external_dir: str | Path | None = None) -> Path:
