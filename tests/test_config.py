@@ -57,3 +57,24 @@ def test_invalid_yaml_is_reported(tmp_path):
 )
 def test_shipped_configs_are_valid(repo_dir, name):
     load_config(repo_dir / name)
+
+
+def test_load_section_is_one_public_reader_of_a_section():
+    """config.load_section validates one section against its own schema file, fills defaults, names the key; the
+    three stage readers (generate, sentiment, biastest) are that function."""
+    import pytest
+
+    from unstereo import config
+    from unstereo.biastest.run import load_section as biastest_section
+    from unstereo.errors import ConfigError
+    from unstereo.generate.settings import load_section as generate_section
+    from unstereo.sentiment.settings import load_section as sentiment_section
+
+    for name, reader in (("generate", generate_section), ("sentiment", sentiment_section),
+                         ("biastest", biastest_section)):  # fmt: skip
+        given: dict = {}
+        filled = config.load_section(name, given)
+        assert filled and given == {}  # a copy, defaults filled in
+        assert reader({}) == filled
+        with pytest.raises(ConfigError, match=rf"{name}\.no_such_key"):
+            config.load_section(name, {"no_such_key": 1})

@@ -9,7 +9,7 @@ import torch
 from unstereo.errors import InputError
 from unstereo.scoring.masked import AulScorer, MaskedScorer
 from unstereo.scoring.masked_crows import CrowsPairsScorer, shared_positions, with_partner
-from unstereo.scoring.masked_scorers import MASKED_SCORERS, REDUCE, masked_factory
+from unstereo.scoring.masked_scorers import MASKED_SCORERS, REDUCE
 from unstereo.scoring.masked_term import MaskedTermScorer
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "nurse", "engine", "##er", "likes", "math", ".",
@@ -126,5 +126,10 @@ def test_scorer_names_and_factory():
     assert [c.kind for c in MASKED_SCORERS.values()] == [
         "masked-pll", "masked-crows-pairs", "masked-aul", "masked-biastestgpt"
     ]  # fmt: skip
-    with pytest.raises(InputError, match="unknown masked-LM scorer"):
-        masked_factory("some/bert", "lm-eval")
+    from unstereo.errors import ConfigError
+    from unstereo.model_request import ModelRequest
+    from unstereo.model_spec import ModelSpec
+    from unstereo.scoring.registry import scorer_for
+
+    with pytest.raises(ConfigError, match="unknown scorer 'lm-eval'"):
+        scorer_for(ModelRequest(ModelSpec(path="some/bert"), scorer="lm-eval"))

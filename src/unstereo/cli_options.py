@@ -142,6 +142,17 @@ def seed(default: int | None = 0, help: str = "random seed"):
     return click.option("--seed", type=int, default=default, show_default=default is not None, help=help)
 
 
+def settings(section: str):
+    """``--settings``, the one road from the config to a stage that takes its section whole: inline JSON, or a
+    YAML/JSON file holding the section or a whole config (read by :func:`unstereo.config.read_section_arg`,
+    validated by :func:`unstereo.config.load_section`)."""
+    return click.option(
+        "--settings",
+        default=None,
+        help=f"{section} config section: inline JSON or a YAML/JSON file (a whole config or the section)",
+    )
+
+
 threads = click.option(
     "--threads", default=None, type=click.IntRange(1), help="CPU threads for torch (default: torch's)."
 )

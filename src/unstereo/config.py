@@ -169,6 +169,47 @@ def validate_config(
     return check(_DefaultValidator(schema, registry=registry), config, source=source)
 
 
+def load_section(
+    name: str, section: dict[str, Any] | None = None, schema_dir: str | Path | None = None
+) -> dict[str, Any]:
+    """A copy of config section ``name`` (e.g. ``generate``, ``sentiment``, ``biastest``) validated against its
+    schema file alone, every default filled in; errors name ``<name>.<key>``. The one reader of a section given on
+    its own (a stage's ``--settings``); :func:`validate_config` reads a whole config."""
+    from . import method_registry
+
+    schema_dir = Path(schema_dir) if schema_dir else SCHEMA_DIR
+    path = method_registry.config_sections(schema_dir).get(name) or schema_dir / f"{name}.schema.yaml"
+    if not path.is_file():
+        raise ConfigError(f"no schema file for config section {name!r}: {path}", key=name)
+    validator = _DefaultValidator(
+        _load_yaml(path), registry=_registry(schema_dir.resolve(), (path.resolve(),))
+    )
+    return check(validator, copy.deepcopy(section or {}), prefix=name)
+
+
+def read_section_arg(value: str | None, name: str) -> dict[str, Any]:
+    """The mapping a stage's ``--settings`` gives for config section ``name``: inline JSON, or a YAML/JSON file
+    holding the section or a whole config with a ``name`` key (``{}`` for none). Not yet validated: pass it (with
+    any command-line overrides) to :func:`load_section`."""
+    import json
+
+    if not value:
+        return {}
+    text = value
+    path = Path(value)
+    if not value.lstrip().startswith("{") and path.is_file():
+        text = path.read_text(encoding="utf-8")
+    try:
+        data = json.loads(text) if text.lstrip().startswith("{") else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise ConfigError(f"--settings is neither JSON nor a readable YAML file: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError("--settings must be a mapping")
+    if isinstance(data.get(name), dict):
+        data = data[name]
+    return data
+
+
 def load_config(path: str | Path, schema_dir: str | Path | None = None) -> dict[str, Any]:
     """Read a YAML config file and validate it (see :func:`validate_config`)."""
     path = Path(path)

@@ -91,7 +91,8 @@ def load_causal_lm(spec: ModelSpec | str, dtype: str = "auto", device: str = "au
     skip_sklearn_in_transformers()
     from transformers import AutoModelForCausalLM
 
-    spec = resolve_model(spec)
+    if not isinstance(spec, ModelSpec):  # a request's spec is resolved already (unstereo.model_request)
+        spec = resolve_model(spec)
     if spec.is_remote:
         raise UnstereoError(f"model {spec.to_arg()!r} is served by an endpoint; it cannot be loaded locally")
     device = resolve_device(device)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from .. import cli_options
+from .. import cli_options, model_request
 
 REFERENCE_HELP = "folder of the BiasTestGPT release [default: {external-dir}/reference/biastestgpt]"
 QUIRKS_HELP = (
@@ -104,8 +104,7 @@ def pairs_cmd(spec, output, sources, generated, template, generator, runs, max_p
 @click.argument("spec")
 @cli_options.output("writes generated.parquet (pairs), generations.parquet (every try), usage.json", kind="dir",
                     dest="out_dir", flag="--out-dir")  # fmt: skip
-@click.option("--settings", default=None,
-              help="biastest config section (inline JSON or a YAML/JSON file; its `generate` key is used)")  # fmt: skip
+@cli_options.settings("biastest")
 @click.option("--model", default=None, help="the chat model, overrides settings; " + cli_options.MODEL_FORMS)
 @cli_options.model_options
 @click.option("--cache", default=None, type=click.Path(dir_okay=False), help="SQLite cache of the LLM calls")
@@ -122,15 +121,14 @@ def generate_cmd(
         torch.set_num_threads(threads)
     from pathlib import Path
 
-    from ..generate.settings import read_settings_arg
+    from ..config import read_section_arg
     from ..llm import make_client
     from ..tables import write_table
     from .generate import GenerationSettings, generate_pairs
     from .run import load_section
     from .schemas import GENERATIONS, PAIRS
 
-    data = read_settings_arg(settings)
-    section = load_section(data.get("biastest", data))
+    section = load_section(read_section_arg(settings, "biastest"))
     g = section["generate"]
     ref = _reference_dir(reference_dir, external_dir)
     s, _ = _spec(spec, ref)
@@ -164,50 +162,28 @@ def generate_cmd(
               help="scores parquet to write, once per PAIRS file in the same order (pair_id, score_a, score_b, "
                    "logp_a/b, ntok_a/b, model, ...)")  # fmt: skip
 @click.option("--name", default=None, help="model name for the `model` column (default: MODEL as given)")
-@click.option("--gguf-file", default=None, help="GGUF file inside MODEL (a folder)")
-@click.option("--revision", default=None, help="hub revision of MODEL")
-@click.option("--masked", is_flag=True, help="MODEL is a masked LM, scored by --masked-scorer")
-@click.option("--masked-scorer", type=click.Choice(["biastestgpt", "pll", "crows-pairs", "aul"]),
-              default="biastestgpt", show_default=True,
-              help="masked-LM score: the authors' (mean raw logit of the group term at one [MASK]), "
-                   "pseudo-log-likelihood, CrowS-Pairs (shared tokens), All Unmasked Likelihood")  # fmt: skip
+@model_request.options(masked="choice", bos_policy=False)
 @click.option("--causal-score", type=click.Choice(["mean", "sum"]), default="mean", show_default=True,
               help="causal LM sentence score: mean token log-prob (the paper) or summed log-prob")  # fmt: skip
-@cli_options.batch_size
-@click.option(
-    "--dtype",
-    default="auto",
-    show_default=True,
-    type=click.Choice(["auto", "float32", "bfloat16", "float16"]),
-)
-@click.option(
-    "--device", default="auto", show_default=True, help="auto (cuda > mps > cpu), cpu, cuda, cuda:1, mps"
-)
 @click.option(
     "--chunk-size", default=500, show_default=True, type=click.IntRange(1), help="sentences per chunk"
 )
 @cli_options.threads
 @cli_options.external_dir
-def score_cmd(model, pairs, outputs, name, gguf_file, revision, masked, masked_scorer, causal_score, batch_size,
-              dtype, device, chunk_size, threads, external_dir) -> None:  # fmt: skip
+def score_cmd(model, pairs, outputs, name, causal_score, chunk_size, **model_options) -> None:
     """Score both sentences of every pair of each PAIRS file under MODEL (higher = more probable); the model is
     loaded once, and only when some chunk is left to score; resumable."""
     if len(pairs) != len(outputs):
         raise click.UsageError(f"{len(pairs)} PAIRS file(s) but {len(outputs)} -o output(s)")
-    if threads:
-        import torch
-
-        torch.set_num_threads(threads)
+    request = model_request.request_from_cli(model, model_options)
+    request.apply_threads()
     from ..tables import read_table
     from .schemas import PAIRS
     from .score import score_pair_tables
 
-    spec = cli_options.resolve_cli_model(model, None, external_dir, gguf_file=gguf_file, revision=revision)
-    opts = {"batch_size": batch_size, "dtype": dtype, "device": device}
     tables = [read_table(p, PAIRS) for p in pairs]
-    done = score_pair_tables(tables, spec, outputs, name=name or model, masked=masked and masked_scorer,
-                             causal_score=causal_score,
-                             chunk_size=chunk_size, **opts)  # fmt: skip
+    done = score_pair_tables(tables, request, outputs, name=name or model, causal_score=causal_score,
+                             chunk_size=chunk_size)  # fmt: skip
     for out, df in zip(outputs, done, strict=True):
         click.echo(f"{out}: {len(df)} pairs scored with {name or model}", err=True)
 

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import yaml
 
 from ..errors import ConfigError, InputError
 from ..io import write_text
@@ -25,12 +23,9 @@ SPEC_FILE_SUFFIXES = (".yaml", ".yml", ".json")
 
 def load_section(section: dict[str, Any] | None = None) -> dict[str, Any]:
     """Validate a ``biastest`` section (a copy) and fill in every default; errors name ``biastest.<key>``."""
-    from ..config import SCHEMA_DIR, _DefaultValidator, _registry, check
+    from .. import config
 
-    path = Path(SCHEMA_DIR) / "biastest.schema.yaml"
-    schema = yaml.safe_load(path.read_text(encoding="utf-8"))
-    validator = _DefaultValidator(schema, registry=_registry(path.parent.resolve()))
-    return check(validator, copy.deepcopy(section or {}), prefix="biastest")
+    return config.load_section("biastest", section)
 
 
 def is_spec_file(entry: str) -> bool:

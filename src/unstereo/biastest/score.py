@@ -14,7 +14,7 @@ from __future__ import annotations
 import difflib
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -22,9 +22,11 @@ from ..errors import InputError
 from ..tables import validate, write_table
 from .schemas import PAIRS, SCORES
 
+if TYPE_CHECKING:
+    from ..model_request import ModelRequest
+
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 CAUSAL_SCORES = ("mean", "sum")
-MODEL_OPTIONS = ("gguf_file", "revision", "batch_size", "max_batch_size", "dtype", "device", "bos_policy")
 
 
 def diff_spans(a: str, b: str) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
@@ -126,7 +128,7 @@ def to_pair_scores(
 
 def score_pair_table(
     pairs: pd.DataFrame,
-    model: Any,
+    request: ModelRequest | None,
     out: str | Path,
     *,
     name: str,
@@ -135,30 +137,25 @@ def score_pair_table(
     chunk_size: int = 500,
     make_scorer: Any = None,
     run: dict[str, Any] | None = None,
-    **model_options: Any,
 ) -> pd.DataFrame:
-    """Score every pair of ``pairs`` under ``model`` (a model spec) and write the SCORES table ``out``.
+    """Score every pair of ``pairs`` under the model run ``request`` (a :class:`~unstereo.model_request.ModelRequest`;
+    its scorer kind says causal or which masked-LM score) and write the SCORES table ``out``.
 
-    ``masked``: a masked LM and its scorer name (``True`` = ``biastestgpt``, see :func:`masked_name`).
-    ``model_options`` go to :func:`unstereo.scoring.run.scorer_factory` (causal) or
-    :func:`unstereo.scoring.masked_scorers.masked_factory` (masked). ``make_scorer`` and ``run`` replace the
-    factory (tests: a model built in memory).
+    ``make_scorer`` and ``run`` replace the registry's (tests: a model built in memory; ``request`` None and
+    ``masked`` the masked-LM scorer name, ``True`` = ``biastestgpt``, see :func:`masked_name`).
     """
     from ..scoring.texts import score_texts
 
     if causal_score not in CAUSAL_SCORES:
         raise ValueError(f"causal_score must be one of {CAUSAL_SCORES}, got {causal_score!r}")
     pairs = validate(pairs.reset_index(drop=True), PAIRS)
+    if request is not None:
+        masked = request.scorer if request.masked else False
     masked = masked_name(masked)
     if make_scorer is None:
-        if masked:
-            from ..scoring.masked_scorers import masked_factory
+        from ..scoring.registry import scorer_for
 
-            run, make_scorer = masked_factory(model, masked, **model_options)
-        else:
-            from ..scoring.run import scorer_factory
-
-            run, make_scorer = scorer_factory(model, **model_options)
+        run, make_scorer = scorer_for(request)
     out = Path(out)
     texts = pair_texts(pairs, masked)
     text_scores = score_texts(
@@ -171,21 +168,13 @@ def score_pair_table(
 
 
 def score_pair_tables(
-    tables: list[pd.DataFrame], model: Any, outs: list[str | Path], *, masked: bool | str = False, **kw: Any
+    tables: list[pd.DataFrame], request: ModelRequest, outs: list[str | Path], **kw: Any
 ) -> list[pd.DataFrame]:
-    """:func:`score_pair_table` for several pair tables under one model, loaded once (when some chunk of some table
-    is left to score)."""
-    if "make_scorer" in kw:
-        run, make = kw.pop("run", {}), kw.pop("make_scorer")
-    elif masked:
-        from ..scoring.masked_scorers import masked_factory
+    """:func:`score_pair_table` for several pair tables under one model run, loaded once (when some chunk of some
+    table is left to score)."""
+    from ..scoring.registry import scorer_for
 
-        opts = {k: kw.pop(k) for k in MODEL_OPTIONS if k in kw and k not in ("gguf_file", "bos_policy")}
-        run, make = masked_factory(model, masked_name(masked), **opts)
-    else:
-        from ..scoring.run import scorer_factory
-
-        run, make = scorer_factory(model, **{k: kw.pop(k) for k in MODEL_OPTIONS if k in kw})
+    run, make = scorer_for(request)
     loaded: list[Any] = []
 
     def once() -> Any:
@@ -193,5 +182,5 @@ def score_pair_tables(
             loaded.append(make())
         return loaded[0]
 
-    return [score_pair_table(t, model, o, masked=masked, make_scorer=once, run=run, **kw)
+    return [score_pair_table(t, request, o, make_scorer=once, run=run, **kw)
             for t, o in zip(tables, outs, strict=True)]  # fmt: skip

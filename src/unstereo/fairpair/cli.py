@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from .. import cli_options
+from .. import cli_options, model_request
 from ..errors import InputError
 
 PAIR = "ORIGINAL:PERTURBED"
@@ -108,8 +108,8 @@ def prompts_cmd(out_dir, prompt_file, occupations, names, descriptors, words, de
 )
 @click.option("--chunk-size", type=click.IntRange(1), default=64, show_default=True,
               help="prompt sides per resumable chunk")  # fmt: skip
-@click.option("--device", default="auto", show_default=True)
-@click.option("--dtype", default="auto", show_default=True)
+@model_request.device_option()
+@model_request.dtype_option()
 @click.option(
     "--cache", type=click.Path(dir_okay=False), default=None, help="SQLite LLM cache (default: none)"
 )

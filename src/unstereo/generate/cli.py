@@ -59,11 +59,7 @@ def group() -> None:
     dest="out_dir",
     flag="--out-dir",
 )
-@click.option(
-    "--settings",
-    default=None,
-    help="generate config section: inline JSON or a YAML/JSON file (a whole config or the section)",
-)
+@cli_options.settings("generate")
 @click.option(
     "--model",
     default=None,

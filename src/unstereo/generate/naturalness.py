@@ -110,12 +110,12 @@ def token_logprob(scorer: Any, sentences: list[str], start_logprob: float = 0.0)
 def make_scorer(model: Any, cache: str | None, external_dir: str | None = None) -> Any:
     """A cached causal scorer for ``model`` (a model spec mapping or string), loaded on the first uncached text;
     ``cache`` is a score-cache SQLite file (:class:`unstereo.scoring.cache.ScoreCache`), None for none."""
-    from ..model_spec import resolve_model
+    from ..model_request import model_request
     from ..scoring.cache import CachedScorer, ScoreCache
-    from ..scoring.run import scorer_factory
+    from ..scoring.registry import scorer_for
 
-    spec = resolve_model(model, external_dir, key="generate.naturalness.model")
-    run, factory = scorer_factory(spec)
+    request = model_request({"model": model}, key="generate.naturalness.model", external_dir=external_dir)
+    run, factory = scorer_for(request)
     if cache is None:
         return factory()
     return CachedScorer(factory, ScoreCache(cache), run)

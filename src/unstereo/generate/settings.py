@@ -2,42 +2,20 @@
 
 from __future__ import annotations
 
-import copy
-import json
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from ..config import SCHEMA_DIR, _DefaultValidator, _registry, check
-from ..errors import ConfigError
+from .. import config
 
 
 def load_section(
     section: dict[str, Any] | None = None, schema_dir: str | Path | None = None
 ) -> dict[str, Any]:
     """Validate a ``generate`` section (a copy) and fill in every default; errors name ``generate.<key>``."""
-    schema_path = Path(schema_dir or SCHEMA_DIR) / "generate.schema.yaml"
-    schema = yaml.safe_load(schema_path.read_text(encoding="utf-8"))
-    data = copy.deepcopy(section or {})
-    validator = _DefaultValidator(schema, registry=_registry(schema_path.parent.resolve()))
-    return check(validator, data, prefix="generate")
+    return config.load_section("generate", section, schema_dir)
 
 
 def read_settings_arg(value: str | None) -> dict[str, Any]:
-    """``--settings``: inline JSON, or a YAML/JSON file (a whole config with a ``generate`` key, or the section)."""
-    if not value:
-        return {}
-    text = value
-    path = Path(value)
-    if not value.lstrip().startswith("{") and path.is_file():
-        text = path.read_text(encoding="utf-8")
-    try:
-        data = json.loads(text) if text.lstrip().startswith("{") else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise ConfigError(f"--settings is neither JSON nor a readable YAML file: {exc}") from exc
-    if not isinstance(data, dict):
-        raise ConfigError("--settings must be a mapping")
-    if "generate" in data and isinstance(data["generate"], dict):
-        data = data["generate"]
-    return data
+    """``--settings``: inline JSON, or a YAML/JSON file (a whole config with a ``generate`` key, or the section);
+    :func:`unstereo.config.read_section_arg`."""
+    return config.read_section_arg(value, "generate")

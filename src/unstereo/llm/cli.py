@@ -7,7 +7,7 @@ import json
 
 import click
 
-from .. import cli_options
+from .. import cli_options, model_request
 
 _CLIENT_OPTIONS = (
     click.option(
@@ -15,8 +15,8 @@ _CLIENT_OPTIONS = (
     ),
     click.option("--timeout", type=float, default=60.0, show_default=True, help="seconds per HTTP request"),
     click.option("--max-retries", type=int, default=6, show_default=True),
-    click.option("--device", default="auto", show_default=True, help="local models: auto, cpu, cuda, mps"),
-    click.option("--dtype", default="auto", show_default=True, help="local models: auto, float32, bfloat16"),
+    model_request.device_option(),
+    model_request.dtype_option(),
     click.option(
         "--usage", "usage_path", type=click.Path(dir_okay=False), default=None, help="write usage JSON here"
     ),

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from .. import cli_options
+from .. import cli_options, model_request
 from ..defaults import DEFAULT_EPS
 from ..scoring.cli import scorer_options
 
@@ -89,40 +89,17 @@ def construct(pairs: Path, output: Path, names, adjectives, synonyms, delta, rel
 )
 @scorer_options
 @cli_options.reference_quirks("Re-fill sentences from the template with the reference code's capitalize().")
-@cli_options.threads
-@cli_options.external_dir
 def score(
-    model,
-    pairs,
-    output,
-    name,
-    cost_out,
-    gguf_file,
-    revision,
-    masked,
-    batch_size,
-    max_batch_size,
-    dtype,
-    device,
-    chunk_size,
-    bos_policy,
-    cache_path,
-    no_cache,
-    reference_quirks,
-    threads,
-    external_dir,
+    model, pairs, output, name, cost_out, chunk_size, cache_path, no_cache, reference_quirks, **model_options
 ) -> None:
     """Score the construction tables PAIRS (of one benchmark) under MODEL, through the score cache."""
-    if threads:
-        import torch
-
-        torch.set_num_threads(threads)
+    request = model_request.request_from_cli(model, model_options)
+    request.apply_threads()
     from ..scoring.cache import resolve_cache_path
     from .run import score_constructions
 
-    spec = cli_options.resolve_cli_model(model, None, external_dir, gguf_file=gguf_file, revision=revision)
     _, cost = score_constructions(
-        spec,
+        request,
         list(pairs),
         output,
         name=name,
@@ -130,12 +107,6 @@ def score(
         chunk_size=chunk_size,
         cost_out=cost_out,
         reference_quirks=reference_quirks,
-        masked=masked,
-        batch_size=batch_size,
-        max_batch_size=max_batch_size,
-        dtype=dtype,
-        device=device,
-        bos_policy=bos_policy,
     )
     click.echo(
         f"{output}: {int(cost['texts'].sum())} sentences, {int(cost['forward_passes'].sum())} forward passes",

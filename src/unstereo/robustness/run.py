@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -28,6 +28,9 @@ from ..tables import PAIRS, SCORES, read_delta, read_table, validate, write_tabl
 from .build import ORIGINAL, RELEASE_PREFIX, construct, from_release, sample_name, subsample
 from .schemas import COST, RANK_SWAPS  # noqa: F401  (RANK_SWAPS: importable from here as before)
 from .schemas import SCORES as ROBUSTNESS_SCORES
+
+if TYPE_CHECKING:
+    from ..model_request import ModelRequest
 
 log = get_logger("robustness")
 
@@ -94,7 +97,7 @@ def concat_pairs(paths: Sequence[str | Path]) -> pd.DataFrame:
 
 
 def score_constructions(
-    model: Any,
+    request: ModelRequest,
     pairs_paths: Sequence[str | Path],
     out: str | Path,
     *,
@@ -103,16 +106,16 @@ def score_constructions(
     chunk_size: int = 500,
     cost_out: str | Path | None = None,
     reference_quirks: bool = False,
-    **model_options: Any,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Score the construction tables ``pairs_paths`` of one benchmark under ``model`` into one SCORES table
+    """Score the construction tables ``pairs_paths`` of one benchmark under the model run ``request`` (a
+    :class:`~unstereo.model_request.ModelRequest`) into one SCORES table
     ``out``; returns (scores, cost). ``cache``: a :class:`~unstereo.scoring.cache.ScoreCache` or its file."""
     from ..scoring.cache import ScoreCache
     from ..scoring.chunks import score_pairs
-    from ..scoring.run import scorer_factory
+    from ..scoring.registry import scorer_for
 
     pairs = concat_pairs(pairs_paths)
-    run, make_scorer = scorer_factory(model, **model_options)
+    run, make_scorer = scorer_for(request)
     if cache is not None and not isinstance(cache, ScoreCache):
         cache = ScoreCache(cache)
     seen: list[str] = []

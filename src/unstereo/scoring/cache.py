@@ -44,7 +44,7 @@ log = get_logger("scoring")
 
 #: Bump when the scorer's definition of (logp, ntok) changes, so older cached scores miss.
 CACHE_VERSION = 1
-#: Keys of the run description (:func:`unstereo.scoring.run.scorer_factory`) that decide a score.
+#: Keys of the run description (:func:`unstereo.scoring.registry.scorer_for`) that decide a score.
 KEY_SETTINGS = ("model_id", "model_revision", "gguf_file", "scorer", "dtype", "bos_policy_requested")
 #: Environment variable naming the cache file when the command line gives none.
 ENV_VAR = "UNSTEREO_SCORE_CACHE"

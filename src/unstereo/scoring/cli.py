@@ -5,44 +5,15 @@ from __future__ import annotations
 
 import click
 
-from .. import cli_options
+from .. import cli_options, model_request
 
-_SCORER_OPTIONS = [
-    click.option(
-        "--gguf-file", default=None, help="GGUF file inside MODEL (a folder); or pass MODEL as a .gguf path."
-    ),
-    click.option("--revision", default=None, help="Hub revision (branch, tag or commit) of MODEL."),
-    click.option("--masked", is_flag=True, help="MODEL is a masked LM: score by pseudo-log-likelihood."),
-    cli_options.batch_size,
-    click.option(
-        "--max-batch-size",
-        default=None,
-        type=click.IntRange(1),
-        help="Starting batch size of 'auto' (default: 32 on CPU, 128 on CUDA).",
-    ),
-    click.option(
-        "--dtype",
-        default="auto",
-        show_default=True,
-        type=click.Choice(["auto", "float32", "bfloat16", "float16"]),
-        help="Weights dtype; auto = float32 on CPU, bfloat16 on GPU. Log-probs are always computed in fp32.",
-    ),
-    click.option(
-        "--device", default="auto", show_default=True, help="auto (cuda > mps > cpu), cpu, cuda, cuda:1, mps."
-    ),
+_CACHE_OPTIONS = [
     click.option(
         "--chunk-size",
         default=500,
         show_default=True,
         type=click.IntRange(1),
         help="Pairs (or texts) per chunk.",
-    ),
-    click.option(
-        "--bos-policy",
-        default="auto",
-        show_default=True,
-        type=click.Choice(["auto", "bos", "eos", "none"]),
-        help="Token before each sentence: auto = BOS, else EOS, else none (first token not scored).",
     ),
     click.option(
         "--cache",
@@ -56,12 +27,13 @@ _SCORER_OPTIONS = [
 
 
 def scorer_options(f):
-    """The model and scorer options of ``unstereo score`` (shared by every command that scores with a model):
-    --gguf-file, --revision, --masked, --batch-size, --max-batch-size, --dtype, --device, --chunk-size,
-    --bos-policy, --cache, --no-cache."""
-    for option in reversed(_SCORER_OPTIONS):
+    """The options of a command that scores tables with a model through the score cache: the model options
+    (:func:`unstereo.model_request.options`: --gguf-file, --revision, --masked, --batch-size, --max-batch-size,
+    --dtype, --device, --bos-policy) and --chunk-size, --cache, --no-cache, --threads, --external-dir. The command
+    builds its request with :func:`unstereo.model_request.request_from_cli`."""
+    for option in reversed([*_CACHE_OPTIONS, cli_options.threads, cli_options.external_dir]):
         f = option(f)
-    return f
+    return model_request.options()(f)
 
 
 @click.command("score")
@@ -79,28 +51,17 @@ def scorer_options(f):
     "Re-fill sentences from the template with the reference code's capitalize() "
     "(docs/methods.md#quirk-1-capitalize)."
 )
-@cli_options.threads
-@cli_options.external_dir
 def score(
     model: str,
     pairs: str,
     output,
     texts: bool,
     name,
-    gguf_file,
-    revision,
-    masked,
-    batch_size,
-    max_batch_size,
-    dtype,
-    device,
     chunk_size,
-    bos_policy,
     reference_quirks,
     cache_path,
     no_cache,
-    threads,
-    external_dir,
+    **model_options,
 ) -> None:
     """Score every pair of PAIRS (a pair table) under MODEL and write a SCORES table.
 
@@ -117,27 +78,18 @@ def score(
     """
     if texts and reference_quirks:
         raise click.UsageError("--reference-quirks re-fills pair templates; it does not apply to --texts")
-    if threads:
-        import torch
-
-        torch.set_num_threads(threads)
+    request = model_request.request_from_cli(model, model_options)
+    request.apply_threads()
     from .cache import resolve_cache_path
     from .run import score_file
 
-    spec = cli_options.resolve_cli_model(model, None, external_dir, gguf_file=gguf_file, revision=revision)
     df = score_file(
-        spec,
+        request,
         pairs,
         output,
         texts=texts,
         name=name or model,
-        masked=masked,
-        batch_size=batch_size,
-        max_batch_size=max_batch_size,
-        dtype=dtype,
-        device=device,
         chunk_size=chunk_size,
-        bos_policy=bos_policy,
         reference_quirks=reference_quirks,
         cache=None if no_cache else resolve_cache_path(cache_path, output),
     )

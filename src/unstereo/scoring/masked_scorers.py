@@ -1,4 +1,4 @@
-"""The masked-LM scores by name, and the factory that loads a masked LM for one of them.
+"""The masked-LM scores by name (loaded through the one scorer registry, :mod:`unstereo.scoring.registry`).
 
 ========== ================================================ ========================== ======================
 name       definition                                       text it scores             sentence score
@@ -17,18 +17,10 @@ Definitions with their equations: docs/methods.md, "Masked-LM scoring".
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from ..errors import InputError
-from ..log import get_logger
-from ..model_spec import resolve_model
-from ..models import ModelSpec, resolve_device, resolve_dtype
-from .masked import AulScorer, MaskedScorer, load_masked_lm
+from .masked import AulScorer, MaskedScorer
 from .masked_crows import CrowsPairsScorer
 from .masked_term import MaskedTermScorer
-
-log = get_logger("scoring")
 
 MASKED_SCORERS: dict[str, type[MaskedScorer]] = {
     "pll": MaskedScorer,
@@ -47,26 +39,3 @@ def check_name(name: str) -> str:
     return name
 
 
-def masked_factory(
-    model: str | ModelSpec, scorer: str = "biastestgpt", *, revision: str | None = None,
-    batch_size: int | str = "auto", max_batch_size: int | None = None, dtype: str = "auto", device: str = "auto",
-) -> tuple[dict[str, Any], Callable[[], MaskedScorer]]:  # fmt: skip
-    """(run description, scorer factory) of the masked-LM scorer ``scorer`` on a masked LM (hub id or folder), like
-    :func:`unstereo.scoring.run.scorer_factory` does for the other scorers."""
-    cls = MASKED_SCORERS[check_name(scorer)]
-    spec = resolve_model(model, revision=revision, key="MODEL")
-    device = resolve_device(device)
-    run = {
-        "model_id": spec.path,
-        "model_revision": spec.revision,
-        "gguf_file": None,
-        "scorer": cls.kind,
-        "dtype": str(resolve_dtype(dtype, device)).replace("torch.", ""),
-    }
-
-    def make() -> MaskedScorer:
-        log.info("loading masked LM %s on %s (%s score)", spec.path, device, scorer)
-        m, tok = load_masked_lm(spec, dtype=dtype, device=device)
-        return cls(m, tok, device=device, batch_size=batch_size, max_batch_size=max_batch_size)
-
-    return run, make

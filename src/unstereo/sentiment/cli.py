@@ -7,9 +7,8 @@ from pathlib import Path
 
 import click
 
-from .. import cli_options
+from .. import cli_options, model_request
 
-SETTINGS_HELP = "sentiment config section: inline JSON or a YAML/JSON file (a whole config or the section)"
 TEMPLATES_HELP = (
     "folder with templates_long.tsv and values_long.tsv [default: "
     "EXTERNAL_DIR/reference/huang2020-sentiment-templates]"
@@ -38,7 +37,7 @@ def group() -> None:
 @group.command("templates")
 @cli_options.output("prefixes table (.parquet or .csv)")
 @click.option("--templates-dir", default=None, type=click.Path(file_okay=False), help=TEMPLATES_HELP)
-@click.option("--settings", default=None, help=SETTINGS_HELP)
+@cli_options.settings("sentiment")
 @cli_options.external_dir
 def templates_cmd(output, templates_dir, settings, external_dir) -> None:
     """Write the filled prefixes (one row per template and value) the settings select."""
@@ -55,7 +54,7 @@ def templates_cmd(output, templates_dir, settings, external_dir) -> None:
 @group.command("sample")
 @click.argument("model")
 @cli_options.output("continuations.parquet (samples.parquet is written beside it)")
-@click.option("--settings", default=None, help=SETTINGS_HELP)
+@cli_options.settings("sentiment")
 @click.option("--templates-dir", default=None, type=click.Path(file_okay=False), help=TEMPLATES_HELP)
 @click.option("--opinion-lexicon", default=None, help="lexicon folder or resource:NAME (overrides settings)")
 @click.option("--cache", default=None, type=click.Path(dir_okay=False), help="LLM cache (default: settings, else none)")  # fmt: skip
@@ -103,7 +102,7 @@ def sample_cmd(model, output, settings, templates_dir, opinion_lexicon, cache, s
 @click.argument("continuations", type=cli_options.EXISTING_FILE)
 @cli_options.output("fairness.parquet: attribute, classifier, metric (IF|GF), value, ci_low, ci_high")
 @click.option("--parity", default=None, type=click.Path(dir_okay=False), help="also write the parity table here")  # fmt: skip
-@click.option("--settings", default=None, help=SETTINGS_HELP)
+@cli_options.settings("sentiment")
 @cli_options.seed(None, "bootstrap seed (overrides settings; default 0)")
 def fairness_cmd(continuations, output, parity, settings, seed) -> None:
     """Individual and group fairness (with bootstrap intervals) of a continuations table, per attribute and
@@ -132,7 +131,7 @@ def fairness_cmd(continuations, output, parity, settings, seed) -> None:
 @click.option("--fairness", "fairness_path", required=True, type=cli_options.EXISTING_FILE, help="fairness.parquet")  # fmt: skip
 @click.option("--parity", "parity_path", required=True, type=cli_options.EXISTING_FILE, help="parity.parquet")
 @cli_options.output("folder for figure1.png, figure2.png and fairness.html", kind="dir", dest="out_dir", flag="--out-dir")  # fmt: skip
-@click.option("--settings", default=None, help=SETTINGS_HELP)
+@cli_options.settings("sentiment")
 @click.option("--title", default="", help="model name shown in the titles")
 def figures_cmd(continuations, fairness_path, parity_path, out_dir, settings, title) -> None:
     """Figure 1 (sentiment distributions per value), Figure 2 (demographic parity at thresholds) and the fairness
@@ -169,12 +168,12 @@ cli_options.alias(group, figures_cmd, "figures")
 @click.option(
     "--lam", "lam", type=float, default=0.0, show_default=True, help="regularisation strength lambda"
 )
-@click.option("--settings", default=None, help=SETTINGS_HELP)
+@cli_options.settings("sentiment")
 @click.option("--templates-dir", default=None, type=click.Path(file_okay=False), help=TEMPLATES_HELP)
 @click.option("--continuations", "base", default=None, type=cli_options.EXISTING_FILE,
               help="with --method none: the stage's continuations of MODEL (reused, not sampled again)")  # fmt: skip
 @click.option("--cache", default=None, type=click.Path(dir_okay=False), help="LLM cache (default: settings, else none)")  # fmt: skip
-@click.option("--device", default=None, help="overrides settings (auto, cpu, cuda, ...)")
+@model_request.device_option(default=None)
 @cli_options.seed(None, "training, sampling and bootstrap seed (overrides settings; default 0)")
 @cli_options.model_options
 @cli_options.threads
@@ -204,7 +203,7 @@ def debias_cmd(model, out_dir, method, lam, settings, templates_dir, base, cache
 @click.option(
     "--figure", "figure_path", required=True, type=click.Path(dir_okay=False), help="Figure 6 as PNG"
 )
-@click.option("--settings", default=None, help=SETTINGS_HELP)
+@cli_options.settings("sentiment")
 def debias_summary_cmd(quality, output, table_path, figure_path, settings) -> None:
     """Join the runs' quality tables; write the paper's Table 1 (HTML) and Figure 6 (I.F. against S.S.)."""
     from ..tables import write_table

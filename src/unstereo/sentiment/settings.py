@@ -3,28 +3,22 @@ and the ``resource:NAME[/FILE]`` paths it may hold."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from ..config import validate_config
+from .. import config
 from ..model_spec import RESOURCE_PREFIX, external_dir_default
 
 
 def load_section(section: dict[str, Any] | None = None) -> dict[str, Any]:
     """A copy of a ``sentiment`` section, validated, defaults filled in; errors name ``sentiment.<key>``."""
-    return validate_config({"sentiment": json.loads(json.dumps(section or {}))})["sentiment"]
+    return config.load_section("sentiment", section)
 
 
 def read_settings(value: str | None) -> dict[str, Any]:
     """``--settings``: inline JSON, or a YAML/JSON file holding the section (or a config with a ``sentiment`` key);
     validated, defaults filled in."""
-    from ..generate.settings import read_settings_arg  # the one reader of a --settings value
-
-    data = read_settings_arg(value)
-    if isinstance(data.get("sentiment"), dict):
-        data = data["sentiment"]
-    return load_section(data)
+    return load_section(config.read_section_arg(value, "sentiment"))
 
 
 def resource_path(text: str, external_dir: str | Path | None = None) -> Path:
