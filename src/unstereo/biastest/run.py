@@ -27,9 +27,9 @@ def load_section(section: dict[str, Any] | None = None) -> dict[str, Any]:
     """Validate a ``biastest`` section (a copy) and fill in every default; errors name ``biastest.<key>``."""
     from ..config import SCHEMA_DIR, _DefaultValidator, _registry, check
 
-    path = Path(SCHEMA_DIR) / "biastest.schema.yaml"
+    path = Path(__file__).with_name("biastest.schema.yaml")  # the shared schemas it $refs: in SCHEMA_DIR
     schema = yaml.safe_load(path.read_text(encoding="utf-8"))
-    validator = _DefaultValidator(schema, registry=_registry(path.parent.resolve()))
+    validator = _DefaultValidator(schema, registry=_registry(Path(SCHEMA_DIR).resolve(), (path.resolve(),)))
     return check(validator, copy.deepcopy(section or {}), prefix="biastest")
 
 

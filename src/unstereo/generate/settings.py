@@ -1,4 +1,4 @@
-"""The ``generate`` config section: validation with defaults against schemas/generate.schema.yaml."""
+"""The ``generate`` config section: validation with defaults against generate/generate.schema.yaml."""
 
 from __future__ import annotations
 
@@ -17,10 +17,12 @@ def load_section(
     section: dict[str, Any] | None = None, schema_dir: str | Path | None = None
 ) -> dict[str, Any]:
     """Validate a ``generate`` section (a copy) and fill in every default; errors name ``generate.<key>``."""
-    schema_path = Path(schema_dir or SCHEMA_DIR) / "generate.schema.yaml"
+    # the section's schema lives beside this module; the shared ones it $refs in schema_dir (the packaged ones)
+    schema_path = Path(__file__).with_name("generate.schema.yaml")
     schema = yaml.safe_load(schema_path.read_text(encoding="utf-8"))
     data = copy.deepcopy(section or {})
-    validator = _DefaultValidator(schema, registry=_registry(schema_path.parent.resolve()))
+    shared = Path(schema_dir or SCHEMA_DIR).resolve()
+    validator = _DefaultValidator(schema, registry=_registry(shared, (schema_path.resolve(),)))
     return check(validator, data, prefix="generate")
 
 
