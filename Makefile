@@ -26,7 +26,7 @@ $(VENV)/.installed: pyproject.toml
 system-deps:
 	bash scripts/install-system-deps.sh
 
-# The workflow, then its HTML report (tables, figures, captions from workflow/report/).
+# The workflow, then its HTML report (tables, figures, captions from each method's captions/ folder).
 run: venv system-deps
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH snakemake --cores $(CORES) --configfile $(CONFIG) $(SNAKEMAKE_ARGS)
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH snakemake --cores $(CORES) --configfile $(CONFIG) $(SNAKEMAKE_ARGS) --report $(REPORT)

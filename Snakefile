@@ -21,7 +21,8 @@ if not workflow.overwrite_configfiles:
     configfile: "config/config.yaml"
 
 
-# Validates against the packaged schemas (workflow/schemas links to them), fills in defaults, names the bad key.
+# Validates against the shared schemas (workflow/schemas links to src/unstereo/config/schemas) and each method's own
+# (in its package folder), fills in defaults, names the bad key.
 validate_config(config)
 
 # With the paper reproduction on, the HTML report (`snakemake --report`) opens with its summary, written by rule
@@ -39,8 +40,9 @@ METHODS = method_registry.methods()
 
 
 # The shared infrastructure first (rules/common.smk: paths, seeds, the model rule layer), then every method's rules
-# files in registry order (UnStereoEval's stages first, in pipeline order; another method's rules read only the
-# shared helpers and the config). A new method registers itself; nothing to add here.
+# files in registry order, from its package folder (UnStereoEval's stages first, in pipeline order, e.g.
+# src/unstereo/corpus/rules.smk; another method's rules read only the shared helpers and the config). A new method
+# registers itself; nothing to add here.
 include: "rules/common.smk"
 include: "rules/resources.smk"
 

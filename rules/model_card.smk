@@ -47,7 +47,7 @@ rule model_card:
     log:
         f"{LOGS}/report/model_card.log",
     conda:
-        "../envs/report.yaml"
+        "../src/unstereo/report/env.yaml"
     resources:
         mem_mb=2000,
         runtime=10,

@@ -22,7 +22,11 @@ SCHEMAS = Path(__file__).resolve().parents[1] / "workflow" / "schemas"
 
 
 def _schema(name: str) -> dict:
-    return yaml.safe_load((SCHEMAS / f"{name}.schema.yaml").read_text())
+    """A shared schema (workflow/schemas: config, common, model) or a config section's (in its method's folder)."""
+    from unstereo import method_registry
+
+    path = method_registry.config_sections().get(name, SCHEMAS / f"{name}.schema.yaml")
+    return yaml.safe_load(path.read_text())
 
 
 def _find(node, key: str) -> list:

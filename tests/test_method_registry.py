@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -29,6 +30,7 @@ from unstereo.package_data import SCHEMA_DIR
 from unstereo.tables import TableSchema
 
 REPO = Path(__file__).resolve().parents[1]
+PACKAGE = Path(method_registry.__file__).parent  # src/unstereo (or the installed package)
 BUILTIN = ["unstereoeval", "fairpair", "sentiment", "robustness", "biastest"]
 SHARED_KEYS = {"seed", "results_dir", "external_dir", "reference_mirror", "resources"}
 
@@ -57,11 +59,96 @@ def test_each_builtin_method_is_declared_once_in_its_own_package():
 
 
 def test_rules_files_keep_the_include_order_and_exist():
-    # the order of the hand-written includes this replaces: robustness.smk reads globals of benchmarks/score.smk
-    expected = ["corpus", "vocabulary", "benchmarks", "generate", "score", "report"]
+    # the order of the hand-written includes this replaces; each rules file lives in its package folder (the score
+    # stage's beside its CLI, in unstereo/scoring)
+    expected = ["corpus", "vocabulary", "benchmarks", "generate", "scoring", "report"]
     expected += ["fairpair", "sentiment", "robustness", "biastest"]
-    assert method_registry.rules_files() == [f"rules/{n}.smk" for n in expected]
-    assert all((REPO / f).is_file() for f in method_registry.rules_files())
+    assert method_registry.rules_files() == [str(PACKAGE / n / "rules.smk") for n in expected]
+    assert all(Path(f).is_file() for f in method_registry.rules_files())
+    # the shared rules files stay shared; no method's rules are left there
+    assert sorted(p.name for p in (REPO / "rules").glob("*.smk")) == [
+        "common.smk",
+        "model_card.smk",
+        "resources.smk",
+    ]
+
+
+def test_each_builtin_method_is_one_folder():
+    """Rules, config schemas, conda envs and captions of a built-in method are files of its package folder(s); the
+    shared ones (rules/, envs/resources.yaml, the shared schemas, the model card's captions) are not a method's."""
+    stage_of = {"score": "scoring"}
+    for name, m in method_registry.methods().items():
+        folders = {PACKAGE / name} | {PACKAGE / stage_of.get(s, s) for s in m.config}
+        files = [*m.rules, *m.envs, *m.captions, *(m.schema_path(s) for s in m.config)]
+        assert files and all(Path(f).is_absolute() and Path(f).exists() for f in files), name
+        assert all(Path(f).parent in folders for f in files), name
+        for section in m.config:
+            assert m.schema_path(section).name == f"{section}.schema.yaml"
+        assert {Path(r).name for r in m.rules} == {"rules.smk"}
+        assert {Path(e).name for e in m.envs} <= {"env.yaml"} and {Path(c).name for c in m.captions} == {
+            "captions"
+        }
+    assert sorted(p.name for p in (REPO / "envs").iterdir()) == ["resources.yaml"]
+    assert sorted(p.name for p in (REPO / "workflow" / "report").iterdir()) == [
+        "model_card.rst",
+        "model_card_tau.rst",
+    ]
+    assert sorted(p.name for p in SCHEMA_DIR.iterdir()) == [
+        "common.schema.yaml",
+        "config.schema.yaml",
+        "model.schema.yaml",
+    ]
+
+
+def _rules_text(m: Method) -> str:
+    return "\n".join(Path(r).read_text() for r in m.rules)
+
+
+def test_conda_and_caption_paths_of_the_rules_files_resolve():
+    """Every `conda:` and `caption=` path of a rules file names an existing file relative to that rules file (as
+    Snakemake reads them); a method's own are among its declared envs and captions."""
+    shared = [REPO / "rules" / n for n in ("common.smk", "resources.smk", "model_card.smk")]
+    declared = {Path(e).resolve() for m in method_registry.methods().values() for e in m.envs}
+    declared.add((REPO / "envs" / "resources.yaml").resolve())
+    seen_envs: set[Path] = set()
+    for smk in [*map(Path, method_registry.rules_files()), *shared]:
+        text = smk.read_text()
+        for env in re.findall(r"^\s*conda:\s*\n\s*\"([^\"]+)\"", text, re.M):
+            path = (smk.parent / env).resolve()
+            assert path in declared, (smk, env)
+            seen_envs.add(path)
+        for caption in re.findall(r"caption=f?\"([^\"]+)\"", text):
+            if "{" in caption:  # an f-string: every file of its pattern
+                pattern = re.sub(r"\{[^}]*\}", "*", caption)
+                assert list(smk.parent.glob(pattern)), (smk, caption)
+            else:
+                assert (smk.parent / caption).is_file(), (smk, caption)
+    assert seen_envs == declared  # no env file left unused
+
+
+def test_env_files_install_the_checkout_with_a_declared_extra():
+    """Each env installs the repository it lives in (`-e <relative path to the root>[extra]`, as conda reads the
+    file) with an extra of pyproject.toml that its method declares."""
+    import tomllib
+
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    for name, m in method_registry.methods().items():
+        assert set(m.extras) <= set(extras), name
+        for env in map(Path, m.envs):
+            (spec,) = re.findall(r"^\s*- -e (\S+)$", env.read_text(), re.M)
+            path, extra = re.fullmatch(r"(.+)\[(\w+)\]", spec).groups()
+            assert (env.parent / path).resolve() == REPO, env
+            assert extra in m.extras, env
+
+
+def test_declared_resources_are_known_and_cover_the_rules():
+    """The offline resources a method declares exist, and every resource a rules file names literally is declared."""
+    from unstereo.resources import RESOURCES
+
+    for name, m in method_registry.methods().items():
+        assert set(m.resources) <= set(RESOURCES), name
+        named = set(re.findall(r"resource_manifest\(\"([\w-]+)\"\)", _rules_text(m)))
+        assert named <= set(m.resources), (name, named)
 
 
 def test_cli_groups_resolve_and_are_all_subcommands():
@@ -98,8 +185,11 @@ def test_config_sections_are_the_schemas_method_sections():
     schema, _ = config_schema()
     sections = method_registry.config_sections()
     assert set(schema["properties"]) == SHARED_KEYS | set(sections)
+    stage_of = {"score": "scoring"}  # the score stage's schema lives beside its CLI, in unstereo/scoring
     for section, path in sections.items():
-        assert path == SCHEMA_DIR / f"{section}.schema.yaml" and path.is_file()
+        package = {m: n for n, meth in method_registry.methods().items() for m in meth.config}[section]
+        folder = PACKAGE / (package if package != "unstereoeval" else stage_of.get(section, section))
+        assert path == folder / f"{section}.schema.yaml" and path.is_file()
         assert schema["properties"][section] == {"$ref": path.name, "default": {}}
     # the file on disk lists the shared keys only; the sections come from the registry
     on_disk = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
@@ -182,7 +272,9 @@ TOY_FILES = {
             title="Toy method",
             cli={"toy": "toy_method.cli:group"},
             config={"toy": HERE / "toy.schema.yaml"},
-            rules=(HERE / "toy.smk",),
+            rules=(HERE / "rules.smk",),
+            envs=(HERE / "env.yaml",),
+            captions=(HERE / "captions",),
             tables={"toy": (("*/table.parquet", "toy_method.schemas:TABLE"),)},
             category="Toy results",
             headline=(HeadlineMetric("toy_gap", "Toy gap", more_biased="higher"),),
@@ -276,23 +368,41 @@ TOY_FILES = {
             default: 3
             description: items per model
     """,
-    # its rules: thin, calling the CLI; final outputs to ALL_TARGETS, report category from the registry
-    "toy_method/toy.smk": """
+    # its rules: thin, calling the CLI; final outputs to ALL_TARGETS, report category from the registry; the conda
+    # env and the caption are files of its folder (paths relative to the rules file)
+    "toy_method/rules.smk": """
         if config["toy"]["enabled"]:
 
             rule toy_table:
                 output:
                     report(
                         results("toy", "{model}", "table.parquet"),
+                        caption="captions/table.rst",
                         category=METHODS["toy"].category,
                         subcategory="{model}",
                     ),
                 params:
                     n=config["toy"]["n"],
+                conda:
+                    "env.yaml"
                 shell:
                     "unstereo toy table {output} --model {wildcards.model} --n {params.n}"
 
             ALL_TARGETS.extend(results("toy", m, "table.parquet") for m in config["toy"]["models"])
+    """,
+    # its report caption (reStructuredText), shown with the table in `snakemake --report`
+    "toy_method/captions/table.rst": "The toy gap of each item: a test of the method registry.\n",
+    # its conda env (`snakemake --sdm conda`): a plugin installs its own distribution, which pulls unstereo
+    "toy_method/env.yaml": """
+        name: toy-method
+        channels:
+          - conda-forge
+          - nodefaults
+        dependencies:
+          - python=3.11
+          - pip
+          - pip:
+              - toy-method
     """,
     # what makes it found: an entry point in the `unstereo.methods` group (pip writes this from pyproject.toml's
     # [project.entry-points."unstereo.methods"] toy = "toy_method.method:METHOD")
@@ -349,7 +459,7 @@ def test_toy_method_is_registered_by_its_entry_point(toy):
     assert list(methods)[-1] == "toy"  # after the built-ins (default order 100)
     toy_method = methods["toy"]
     assert toy_method.headline == (HeadlineMetric("toy_gap", "Toy gap", more_biased="higher"),)
-    assert method_registry.rules_files()[-1] == str(toy[0] / "toy_method" / "toy.smk")
+    assert method_registry.rules_files()[-1] == str(toy[0] / "toy_method" / "rules.smk")
     assert "toy" in cli_module.SUBCOMMANDS
 
 
@@ -427,6 +537,7 @@ def test_toy_method_end_to_end(toy):
     assert reported.returncode == 0, reported.stderr[-3000:]
     html = (work / "report.html").read_text(errors="replace")
     assert "Toy results" in html and "table.parquet" in html  # the category the method declares
+    assert "a test of the method registry" in html  # its caption, found relative to its rules file
     assert "Model card" in html and "tiny.png" in html  # and the toy on the model card
 
 

@@ -32,7 +32,9 @@ def need_browser() -> str:
 
 def test_captions_render_without_docutils_messages():
     docutils_core = pytest.importorskip("docutils.core")
+    # the model card's (shared) and every method's own, in its package folder (src/unstereo/<package>/captions)
     captions = sorted((ROOT / "workflow" / "report").glob("*.rst"))
+    captions += sorted((ROOT / "src" / "unstereo").glob("*/captions/*.rst"))
     assert captions
     for rst in captions:
         # halt_level 2: any warning (e.g. "Undefined substitution referenced") raises

@@ -70,7 +70,9 @@ def test_partition_and_account_left_to_the_user(profile, profile_text):
 
 def test_set_resources_name_existing_rules(profile):
     rules = set()
-    for smk in [REPO / "Snakefile", *sorted((REPO / "rules").glob("*.smk"))]:
+    # the shared rules files and every method's (src/unstereo/<package>/rules.smk)
+    smks = [*sorted((REPO / "rules").glob("*.smk")), *sorted((REPO / "src" / "unstereo").glob("*/rules.smk"))]
+    for smk in [REPO / "Snakefile", *smks]:
         rules |= set(re.findall(r"^(?:rule|checkpoint)\s+(\w+)\s*:", smk.read_text(), re.M))
     overrides = profile["set-resources"]
     assert "fetch_resource" in overrides

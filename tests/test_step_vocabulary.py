@@ -22,7 +22,7 @@ METHODS = ("fairpair", "sentiment", "robustness", "biastest")
 
 
 def _rules(method: str) -> set[str]:
-    text = (REPO / "rules" / f"{method}.smk").read_text()
+    text = (REPO / "src" / "unstereo" / method / "rules.smk").read_text()
     return set(re.findall(r"^rule (\w+):", text, re.M))
 
 
@@ -31,7 +31,7 @@ def test_method_rules_use_the_step_vocabulary(method):
     rules = _rules(method)
     assert rules
     odd = {r for r in rules - EXTRA if r.removeprefix(f"{method}_") not in STEPS}
-    assert not odd, f"rules/{method}.smk: {sorted(odd)} are not <method>_<step> with a step of {STEPS}"
+    assert not odd, f"{method}/rules.smk: {sorted(odd)} are not <method>_<step> with a step of {STEPS}"
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,11 @@
 """The method registry: every bias method declares itself once, and the workflow is assembled from the declarations.
 
 A method is a package with a ``method.py`` that defines ``METHOD``, a :class:`Method`: its name, the CLI group(s) it
-adds to ``unstereo``, its config section(s) and the schema file of each, its Snakemake rules file(s), the tables it
-writes (results folder -> path pattern -> table schema), its report category and its headline metrics. From these:
+adds to ``unstereo``, its config section(s) and the schema file of each, its Snakemake rules file(s), conda env(s) and
+report captions, its pyproject extra(s) and the offline resources its rules fetch, the tables it writes (results
+folder -> path pattern -> table schema), its report category and its headline metrics. A built-in method keeps all
+of its files in its package folder (``rules.smk``, ``<section>.schema.yaml``, ``env.yaml``, ``captions/*.rst``), the
+way a plugin does. From these:
 
 - :mod:`unstereo.cli` adds each method's subcommands (imported lazily, on first use);
 - the ``Snakefile`` includes each method's rules files, after the shared ones, in :func:`methods` order;
@@ -64,10 +67,15 @@ class Method:
     - ``name``: the registry name (the headline table's ``method`` value), e.g. ``"fairpair"``;
     - ``title``: how people call it, e.g. ``"FairPair"``;
     - ``cli``: subcommand -> ``"module:attr"`` of its click command or group;
-    - ``config``: config section -> its JSON Schema file: a bare file name is one of the packaged schemas
-      (``unstereo/schemas``, whose shared definitions it may ``$ref``), anything else a path (absolute, e.g.
-      ``Path(__file__).with_name("toy.schema.yaml")``); every section defaults to ``{}``;
-    - ``rules``: its Snakemake rules files: relative paths are relative to the Snakefile's directory;
+    - ``config``: config section -> its JSON Schema file, a path (absolute, e.g. ``HERE / "toy.schema.yaml"``); it
+      may ``$ref`` the shared schemas of ``unstereo/config/schemas`` by file name (``common.schema.yaml#/$defs/...``,
+      ``model.schema.yaml``), and a bare file name is one of those shared schemas; every section defaults to ``{}``;
+    - ``rules``: its Snakemake rules files (``HERE / "rules.smk"``; a relative path is relative to the Snakefile's
+      directory). The ``conda:`` and ``caption=`` paths inside a rules file are relative to that file;
+    - ``envs``: the conda env files of its rules (``HERE / "env.yaml"``), ``captions``: its report caption folders
+      (``HERE / "captions"``), ``extras``: the pyproject extras its commands need, ``resources``: the offline
+      resources (:data:`unstereo.resources.RESOURCES`) its rules fetch whatever the config (a model or corpus named
+      in the config brings its own);
     - ``tables``: results folder -> ((path pattern below it, ``"module:NAME"`` of its TableSchema), ...), first
       match wins; a pattern matches part by part, ``*`` within one folder or file name;
     - ``category``: the report category its results are listed under; ``stage_categories`` gives stages that
@@ -86,6 +94,10 @@ class Method:
     cli: Mapping[str, str] = field(default_factory=dict)
     config: Mapping[str, str | Path] = field(default_factory=dict)
     rules: tuple[str | Path, ...] = ()
+    envs: tuple[str | Path, ...] = ()
+    captions: tuple[str | Path, ...] = ()
+    extras: tuple[str, ...] = ()
+    resources: tuple[str, ...] = ()
     tables: Mapping[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
     category: str = ""
     stage_categories: Mapping[str, str] = field(default_factory=dict)
@@ -116,8 +128,9 @@ class Method:
                 raise MethodRegistryError(f"method {self.name!r}: headline entries must be HeadlineMetric")
         if self.headline and self.headline_module is None:
             raise MethodRegistryError(f"method {self.name!r}: headline metrics need a headline_module")
-        if isinstance(self.rules, str | Path):
-            raise MethodRegistryError(f"method {self.name!r}: rules is a tuple of files, not one path")
+        for what in ("rules", "envs", "captions", "extras", "resources"):
+            if isinstance(getattr(self, what), str | Path):
+                raise MethodRegistryError(f"method {self.name!r}: {what} is a tuple, not one path or name")
 
     def report_category(self, stage: str | None = None) -> str:
         """The report category of ``stage``'s results (the method's own unless the stage has one)."""

@@ -1,9 +1,11 @@
 """Files the package ships (config schemas, model registry, gendered pairs, prompts), found wherever it is installed.
 
-The repository keeps one copy of each, inside the package (``src/unstereo/schemas``, ``src/unstereo/data``);
-``workflow/schemas`` and ``data/{models.csv,gendered_pairs.csv,prompts,prompts-offline}`` are links to them. Config keys that name
-one of these files by its repository path (the schema defaults, e.g. ``report.registry: data/models.csv``) resolve to
-the packaged copy through :func:`packaged`, so a non-editable install needs no checkout.
+The repository keeps one copy of each, inside the package: the shared config schemas in ``src/unstereo/config/schemas``
+(each method's own schema, rules, conda env and report captions live in its package folder, see
+:mod:`unstereo.method_registry`), the data in ``src/unstereo/data``; ``workflow/schemas`` and
+``data/{models.csv,gendered_pairs.csv,prompts,prompts-offline}`` are links to them. Config keys that name one of these
+files by its repository path (the schema defaults, e.g. ``report.registry: data/models.csv``) resolve to the packaged
+copy through :func:`packaged`, so a non-editable install needs no checkout (pyproject.toml's package-data ships them).
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from pathlib import Path
 
 _ROOT = Path(str(files("unstereo")))
 
-SCHEMA_DIR = _ROOT / "schemas"
+#: The shared config schemas (``config.schema.yaml``, ``common``, ``model``) that the methods' own ``$ref``.
+SCHEMA_DIR = _ROOT / "config" / "schemas"
 DATA_DIR = _ROOT / "data"
 
 # repository path (as config files and schema defaults write it) -> packaged copy

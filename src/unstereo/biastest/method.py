@@ -1,14 +1,22 @@
 """BiasTestGPT's declaration in the method registry (see :mod:`unstereo.method_registry`)."""
 
+from pathlib import Path
+
 from unstereo.headline_metric import HeadlineMetric
 from unstereo.method_registry import Method
+
+HERE = Path(__file__).parent  # the method's folder: its rules, config schema, conda env and report captions
 
 METHOD = Method(
     name="biastest",
     title="BiasTestGPT",
     cli={"biastest": "unstereo.biastest.cli:group"},
-    config={"biastest": "biastest.schema.yaml"},
-    rules=("rules/biastest.smk",),
+    config={"biastest": HERE / "biastest.schema.yaml"},
+    rules=(HERE / "rules.smk",),
+    envs=(HERE / "env.yaml",),
+    captions=(HERE / "captions",),
+    extras=("biastest",),
+    resources=("reference",),
     tables={
         "biastest": (
             ("*/pairs.parquet", "unstereo.biastest.schemas:PAIRS"),

@@ -1,14 +1,22 @@
 """FairPair's declaration in the method registry (see :mod:`unstereo.method_registry`)."""
 
+from pathlib import Path
+
 from unstereo.headline_metric import HeadlineMetric
 from unstereo.method_registry import Method
+
+HERE = Path(__file__).parent  # the method's folder: its rules, config schema, conda env and report captions
 
 METHOD = Method(
     name="fairpair",
     title="FairPair",
     cli={"fairpair": "unstereo.fairpair.cli:group"},
-    config={"fairpair": "fairpair.schema.yaml"},
-    rules=("rules/fairpair.smk",),
+    config={"fairpair": HERE / "fairpair.schema.yaml"},
+    rules=(HERE / "rules.smk",),
+    envs=(HERE / "env.yaml",),
+    captions=(HERE / "captions",),
+    extras=("fairpair",),
+    resources=("reference",),
     tables={
         "fairpair": (
             ("prompts/prompts.parquet", "unstereo.fairpair.schemas:PROMPTS"),

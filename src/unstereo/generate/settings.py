@@ -1,4 +1,4 @@
-"""The ``generate`` config section: validation with defaults against schemas/generate.schema.yaml."""
+"""The ``generate`` config section: validation with defaults against generate/generate.schema.yaml."""
 
 from __future__ import annotations
 

@@ -1,14 +1,22 @@
 """Dataset-construction robustness's declaration in the method registry (see :mod:`unstereo.method_registry`)."""
 
+from pathlib import Path
+
 from unstereo.headline_metric import HeadlineMetric
 from unstereo.method_registry import Method
+
+HERE = Path(__file__).parent  # the method's folder: its rules, config schema, conda env and report captions
 
 METHOD = Method(
     name="robustness",
     title="Robustness to dataset construction",
     cli={"robustness": "unstereo.robustness.cli:group"},
-    config={"robustness": "robustness.schema.yaml"},
-    rules=("rules/robustness.smk",),
+    config={"robustness": HERE / "robustness.schema.yaml"},
+    rules=(HERE / "rules.smk",),
+    captions=(HERE / "captions",),
+    # no env of its own: its rules run in UnStereoEval's score and report envs (conda: ../scoring/env.yaml, ...)
+    extras=("score", "report"),
+    resources=("reference",),
     tables={
         "robustness": (
             ("*/*/pairs.parquet", "unstereo.tables:PAIRS"),

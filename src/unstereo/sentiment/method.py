@@ -1,7 +1,11 @@
 """Counterfactual sentiment bias's declaration in the method registry (see :mod:`unstereo.method_registry`)."""
 
+from pathlib import Path
+
 from unstereo.headline_metric import HeadlineMetric
 from unstereo.method_registry import Method
+
+HERE = Path(__file__).parent  # the method's folder: its rules, config schema, conda env and report captions
 
 # a debiasing run's folder holds the same tables as the model's
 _SCHEMAS = "unstereo.sentiment.schemas"
@@ -9,8 +13,12 @@ METHOD = Method(
     name="sentiment",
     title="Counterfactual sentiment bias",
     cli={"sentiment": "unstereo.sentiment.cli:group"},
-    config={"sentiment": "sentiment.schema.yaml"},
-    rules=("rules/sentiment.smk",),
+    config={"sentiment": HERE / "sentiment.schema.yaml"},
+    rules=(HERE / "rules.smk",),
+    envs=(HERE / "env.yaml",),
+    captions=(HERE / "captions",),
+    extras=("sentiment",),
+    resources=("reference",),
     tables={
         "sentiment": (
             ("*/continuations.parquet", f"{_SCHEMAS}:CONTINUATIONS"),

@@ -5,8 +5,24 @@ the report (with the paper reproduction). Shared infrastructure (resources, the 
 method: the CLI and the Snakefile list it themselves.
 """
 
+from pathlib import Path
+
 from unstereo.headline_metric import HeadlineMetric
 from unstereo.method_registry import Method
+
+# Each stage's package holds the stage's rules.smk, <section>.schema.yaml, env.yaml and captions/ (the score stage's
+# live in unstereo/scoring, beside its CLI; metrics has a config section but no rules of its own: report.smk runs it).
+SRC = Path(__file__).parent.parent
+STAGES = {  # stage (config section) -> its package folder
+    "corpus": SRC / "corpus",
+    "vocabulary": SRC / "vocabulary",
+    "benchmarks": SRC / "benchmarks",
+    "generate": SRC / "generate",
+    "score": SRC / "scoring",
+    "metrics": SRC / "metrics",
+    "report": SRC / "report",
+}
+_WITH_RULES = ("corpus", "vocabulary", "benchmarks", "generate", "score", "report")
 
 METHOD = Method(
     name="unstereoeval",
@@ -20,19 +36,13 @@ METHOD = Method(
         "metrics": "unstereo.metrics.cli:metrics",
         "report": "unstereo.report.cli:group",
     },
-    config={
-        section: f"{section}.schema.yaml"
-        for section in ("corpus", "vocabulary", "benchmarks", "generate", "score", "metrics", "report")
-    },
-    # in pipeline order; each reads only the shared helpers of rules/common.smk and the config
-    rules=(
-        "rules/corpus.smk",
-        "rules/vocabulary.smk",
-        "rules/benchmarks.smk",
-        "rules/generate.smk",
-        "rules/score.smk",
-        "rules/report.smk",
-    ),
+    config={section: folder / f"{section}.schema.yaml" for section, folder in STAGES.items()},
+    # one rules file per stage, in pipeline order; each reads only the shared helpers of rules/common.smk and the config
+    rules=tuple(STAGES[stage] / "rules.smk" for stage in _WITH_RULES),
+    envs=tuple(STAGES[stage] / "env.yaml" for stage in _WITH_RULES),
+    captions=tuple(STAGES[stage] / "captions" for stage in ("corpus", "benchmarks", "generate", "report")),
+    extras=("corpus", "vocabulary", "benchmarks", "generate", "score", "report"),
+    resources=("reference", "lid176", "wordnet"),
     tables={
         "corpus": (
             ("counts/*/unigrams.parquet", "unstereo.tables:UNIGRAMS"),

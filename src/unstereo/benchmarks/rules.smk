@@ -40,7 +40,7 @@ rule benchmarks_build:
     wildcard_constraints:
         benchmark="|".join(map(re.escape, BM_SOURCES)) or "NONE",
     conda:
-        "../envs/benchmarks.yaml"
+        "env.yaml"
     resources:
         mem_mb=2000,
         runtime=10,
@@ -64,7 +64,7 @@ rule benchmarks_maxpmi:
     wildcard_constraints:
         benchmark="|".join(map(re.escape, BM_SOURCES)) or "NONE",
     conda:
-        "../envs/benchmarks.yaml"
+        "env.yaml"
     resources:
         mem_mb=2000,
         runtime=10,
@@ -86,7 +86,7 @@ rule benchmarks_eta:
         benchmark="|".join(map(re.escape, BM_SOURCES)) or "NONE",
         eta="|".join(map(re.escape, BM_ETAS)) or "NONE",
     conda:
-        "../envs/benchmarks.yaml"
+        "env.yaml"
     resources:
         mem_mb=1000,
         runtime=5,
@@ -103,7 +103,7 @@ rule benchmarks_figure2:
     output:
         png=report(
             results("benchmarks", "figure2.png"),
-            caption="../workflow/report/figure2.rst",
+            caption="captions/figure2.rst",
             category=METHODS["unstereoeval"].report_category("benchmarks"),
         ),
         pdf=results("benchmarks", "figure2.pdf"),
@@ -113,7 +113,7 @@ rule benchmarks_figure2:
     benchmark:
         f"{LOGS}/benchmarks/figure2.benchmark.tsv"
     conda:
-        "../envs/benchmarks.yaml"
+        "env.yaml"
     resources:
         mem_mb=1500,
         runtime=5,
@@ -133,7 +133,7 @@ rule benchmarks_card:
         card=results("benchmarks", "{benchmark}", "card.md"),
         html=report(
             results("benchmarks", "{benchmark}", "card.html"),
-            caption="../workflow/report/card.rst",
+            caption="captions/card.rst",
             category=METHODS["unstereoeval"].report_category("benchmarks"),
             subcategory="Cards",
         ),
@@ -143,7 +143,7 @@ rule benchmarks_card:
     wildcard_constraints:
         benchmark="|".join(map(re.escape, BM_SOURCES)) or "NONE",
     conda:
-        "../envs/benchmarks.yaml"
+        "env.yaml"
     resources:
         mem_mb=1000,
         runtime=5,
@@ -162,14 +162,14 @@ rule benchmarks_table7:
     output:
         report(
             results("benchmarks", "table07.html"),
-            caption="../workflow/report/table7.rst",
+            caption="captions/table7.rst",
             category=METHODS["unstereoeval"].report_category("benchmarks"),
         ),
         [results("benchmarks", f"table07.{ext}") for ext in ("csv", "md", "tex")],
     log:
         f"{LOGS}/benchmarks/table07.log",
     conda:
-        "../envs/benchmarks.yaml"
+        "env.yaml"
     resources:
         mem_mb=1000,
         runtime=5,

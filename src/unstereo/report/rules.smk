@@ -53,7 +53,7 @@ rule metrics:
     benchmark:
         f"{LOGS}/metrics/metrics.benchmark.tsv"
     conda:
-        "../envs/report.yaml"
+        "env.yaml"
     resources:
         mem_mb=4000,
         runtime=20,
@@ -84,7 +84,7 @@ rule report_tables:
         [
             report(
                 results("report", "tables", f"{key}.html"),
-                caption="../workflow/report/table.rst",
+                caption="captions/table.rst",
                 category=METHODS["unstereoeval"].category,
                 subcategory="Tables",
             )
@@ -99,7 +99,7 @@ rule report_tables:
     log:
         f"{LOGS}/report/tables.log",
     conda:
-        "../envs/report.yaml"
+        "env.yaml"
     resources:
         mem_mb=2000,
         runtime=10,
@@ -119,7 +119,7 @@ rule report_figures:
     output:
         png=report(
             results("report", "figures", "fairness_curves.png"),
-            caption="../workflow/report/fairness_curves.rst",
+            caption="captions/fairness_curves.rst",
             category=METHODS["unstereoeval"].category,
             subcategory="Figures",
         ),
@@ -128,7 +128,7 @@ rule report_figures:
     log:
         f"{LOGS}/report/figures.log",
     conda:
-        "../envs/report.yaml"
+        "env.yaml"
     resources:
         mem_mb=2000,
         runtime=10,
@@ -154,7 +154,7 @@ rule paper_benchmark:
     wildcard_constraints:
         benchmark="|".join(PAPER_BENCHMARKS),
     conda:
-        "../envs/benchmarks.yaml"
+        "../benchmarks/env.yaml"
     resources:
         mem_mb=2000,
         runtime=10,
@@ -180,7 +180,7 @@ rule paper_card:
     wildcard_constraints:
         benchmark="|".join(PAPER_BENCHMARKS),
     conda:
-        "../envs/benchmarks.yaml"
+        "../benchmarks/env.yaml"
     resources:
         mem_mb=1000,
         runtime=5,
@@ -201,7 +201,7 @@ rule paper_ingest:
     wildcard_constraints:
         benchmark="|".join(PAPER_BENCHMARKS),
     conda:
-        "../envs/report.yaml"
+        "env.yaml"
     resources:
         mem_mb=2000,
         runtime=10,
@@ -236,7 +236,7 @@ rule paper_metrics:
     wildcard_constraints:
         variant="metrics|metrics_clean",
     conda:
-        "../envs/report.yaml"
+        "env.yaml"
     resources:
         mem_mb=4000,
         runtime=20,
@@ -261,7 +261,7 @@ rule paper_tables:
         [
             report(
                 results("paper", "tables", f"table{num:02d}.html"),
-                caption="../workflow/report/paper_table.rst",
+                caption="captions/paper_table.rst",
                 category=METHODS["unstereoeval"].report_category("paper"),
                 subcategory="Tables",
             )
@@ -276,7 +276,7 @@ rule paper_tables:
     log:
         f"{LOGS}/paper/tables.log",
     conda:
-        "../envs/report.yaml"
+        "env.yaml"
     resources:
         mem_mb=2000,
         runtime=10,
@@ -294,7 +294,7 @@ rule paper_figure6:
     output:
         png=report(
             results("paper", "figures", "figure6.png"),
-            caption="../workflow/report/figure6.rst",
+            caption="captions/figure6.rst",
             category=METHODS["unstereoeval"].report_category("paper"),
             subcategory="Figures",
         ),
@@ -303,7 +303,7 @@ rule paper_figure6:
     log:
         f"{LOGS}/paper/figure6.log",
     conda:
-        "../envs/report.yaml"
+        "env.yaml"
     resources:
         mem_mb=2000,
         runtime=10,
@@ -323,7 +323,7 @@ rule paper_figure2:
     output:
         png=report(
             results("paper", "figures", "figure2.png"),
-            caption="../workflow/report/figure2.rst",
+            caption="../benchmarks/captions/figure2.rst",
             category=METHODS["unstereoeval"].report_category("paper"),
             subcategory="Figures",
         ),
@@ -332,7 +332,7 @@ rule paper_figure2:
     log:
         f"{LOGS}/paper/figure2.log",
     conda:
-        "../envs/benchmarks.yaml"
+        "../benchmarks/env.yaml"
     resources:
         mem_mb=1500,
         runtime=5,
@@ -358,12 +358,12 @@ rule paper_reproduction:
     output:
         md=report(
             results("paper", "reproduction.md"),
-            caption="../workflow/report/reproduction.rst",
+            caption="captions/reproduction.rst",
             category=METHODS["unstereoeval"].report_category("paper"),
         ),
         csv=report(
             results("paper", "reproduction.csv"),
-            caption="../workflow/report/reproduction.rst",
+            caption="captions/reproduction.rst",
             category=METHODS["unstereoeval"].report_category("paper"),
         ),
         # the opening page of the HTML report (the Snakefile's `report:`)
@@ -371,7 +371,7 @@ rule paper_reproduction:
     log:
         f"{LOGS}/paper/reproduction.log",
     conda:
-        "../envs/report.yaml"
+        "env.yaml"
     resources:
         mem_mb=2000,
         runtime=10,

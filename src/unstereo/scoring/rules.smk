@@ -22,7 +22,7 @@ rule score:
     wildcard_constraints:
         model=model_rules.model_pattern(SCORE["models"]),
     conda:
-        "../envs/score.yaml"
+        "env.yaml"
     threads: model_rules.threads(SCORE)
     resources:
         # mem_mb/runtime: the model entry's, else the section's; one GPU when `device` is cuda. On SLURM choose the

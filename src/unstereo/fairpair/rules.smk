@@ -19,7 +19,7 @@ rule fairpair_prompts:
     log:
         f"{LOGS}/fairpair/prompts.log",
     conda:
-        "../envs/fairpair.yaml"
+        "env.yaml"
     resources:
         mem_mb=1000,
         runtime=10,
@@ -50,7 +50,7 @@ rule fairpair_sample:
     wildcard_constraints:
         model=model_rules.model_pattern(FAIRPAIR["models"]),
     conda:
-        "../envs/fairpair.yaml"
+        "env.yaml"
     threads: model_rules.threads(FAIRPAIR)
     resources:
         **model_rules.job_resources(FAIRPAIR, mem_mb=8000, runtime=24 * 60),
@@ -84,7 +84,7 @@ rule fairpair_metrics:
     wildcard_constraints:
         model=model_rules.model_pattern(FAIRPAIR["models"]),
     conda:
-        "../envs/fairpair.yaml"
+        "env.yaml"
     resources:
         mem_mb=4000,
         runtime=60,
@@ -108,7 +108,7 @@ rule fairpair_summary:
     log:
         f"{LOGS}/fairpair/summary.log",
     conda:
-        "../envs/fairpair.yaml"
+        "env.yaml"
     resources:
         mem_mb=2000,
         runtime=10,
@@ -138,13 +138,13 @@ rule fairpair_report:
     output:
         table=report(
             results("report", "fairpair", "fairpair_table3.html"),
-            caption="../workflow/report/fairpair_table3.rst",
+            caption="captions/fairpair_table3.rst",
             category=METHODS["fairpair"].category,
             subcategory="Tables",
         ),
         f_table=report(
             results("report", "fairpair", "fairpair_f.html"),
-            caption="../workflow/report/fairpair_f.rst",
+            caption="captions/fairpair_f.rst",
             category=METHODS["fairpair"].category,
             subcategory="Tables",
         ),
@@ -156,7 +156,7 @@ rule fairpair_report:
         figures=[
             report(
                 results("report", "fairpair", f"fairpair_{name}.png"),
-                caption=f"../workflow/report/fairpair_{name}.rst",
+                caption=f"captions/fairpair_{name}.rst",
                 category=METHODS["fairpair"].category,
                 subcategory="Figures",
             )
@@ -165,7 +165,7 @@ rule fairpair_report:
     log:
         f"{LOGS}/fairpair/report.log",
     conda:
-        "../envs/fairpair.yaml"
+        "env.yaml"
     resources:
         mem_mb=2000,
         runtime=10,

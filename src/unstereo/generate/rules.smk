@@ -43,7 +43,7 @@ rule generate_use:
     wildcard_constraints:
         benchmark="USE-[0-9]+",
     conda:
-        "../envs/generate.yaml"
+        "env.yaml"
     threads: model_rules.threads(GENERATE)
     resources:
         **model_rules.job_resources(GENERATE, mem_mb=8000, runtime=24 * 60),
@@ -75,7 +75,7 @@ rule generate_report:
     output:
         html=report(
             results("generate", "generation.html"),
-            caption="../workflow/report/generation.rst",
+            caption="captions/generation.rst",
             category=METHODS["unstereoeval"].report_category("generate"),
         ),
         tables=[
@@ -85,7 +85,7 @@ rule generate_report:
     log:
         f"{LOGS}/generate/report.log",
     conda:
-        "../envs/generate.yaml"
+        "env.yaml"
     resources:
         mem_mb=1000,
         runtime=5,

@@ -47,7 +47,7 @@ rule corpus_count:
     wildcard_constraints:
         shard="|".join(map(re.escape, CORPUS_SHARDS)) or "NONE",
     conda:
-        "../envs/corpus.yaml"
+        "env.yaml"
     threads: 1
     resources:
         # memory is bounded by the spill sizes, not the shard; time grows with it (20 MB/s worst case)
@@ -88,7 +88,7 @@ rule corpus_merge:
     benchmark:
         f"{BENCH}/corpus/merge.tsv"
     conda:
-        "../envs/corpus.yaml"
+        "env.yaml"
     resources:
         # bounded by a partition's rows, not the corpus; time with the text (~12 s per GB of .zst here)
         mem_mb=merge_mem_mb(CORPUS["merge_rows_per_partition"]),
@@ -113,7 +113,7 @@ rule corpus_delta:
     benchmark:
         f"{BENCH}/corpus/delta.tsv"
     conda:
-        "../envs/corpus.yaml"
+        "env.yaml"
     resources:
         mem_mb=lambda wc, input: 2000 + min(30000, 20 * int(input.size_mb)),
         runtime=30,
@@ -136,7 +136,7 @@ rule released_delta:
     log:
         f"{LOGS}/corpus/released_delta.log",
     conda:
-        "../envs/corpus.yaml"
+        "env.yaml"
     resources:
         mem_mb=2000,
         runtime=10,
@@ -159,7 +159,7 @@ rule corpus_appendix:
             (
                 report(
                     results("corpus", "appendix", f),
-                    caption="../workflow/report/corpus_appendix.rst",
+                    caption="captions/corpus_appendix.rst",
                     category=METHODS["unstereoeval"].report_category("corpus"),
                 )
                 if f.endswith(".png")
@@ -170,7 +170,7 @@ rule corpus_appendix:
     log:
         f"{LOGS}/corpus/appendix.log",
     conda:
-        "../envs/corpus.yaml"
+        "env.yaml"
     resources:
         mem_mb=lambda wc, input: 2000 + min(30000, 10 * int(input.size_mb)),
         runtime=60,

@@ -28,7 +28,7 @@ rule sentiment_sample:
     wildcard_constraints:
         model=model_rules.model_pattern(SENTIMENT["models"]),
     conda:
-        "../envs/sentiment.yaml"
+        "env.yaml"
     threads: model_rules.threads(SENTIMENT)
     resources:
         **model_rules.job_resources(SENTIMENT, mem_mb=8000, runtime=24 * 60),
@@ -59,7 +59,7 @@ rule sentiment_metrics:
     wildcard_constraints:
         model=model_rules.model_pattern(SENTIMENT["models"]),
     conda:
-        "../envs/sentiment.yaml"
+        "env.yaml"
     threads: 1
     resources:
         mem_mb=4000,
@@ -81,19 +81,19 @@ rule sentiment_report:
     output:
         figure1=report(
             results("sentiment", "{model}", "report", "figure1.png"),
-            caption="../workflow/report/sentiment_figure1.rst",
+            caption="captions/sentiment_figure1.rst",
             category=SENTIMENT_CATEGORY,
             subcategory="{model}",
         ),
         figure2=report(
             results("sentiment", "{model}", "report", "figure2.png"),
-            caption="../workflow/report/sentiment_figure2.rst",
+            caption="captions/sentiment_figure2.rst",
             category=SENTIMENT_CATEGORY,
             subcategory="{model}",
         ),
         table=report(
             results("sentiment", "{model}", "report", "fairness.html"),
-            caption="../workflow/report/sentiment_fairness.rst",
+            caption="captions/sentiment_fairness.rst",
             category=SENTIMENT_CATEGORY,
             subcategory="{model}",
         ),
@@ -102,7 +102,7 @@ rule sentiment_report:
     wildcard_constraints:
         model=model_rules.model_pattern(SENTIMENT["models"]),
     conda:
-        "../envs/sentiment.yaml"
+        "env.yaml"
     threads: 1
     resources:
         mem_mb=4000,
@@ -145,7 +145,7 @@ rule sentiment_debias:
         method="none|embedding|sentiment",
         lam="[0-9.e+-]+",
     conda:
-        "../envs/sentiment.yaml"
+        "env.yaml"
     threads: model_rules.threads(SENTIMENT)
     resources:
         **model_rules.job_resources(SENTIMENT, mem_mb=16000, runtime=24 * 60),
@@ -177,13 +177,13 @@ rule sentiment_debias_summary:
         table=results("sentiment", "{model}", "debias.parquet"),
         table1=report(
             results("sentiment", "{model}", "report", "table1.html"),
-            caption="../workflow/report/sentiment_table1.rst",
+            caption="captions/sentiment_table1.rst",
             category=SENTIMENT_CATEGORY,
             subcategory="{model}",
         ),
         figure6=report(
             results("sentiment", "{model}", "report", "figure6.png"),
-            caption="../workflow/report/sentiment_figure6.rst",
+            caption="captions/sentiment_figure6.rst",
             category=SENTIMENT_CATEGORY,
             subcategory="{model}",
         ),
@@ -192,7 +192,7 @@ rule sentiment_debias_summary:
     wildcard_constraints:
         model=model_rules.model_pattern(SENTIMENT["models"]),
     conda:
-        "../envs/sentiment.yaml"
+        "env.yaml"
     threads: 1
     resources:
         mem_mb=2000,

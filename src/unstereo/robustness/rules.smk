@@ -48,7 +48,7 @@ rule robustness_construct:
     log:
         f"{LOGS}/robustness/{{benchmark}}/construct.log",
     conda:
-        "../envs/score.yaml"
+        "../scoring/env.yaml"
     resources:
         # the delta table (a few hundred MB for the released PILE one) read into memory
         mem_mb=4000,
@@ -85,7 +85,7 @@ rule robustness_score:
     wildcard_constraints:
         model=model_rules.model_pattern(ROBUSTNESS_SCORE["models"]),
     conda:
-        "../envs/score.yaml"
+        "../scoring/env.yaml"
     threads: model_rules.threads(ROBUSTNESS)
     resources:
         # the score stage's memory, time and device (the models are scored with its options)
@@ -135,7 +135,7 @@ rule robustness_metrics:
     log:
         f"{LOGS}/robustness/metrics.log",
     conda:
-        "../envs/score.yaml"
+        "../scoring/env.yaml"
     resources:
         mem_mb=4000,
         runtime=60,
@@ -165,7 +165,7 @@ rule robustness_report:
         [
             report(
                 results("robustness", "report", name),
-                caption=f"../workflow/report/robustness_{name.split('.')[0]}.rst",
+                caption=f"captions/robustness_{name.split('.')[0]}.rst",
                 category=METHODS["robustness"].category,
             )
             for name in ROBUSTNESS_REPORT
@@ -173,7 +173,7 @@ rule robustness_report:
     log:
         f"{LOGS}/robustness/report.log",
     conda:
-        "../envs/report.yaml"
+        "../report/env.yaml"
     resources:
         mem_mb=2000,
         runtime=30,

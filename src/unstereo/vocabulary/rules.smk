@@ -36,7 +36,7 @@ rule vocabulary_english:
     benchmark:
         f"{BENCH}/vocabulary/english.tsv"
     conda:
-        "../envs/vocabulary.yaml"
+        "env.yaml"
     resources:
         mem_mb=4000,
         runtime=60,
@@ -63,7 +63,7 @@ rule vocabulary_seeds:
     benchmark:
         f"{BENCH}/vocabulary/seeds.tsv"
     conda:
-        "../envs/vocabulary.yaml"
+        "env.yaml"
     resources:
         mem_mb=2000,
         runtime=10,
@@ -91,7 +91,7 @@ rule vocabulary_compare_released:
     benchmark:
         f"{BENCH}/vocabulary/compare_released.tsv"
     conda:
-        "../envs/vocabulary.yaml"
+        "env.yaml"
     resources:
         mem_mb=4000,
         runtime=30,

@@ -40,7 +40,7 @@ rule biastest_generate:
     benchmark:
         f"{BENCH}/biastest/{{bt_spec}}.generate.tsv"
     conda:
-        "../envs/biastest.yaml"
+        "env.yaml"
     threads: model_rules.threads(BT)
     resources:
         # the generator's device (biastest.generate.device), not the scoring one
@@ -78,7 +78,7 @@ rule biastest_pairs:
     log:
         f"{LOGS}/biastest/{{bt_spec}}.pairs.log",
     conda:
-        "../envs/biastest.yaml"
+        "env.yaml"
     resources:
         mem_mb=2000,
         runtime=20,
@@ -112,7 +112,7 @@ rule biastest_score:
     benchmark:
         f"{BENCH}/biastest/{{bt_model}}.score.tsv"
     conda:
-        "../envs/biastest.yaml"
+        "env.yaml"
     threads: model_rules.threads(BT)
     resources:
         # the model entry's mem_mb/runtime (entries as in score.models), else these; a GPU with device cuda
@@ -145,18 +145,18 @@ rule biastest_summary:
         page=results("biastest", "page.html"),
         table=report(
             results("biastest", "summary.html"),
-            caption="../workflow/report/biastest_table.rst",
+            caption="captions/biastest_table.rst",
             category=METHODS["biastest"].category,
         ),
         figure=report(
             results("biastest", "stereotype_score.png"),
-            caption="../workflow/report/biastest_figure.rst",
+            caption="captions/biastest_figure.rst",
             category=METHODS["biastest"].category,
         ),
     log:
         f"{LOGS}/biastest/summary.log",
     conda:
-        "../envs/biastest.yaml"
+        "env.yaml"
     resources:
         mem_mb=4000,
         runtime=30,
