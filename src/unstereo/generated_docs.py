@@ -122,7 +122,11 @@ def _types(schema: Mapping[str, Any]) -> list[str]:
     if t is None:
         out = []
         for alt in schema.get("anyOf", []) + schema.get("oneOf", []):
-            out += _types(alt) if "$ref" not in alt else ["model spec" if _is_model_ref(alt["$ref"]) else "object"]
+            out += (
+                _types(alt)
+                if "$ref" not in alt
+                else ["model spec" if _is_model_ref(alt["$ref"]) else "object"]
+            )
         return list(dict.fromkeys(out))
     types = [t] if isinstance(t, str) else list(t)
     if "array" in types and isinstance(schema.get("items"), Mapping):
@@ -370,7 +374,9 @@ def write(files=DOC_FILES, root: Path = REPO) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m unstereo.generated_docs", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m unstereo.generated_docs", description=__doc__.split("\n")[0]
+    )
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--write", action="store_true", help="rewrite the generated blocks in place")
     mode.add_argument("--check", action="store_true", help="exit 1 when a generated block is stale")
