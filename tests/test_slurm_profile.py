@@ -291,36 +291,48 @@ def test_slurm_profile_overrides_apply():
     assert fetch and all("mem_mb=2000," in res and "runtime=60" in res for res in fetch)
 
 
-#: Every rule that runs a model, and so can run on cuda (unstereo.model_rules.job_resources gives its resources).
-GPU_RULES = {
-    "score",
-    "generate_use",
-    "fairpair_sample",
-    "sentiment_sample",
-    "sentiment_debias",
-    "robustness_score",
-    "biastest_generate",
-    "biastest_score",
-}
+def _gpu_rules() -> dict[str, str]:
+    """Every rule that runs a model, and so can run on cuda, with its device key: generated from the workflow
+    (unstereo.generated_docs.gpu_rules, the list docs/slurm.md and the profile show)."""
+    from unstereo import generated_docs
 
-#: Every stage's device set to cuda (biastest's generator has its own device).
-CUDA = """
-score: {device: cuda}
-generate: {device: cuda}
-fairpair: {device: cuda}
-sentiment: {device: cuda}
-biastest: {device: cuda, generate: {device: cuda}}
-"""
+    return generated_docs.gpu_rules()
+
+
+def _cuda_overlay() -> str:
+    """Every stage's device key (from the schemas) set to cuda."""
+    from unstereo import generated_docs
+
+    config: dict = {}
+    for key in generated_docs.device_keys():
+        config = generated_docs._deep_merge(config, generated_docs._nested(key, "cuda"))
+    return yaml.safe_dump(config)
+
+
+def test_gpu_rules_are_the_model_rules():
+    """The generated list holds the rules that run a model (each takes its resources from model_rules)."""
+    rules = _gpu_rules()
+    assert {"score", "robustness_score", "generate_use", "biastest_generate"} <= set(rules)
+    assert rules["biastest_generate"] == "biastest.generate.device"
+    assert rules["robustness_score"] == "score.device"
+
+
+def test_profile_lists_the_generated_gpu_rules(profile_text):
+    """The profile's GPU comment names exactly the generated rules (python -m unstereo.generated_docs --write)."""
+    block = profile_text.split("<!-- generated: gpu-rules -->")[1].split("<!-- end generated -->")[0]
+    named = set(re.findall(r"\b[a-z_]+(?=,|$)", block, re.M)) - {"device"}
+    assert named == set(_gpu_rules())
 
 
 @pytest.mark.slow
 def test_model_rules_request_a_gpu_with_device_cuda(tmp_path):
     """With `device: cuda` every job that runs a model asks the Slurm executor for one GPU (`gpu=1`, submitted as
     --gpus=1), and no other job does: the Slurm profile's dry run of both test configurations, whose DAGs together
-    hold every rule of GPU_RULES."""
+    hold every generated GPU rule."""
     pytest.importorskip("snakemake_executor_plugin_slurm", reason="Slurm executor plugin missing")
     overlay = tmp_path / "cuda.yaml"
-    overlay.write_text(CUDA)
+    overlay.write_text(_cuda_overlay())
+    gpu_rules = set(_gpu_rules())
     seen = set()
     for configfile in TEST_CONFIGS:
         dry_run = _dry_run_resources(
@@ -328,7 +340,7 @@ def test_model_rules_request_a_gpu_with_device_cuda(tmp_path):
         )
         jobs = _jobs(dry_run)
         gpu = {rule for rule, res in jobs if re.search(r"(^|, )gpu=1(,|$)", res)}
-        present = {rule for rule, _ in jobs} & GPU_RULES
+        present = {rule for rule, _ in jobs} & gpu_rules
         assert gpu == present, f"{configfile}: GPU requested by {sorted(gpu)}, model rules {sorted(present)}"
         seen |= present
-    assert seen == GPU_RULES
+    assert seen == gpu_rules
