@@ -81,6 +81,7 @@ def run(seed_words_path, benchmark, k, out_dir, settings, model, api_key_env, ex
     from ..io import write_json
     from ..llm import make_client
     from ..log import get_logger
+    from ..model_request import model_request
     from ..model_spec import resolve_model
     from ..tables import PAIRS, write_table
     from .naturalness import make_scorer
@@ -104,24 +105,24 @@ def run(seed_words_path, benchmark, k, out_dir, settings, model, api_key_env, ex
     cache_path = cfg["cache"] or str(out.parent.parent / "llm-cache.sqlite")
     words = read_seed_words(seed_words_path, cfg["max_seed_words"])
     prompts = load_prompts(cfg["prompts_dir"])
-    spec = resolve_model(cfg["model"], external_dir, key="generate.model", api_key_env=api_key_env)
+    request = model_request(cfg, key="generate.model", external_dir=external_dir, api_key_env=api_key_env)
     client = make_client(
-        spec, cache=cache_path,
+        request, cache=cache_path,
         concurrency=cfg["concurrency"], timeout=cfg["timeout"], max_retries=cfg["max_retries"],
         backoff_base=cfg["backoff_base"], backoff_max=cfg["backoff_max"], send_seed=cfg["send_seed"],
-        device=cfg["device"], dtype=cfg["dtype"], batch_size=cfg["batch_size"],
         price_prompt_per_1m=cfg["prices"]["prompt_per_1m"], price_completion_per_1m=cfg["prices"]["completion_per_1m"],
     )  # fmt: skip
     s = GenerateSettings.from_config(cfg)
-    scorer = None
+    scorer = nat_spec = None
     nat = cfg["naturalness"]
     if nat["model"] is None:
         s = dataclasses.replace(s, min_token_logprob=None)
     elif s.min_token_logprob is not None:
         score_cache = nat["cache"] or str(out.parent.parent / "score-cache.sqlite")
-        scorer = make_scorer(nat["model"], score_cache, external_dir)
+        nat_spec = resolve_model(nat["model"], external_dir, key="generate.naturalness.model")
+        scorer = make_scorer(nat_spec, score_cache, external_dir)
         log.info("%s: naturalness under %s, >= %g per token, score cache %s", benchmark,
-                 resolve_model(nat["model"], external_dir).to_arg(), s.min_token_logprob, score_cache)  # fmt: skip
+                 nat_spec.to_arg(), s.min_token_logprob, score_cache)  # fmt: skip
     log.info("%s: %d seed words, k=%d, %s, cache %s", benchmark, len(words), k, client.model_id, cache_path)
     t0 = time.time()
     try:
@@ -136,7 +137,7 @@ def run(seed_words_path, benchmark, k, out_dir, settings, model, api_key_env, ex
         # provenance for `benchmarks export`: the decoding settings and filters of this run, and the prompts folder
         summary["settings"] = dataclasses.asdict(s) | {"prompts_dir": str(cfg["prompts_dir"] or "")}
         summary["naturalness_model"] = (
-            resolve_model(nat["model"], external_dir).to_arg() if scorer is not None else None
+            nat_spec.to_arg() if nat_spec is not None and scorer is not None else None
         )
         write_json(out / "summary.json", summary)
         client.write_usage(out / "usage.json", {"benchmark": benchmark, "seconds": round(elapsed, 1)})

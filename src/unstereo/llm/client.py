@@ -11,13 +11,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..io import write_json
 from ..log import get_logger, progress
 from ..model_spec import ModelSpec, resolve_model
 from .cache import ChatCache
 from .types import ChatRequest, ChatResult, ContinuationRequest, LLMRequest, Usage
+
+if TYPE_CHECKING:
+    from ..model_request import ModelRequest
 
 log = get_logger("llm")
 
@@ -148,7 +151,7 @@ class LLMClient:
 
 
 def make_client(
-    model: ModelSpec | str | Mapping[str, Any],
+    model: ModelSpec | str | Mapping[str, Any] | ModelRequest,
     *,
     external_dir: str | Path | None = None,
     cache: str | Path | None = None,
@@ -164,9 +167,16 @@ def make_client(
     price_prompt_per_1m: float | None = None,
     price_completion_per_1m: float | None = None,
 ) -> LLMClient:
-    """A client for ``model`` (any model spec, see :mod:`unstereo.model_spec`): an endpoint spec gets the
-    OpenAI-compatible HTTP backend, anything else the local transformers backend."""
-    spec = resolve_model(model, external_dir)
+    """A client for ``model`` (any model spec, see :mod:`unstereo.model_spec`, or a whole
+    :class:`~unstereo.model_request.ModelRequest`, whose device, dtype and batch size then stand): an endpoint spec
+    gets the OpenAI-compatible HTTP backend, anything else the local transformers backend."""
+    from ..model_request import ModelRequest
+
+    if isinstance(model, ModelRequest):
+        spec, device, dtype = model.spec, model.device, model.dtype
+        batch_size = batch_size if model.batch_size == "auto" else int(model.batch_size)
+    else:
+        spec = resolve_model(model, external_dir)
     if spec.is_remote:
         from .http import OpenAICompatBackend
 
