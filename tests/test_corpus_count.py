@@ -10,9 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from unstereo.corpus.count import FastCounter, count_files, count_naive, pairs_in_document
+from unstereo.corpus.count import count_files
+from unstereo.corpus.fast import FastCounter
 from unstereo.corpus.lexicon import load_stopwords, load_targets
 from unstereo.corpus.merge import merge_count_dirs, read_counts
+from unstereo.corpus.naive import count_naive, pairs_in_document
 
 TARGETS = load_targets()  # the 38 pairs' words
 SPACY = load_stopwords("spacy")

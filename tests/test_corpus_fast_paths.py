@@ -15,7 +15,7 @@ from test_corpus_count import SPACY, TARGETS, as_counters, plain_counter
 
 from unstereo.corpus import count_loop, hashing, jit, row_sort, token_edges, word_table
 from unstereo.corpus import tokenize as tk
-from unstereo.corpus.count import FastCounter, _decode_spans
+from unstereo.corpus.fast import FastCounter, _decode_spans
 from unstereo.corpus.readers import chunk_lines, iter_chunks
 
 # characters whose lowercase is special: final sigma (context dependent), İ (two code points), the Kelvin sign

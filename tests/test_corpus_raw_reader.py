@@ -18,7 +18,8 @@ from test_corpus_count import SPACY, TARGETS
 
 from unstereo.corpus import jit
 from unstereo.corpus import tokenize as tk
-from unstereo.corpus.count import FastCounter, count_files
+from unstereo.corpus.count import count_files
+from unstereo.corpus.fast import FastCounter
 from unstereo.corpus.merge import read_counts
 from unstereo.corpus.readers import DocumentReader
 from unstereo.errors import InputError

@@ -1,5 +1,5 @@
 """The compiled counting loop: one pass over a batch's tokens instead of ~20 numpy passes (same definitions as the
-numpy path of :class:`~unstereo.corpus.count.FastCounter`; the tests hold both to the plain reference).
+numpy path of :class:`~unstereo.corpus.fast.FastCounter`; the tests hold both to the plain reference).
 
 :func:`count` gives every token its key (:mod:`.hashing`), finds its word in the vocabulary table
 (:mod:`.word_table`; unseen words are inserted, their token indices returned, so Python decodes only new words) and
