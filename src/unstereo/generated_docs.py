@@ -320,8 +320,9 @@ def render_block(name: str, markdown: bool = True) -> str:
     raise KeyError(f"unknown generated block {name!r}")
 
 
-def regenerate(text: str, render=render_block) -> tuple[str, list[str]]:
+def regenerate(text: str, render=None) -> tuple[str, list[str]]:
     """``text`` with every generated block rendered anew, and the names of the blocks that changed."""
+    render = render or render_block
     lines = text.split("\n")
     out: list[str] = []
     stale: list[str] = []
