@@ -209,8 +209,8 @@ def test_headline_metrics_and_report_categories():
     assert methods["biastest"].headline[0].ideal == 50.0
     for name, m in methods.items():
         # UnStereoEval's headline lives with its report (metrics never imports report)
-        package = "report" if name == "unstereoeval" else name
-        assert m.headline_module == f"unstereo.{package}.headline"
+        module = "unstereo.report.headline" if name == "unstereoeval" else f"unstereo.{name}.headline"
+        assert m.headline_module == module
         # the headline module reads the metrics from the declaration: declared once
         assert importlib.import_module(m.headline_module).METRICS is m.headline
     # the categories the report groups by, as the rules used to spell them
