@@ -256,7 +256,7 @@ def test_diff_spans_and_marked_texts():
     assert list(pair_texts(odd, masked="biastestgpt")["text"]) == [
         "⟦His⟧ algebra.", "⟦Her⟧ algebra.", "⟦he⟧ said he", "⟦she⟧ said he"
     ]  # fmt: skip
-    assert list(pair_texts(pairs, masked="crows-pairs")["text"]) == [f"{a}\u241e{b}", f"{b}\u241e{a}"]
+    assert list(pair_texts(pairs, masked="crows-pairs")["text"]) == [f"{a}\u241e{b}", f"{b}\u241f{a}"]
     assert list(pair_texts(pairs, masked="pll")["text"]) == [a, b]
     assert list(pair_texts(pairs)["id"]) == ["p|a", "p|b"]
     with pytest.raises(InputError, match="both sentences"):

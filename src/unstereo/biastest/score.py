@@ -83,7 +83,7 @@ def pair_texts(pairs: pd.DataFrame, masked: bool | str = False) -> pd.DataFrame:
                 raise InputError(f"pair {pid!r}: one sentence only adds words to the other: no term to mask")
             a, b = mark(a, term_spans(a, ga, sa)), mark(b, term_spans(b, gb, sb))
         elif scorer == "crows-pairs":
-            a, b = with_partner(a, b), with_partner(b, a)
+            a, b = with_partner(a, b), with_partner(b, a, first=False)  # a is the pair's first
         ids += [f"{pid}|a", f"{pid}|b"]
         texts += [a, b]
     return pd.DataFrame({"id": ids, "text": texts})
