@@ -25,11 +25,12 @@ SPEC_FILE_SUFFIXES = (".yaml", ".yml", ".json")
 
 def load_section(section: dict[str, Any] | None = None) -> dict[str, Any]:
     """Validate a ``biastest`` section (a copy) and fill in every default; errors name ``biastest.<key>``."""
-    from ..config import SCHEMA_DIR, _DefaultValidator, _registry, check
+    from ..config import _DefaultValidator, check, config_schema
 
-    path = Path(__file__).with_name("biastest.schema.yaml")  # the shared schemas it $refs: in SCHEMA_DIR
+    path = Path(__file__).with_name("biastest.schema.yaml")
     schema = yaml.safe_load(path.read_text(encoding="utf-8"))
-    validator = _DefaultValidator(schema, registry=_registry(Path(SCHEMA_DIR).resolve(), (path.resolve(),)))
+    # every schema file it may $ref: the shared ones and the other sections' (score.schema.yaml#/$defs/model)
+    validator = _DefaultValidator(schema, registry=config_schema()[1])
     return check(validator, copy.deepcopy(section or {}), prefix="biastest")
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from ..config import SCHEMA_DIR, _DefaultValidator, _registry, check
+from ..config import _DefaultValidator, check, config_schema
 from ..errors import ConfigError
 
 
@@ -21,8 +21,8 @@ def load_section(
     schema_path = Path(__file__).with_name("generate.schema.yaml")
     schema = yaml.safe_load(schema_path.read_text(encoding="utf-8"))
     data = copy.deepcopy(section or {})
-    shared = Path(schema_dir or SCHEMA_DIR).resolve()
-    validator = _DefaultValidator(schema, registry=_registry(shared, (schema_path.resolve(),)))
+    # every schema file it may $ref: the shared ones and the sections' (as config validation resolves them)
+    validator = _DefaultValidator(schema, registry=config_schema(schema_dir)[1])
     return check(validator, data, prefix="generate")
 
 
