@@ -181,9 +181,8 @@ def load_section(
     path = method_registry.config_sections(schema_dir).get(name) or schema_dir / f"{name}.schema.yaml"
     if not path.is_file():
         raise ConfigError(f"no schema file for config section {name!r}: {path}", key=name)
-    validator = _DefaultValidator(
-        _load_yaml(path), registry=_registry(schema_dir.resolve(), (path.resolve(),))
-    )
+    # every schema file it may $ref: the shared ones and the other sections' (biastest -> score.schema.yaml)
+    validator = _DefaultValidator(_load_yaml(path), registry=config_schema(schema_dir)[1])
     return check(validator, copy.deepcopy(section or {}), prefix=name)
 
 
