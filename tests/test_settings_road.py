@@ -85,3 +85,38 @@ def test_settings_json_folds_the_seed_in_and_drops_the_models():
     }
     data = json.loads(model_rules.settings_json(section, entry=section["models"]["m"], seed=42))
     assert data == {"seed": 42, "dtype": "auto", "batch_size": 2}
+
+
+def test_biastest_score_settings_give_the_flags_request(monkeypatch):
+    from unstereo.biastest import workflow as bt
+    from unstereo.biastest.cli import score_cmd
+
+    config = validate_config(
+        {
+            "biastest": {
+                "masked_scorer": "crows-pairs",
+                "models": {"b": {"path": "bert", "masked": True, "batch_size": 3}, "g": {"path": "gpt2"}},
+            }
+        }
+    )
+    seen = []
+    build = model_request.request_from_cli
+
+    class Stop(Exception):
+        pass
+
+    def capture(model, values, param="MODEL"):
+        seen.append(build(model, values, param))
+        raise Stop
+
+    monkeypatch.setattr(model_request, "request_from_cli", capture)
+    for name in ("b", "g"):
+        base = [bt.model_arg(config, name, []), __file__, "-o", "x.parquet", "--threads", "1"]  # as the rule
+        for extra in (
+            bt.score_options(config, name).split(),
+            ["--settings", bt.score_settings(config, name)],
+        ):
+            result = CliRunner().invoke(score_cmd, [*base, *extra])
+            assert isinstance(result.exception, Stop), result.output
+    assert seen[0] == seen[1] and seen[2] == seen[3]
+    assert seen[0].scorer == "crows-pairs" and seen[0].batch_size == 3 and seen[2].scorer == "causal"
