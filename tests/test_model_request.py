@@ -91,7 +91,7 @@ def test_registry_maps_each_kind_to_its_scorer(monkeypatch):
     for name, cls in MASKED_SCORERS.items():
         assert registry.SCORERS[name].label == cls.kind
     monkeypatch.setattr("unstereo.scoring.masked.load_masked_lm", lambda spec, dtype, device: ("m", "tok"))
-    monkeypatch.setattr("unstereo.scoring.run.load_scoring_model", lambda spec, dtype, device: ("m", "tok"))
+    monkeypatch.setattr("unstereo.scoring.causal.load_scoring_model", lambda spec, dtype, device: ("m", "tok"))
     built = {}
     for name in registry.SCORERS:
         cls = MASKED_SCORERS.get(name)

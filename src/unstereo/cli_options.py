@@ -153,6 +153,47 @@ def settings(section: str):
     )
 
 
+def section_settings(section: str):
+    """``--settings`` (:func:`settings`) for a command whose options mirror its config section: every option left at
+    its default takes the section's value of the same name (a null value is skipped); an option given on the
+    command line overrides the section. The one road from the workflow to such a command
+    (:func:`unstereo.model_rules.settings_json` writes the section). A command with a ``settings`` parameter still
+    receives the raw value."""
+    import functools
+    import inspect
+
+    def decorate(f):
+        takes_settings = "settings" in inspect.signature(f).parameters
+
+        @functools.wraps(f)
+        def wrapper(*args, **kwargs):
+            value = kwargs.pop("settings", None) if not takes_settings else kwargs.get("settings")
+            if value:
+                kwargs = section_values(click.get_current_context(), section, value, kwargs)
+            return f(*args, **kwargs)
+
+        return settings(section)(wrapper)
+
+    return decorate
+
+
+def section_values(ctx: click.Context, section: str, value: str, values: dict) -> dict:
+    """``values`` (a command's options) with each one left at its default replaced by ``section``'s value of the
+    same name from ``--settings`` ``value`` (:func:`unstereo.config.read_section_arg`)."""
+    from click.core import ParameterSource
+
+    from .config import read_section_arg
+
+    data = read_section_arg(value, section)
+    out = dict(values)
+    for name in values:
+        if name == "settings" or data.get(name) is None:
+            continue
+        if ctx.get_parameter_source(name) in (None, ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP):
+            out[name] = data[name]
+    return out
+
+
 threads = click.option(
     "--threads", default=None, type=click.IntRange(1), help="CPU threads for torch (default: torch's)."
 )

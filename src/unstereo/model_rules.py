@@ -10,6 +10,7 @@ only what is their own (options, extra inputs).
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -74,6 +75,30 @@ def model_arg(
     if api_key and spec.is_remote and spec.api_key_env is not None:
         arg += f" --api-key-env {shlex.quote(spec.api_key_env)}"
     return arg
+
+
+#: A model entry's own options (``score.models.NAME.batch_size``, ...) that override its section's for that model.
+ENTRY_OPTIONS = ("batch_size", "dtype", "revision", "masked")
+
+
+def settings_json(
+    section: Mapping[str, Any],
+    *,
+    entry: Any = None,
+    seed: int | None = None,
+    drop: Iterable[str] = ("models",),
+) -> str:
+    """The one road from the config to a stage's command: its section as ``--settings`` JSON. ``drop``: keys left
+    out (the ``models`` mapping: the command runs one model, given as its argument); ``entry``: the job's model
+    entry, whose own options (:data:`ENTRY_OPTIONS`) override the section's; ``seed``: the seed the rule derives
+    (:func:`seed`), folded in as the ``seed`` key. Shell-quote it in the rule (``{params.settings:q}``)."""
+    dropped = set(drop)
+    data = {k: v for k, v in section.items() if k not in dropped}
+    if isinstance(entry, Mapping):
+        data.update({k: entry[k] for k in ENTRY_OPTIONS if k in entry})
+    if seed is not None:
+        data["seed"] = int(seed)
+    return json.dumps(data, sort_keys=True, default=str)
 
 
 def stage_seed(global_seed: int, stage: str) -> int:

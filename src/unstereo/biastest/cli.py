@@ -170,6 +170,7 @@ def generate_cmd(
 )
 @cli_options.threads
 @cli_options.external_dir
+@cli_options.section_settings("biastest")
 def score_cmd(model, pairs, outputs, name, causal_score, chunk_size, **model_options) -> None:
     """Score both sentences of every pair of each PAIRS file under MODEL (higher = more probable); the model is
     loaded once, and only when some chunk is left to score; resumable."""

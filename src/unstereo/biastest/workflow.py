@@ -89,8 +89,16 @@ def model_arg(config: dict[str, Any], name: str, manifests: str | Sequence[str] 
     )
 
 
+def score_settings(config: dict[str, Any], name: str) -> str:
+    """``--settings`` of ``unstereo biastest score`` for model ``name``: the biastest section as JSON, the model
+    entry's own options overriding the stage's (:func:`unstereo.model_rules.settings_json`); the rule passes no
+    option flag beside it. :func:`score_options` is the same as flags."""
+    return model_rules.settings_json(config["biastest"], entry=models(config)[name])
+
+
 def score_options(config: dict[str, Any], name: str) -> str:
-    """Options of ``unstereo biastest score`` (per-model entries override the stage's values)."""
+    """Options of ``unstereo biastest score`` (per-model entries override the stage's values): the flags a person
+    types for what :func:`score_settings` passes."""
     b = config["biastest"]
     entry = models(config)[name]
     opts = [f"--batch-size {entry.get('batch_size', b['batch_size'])}", f"--dtype {entry.get('dtype', b['dtype'])}",

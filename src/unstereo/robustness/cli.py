@@ -8,7 +8,7 @@ import click
 
 from .. import cli_options, model_request
 from ..defaults import DEFAULT_EPS
-from ..scoring.cli import scorer_options
+from ..scoring.cli import score_settings, scorer_options
 
 
 @click.group("robustness")
@@ -89,6 +89,7 @@ def construct(pairs: Path, output: Path, names, adjectives, synonyms, delta, rel
 )
 @scorer_options
 @cli_options.reference_quirks("Re-fill sentences from the template with the reference code's capitalize().")
+@score_settings
 def score(
     model, pairs, output, name, cost_out, chunk_size, cache_path, no_cache, reference_quirks, **model_options
 ) -> None:

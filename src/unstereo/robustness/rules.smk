@@ -99,11 +99,11 @@ rule robustness_score:
         model=lambda wc, input: score_rules.model_arg(
             ROBUSTNESS_SCORE, wc.model, input.model
         ),
-        options=lambda wc: score_rules.options(ROBUSTNESS_SCORE, wc.model),
+        settings=lambda wc: score_rules.settings(ROBUSTNESS_SCORE, wc.model),
         cache=score_rules.cache_option(ROBUSTNESS_SCORE, results("score-cache.sqlite")),
     shell:
         "unstereo robustness score {params.model} {input.pairs:q} -o {output.scores:q} --cost {output.cost:q}"
-        " --name {wildcards.model:q} --threads {threads} {params.options} {params.cache} > {log} 2>&1"
+        " --name {wildcards.model:q} --threads {threads} --settings {params.settings:q} {params.cache} > {log} 2>&1"
 
 
 rule robustness_metrics:

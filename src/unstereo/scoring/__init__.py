@@ -13,10 +13,10 @@
   ``unstereo score`` (``--texts`` for a text table).
 """
 
-from .causal import CausalScorer, resolve_prefix
+from .causal import CausalScorer, load_scoring_model, resolve_prefix
 from .chunks import score_pairs
 from .masked import MaskedScorer, load_masked_lm
-from .run import load_scoring_model, score_file
+from .run import score_file
 from .texts import score_texts
 
 __all__ = [

@@ -41,7 +41,9 @@ import contextlib
 from dataclasses import dataclass
 from typing import Any
 
+from ..gguf_tokenizer import needs_bpe_repair, repair_gemma_tokenizer
 from ..log import get_logger
+from ..models import ModelSpec, load_causal_lm
 from .batching import Batcher
 from .lm_head import head_logprobs, last_hidden, split_causal_lm
 from .onednn import available as onednn_available
@@ -57,6 +59,15 @@ BOS_POLICIES = ("auto", "bos", "eos", "none")
 # process instead), so the logits of one batch are also bounded: items x length x vocab <= LOGITS_BUDGET floats.
 AUTO_BATCH_SIZE = {"cuda": 128, "mps": 64, "cpu": 32}
 LOGITS_BUDGET = {"cuda": 2**30, "mps": 2**28, "cpu": 2**28}  # floats: 4 GiB, 1 GiB, 1 GiB in fp32
+
+
+def load_scoring_model(spec: ModelSpec | str, dtype: str = "auto", device: str = "auto"):
+    """(model, tokenizer) of a causal LM for scoring: :func:`unstereo.models.load_causal_lm`, plus the repair of
+    the Unigram tokenizer transformers builds for Gemma GGUF files (:mod:`unstereo.gguf_tokenizer`)."""
+    model, tokenizer = load_causal_lm(spec, dtype=dtype, device=device)
+    if needs_bpe_repair(model, tokenizer):
+        tokenizer = repair_gemma_tokenizer(tokenizer)
+    return model, tokenizer
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,10 @@ def scorer_options(f):
     return model_request.options()(f)
 
 
+#: ``--settings``: the score section (as the workflow passes it); the options given override it.
+score_settings = cli_options.section_settings("score")
+
+
 @click.command("score")
 @click.argument("model")
 @click.argument("pairs", type=click.Path(exists=True, dir_okay=False))
@@ -51,6 +55,7 @@ def scorer_options(f):
     "Re-fill sentences from the template with the reference code's capitalize() "
     "(docs/methods.md#quirk-1-capitalize)."
 )
+@score_settings
 def score(
     model: str,
     pairs: str,

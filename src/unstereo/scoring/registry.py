@@ -31,8 +31,7 @@ class ScorerKind:
 
 
 def _load_causal(request: ModelRequest, device: str) -> Any:
-    from .causal import CausalScorer
-    from .run import load_scoring_model
+    from .causal import CausalScorer, load_scoring_model
 
     m, tok = load_scoring_model(request.spec, dtype=request.dtype, device=device)
     return CausalScorer(m, tok, device=device, batch_size=request.batch_size, bos_policy=request.bos_policy,

@@ -31,8 +31,16 @@ def cache_option(score: dict[str, Any], default_path: str) -> str:
     return f"--cache {shlex.quote(path)}"
 
 
+def settings(score: dict[str, Any], name: str) -> str:
+    """``--settings`` of ``unstereo score`` (and ``unstereo robustness score``) for model ``name``: the section as
+    JSON, the model entry's own options overriding the stage's (:func:`unstereo.model_rules.settings_json`). The
+    rules pass it and no option flag beside it; :func:`options` is the same as flags, for a person at a terminal."""
+    return model_rules.settings_json(score, entry=score["models"][name])
+
+
 def options(score: dict[str, Any], name: str) -> str:
-    """Options of ``unstereo score`` from the section (per-model entries override the stage's values)."""
+    """Options of ``unstereo score`` from the section (per-model entries override the stage's values): the flags
+    a person types for what :func:`settings` passes."""
     entry = score["models"][name]
     opts: dict[str, Any] = {
         "--batch-size": entry.get("batch_size", score["batch_size"]),

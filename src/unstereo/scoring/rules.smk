@@ -32,11 +32,11 @@ rule score:
         ),
     params:
         model=lambda wc, input: score_rules.model_arg(SCORE, wc.model, input.model),
-        options=lambda wc: score_rules.options(SCORE, wc.model),
+        settings=lambda wc: score_rules.settings(SCORE, wc.model),
         cache=score_rules.cache_option(SCORE, results("score-cache.sqlite")),
     shell:
         "unstereo score {params.model} {input.pairs:q} -o {output:q} --name {wildcards.model:q}"
-        " --threads {threads} {params.options} {params.cache} > {log} 2>&1"
+        " --threads {threads} --settings {params.settings:q} {params.cache} > {log} 2>&1"
 
 
 if SCORE["enabled"]:

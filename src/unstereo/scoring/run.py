@@ -8,9 +8,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from ..gguf_tokenizer import needs_bpe_repair, repair_gemma_tokenizer
 from ..log import get_logger
-from ..models import ModelSpec, load_causal_lm
 from ..tables import PAIRS, TEXTS, read_table
 from .cache import ScoreCache
 from .chunks import score_pairs
@@ -21,15 +19,6 @@ if TYPE_CHECKING:
     from ..model_request import ModelRequest
 
 log = get_logger("scoring")
-
-
-def load_scoring_model(spec: ModelSpec | str, dtype: str = "auto", device: str = "auto"):
-    """(model, tokenizer) of a causal LM for scoring: :func:`unstereo.models.load_causal_lm`, plus the repair of
-    the Unigram tokenizer transformers builds for Gemma GGUF files (:mod:`unstereo.gguf_tokenizer`)."""
-    model, tokenizer = load_causal_lm(spec, dtype=dtype, device=device)
-    if needs_bpe_repair(model, tokenizer):
-        tokenizer = repair_gemma_tokenizer(tokenizer)
-    return model, tokenizer
 
 
 def score_file(

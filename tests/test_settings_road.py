@@ -1,0 +1,122 @@
+"""The one road from config to a stage's command: the rule layer's --settings JSON of a section gives the same
+ModelRequest (and the same other options) as the flags a person would type; and no rule passes a model config
+flag beside --settings."""
+
+from __future__ import annotations
+
+import json
+
+import click
+from click.testing import CliRunner
+
+from unstereo import cli_options, model_request, model_rules
+from unstereo.config import validate_config
+from unstereo.scoring import rules as score_rules
+
+
+def _capture_command():
+    seen = {}
+
+    @click.command()
+    @click.argument("model")
+    @model_request.options()
+    @click.option("--chunk-size", default=500, type=int)
+    @cli_options.reference_quirks("quirks")
+    @cli_options.section_settings("score")
+    def cmd(model, chunk_size, reference_quirks, **values):
+        seen["request"] = model_request.request_from_cli(model, values)
+        seen["other"] = (chunk_size, reference_quirks)
+
+    return cmd, seen
+
+
+def _run(args):
+    cmd, seen = _capture_command()
+    result = CliRunner().invoke(cmd, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return seen
+
+
+def test_settings_json_round_trips_to_the_flags_request():
+    score = validate_config(
+        {
+            "score": {
+                "models": {
+                    "py": {
+                        "path": "EleutherAI/pythia-70m",
+                        "revision": "step1000",
+                        "batch_size": 8,
+                        "mem_mb": 9,
+                    },
+                    "bert": {"path": "bert-base-uncased", "masked": True, "dtype": "float32"},
+                },
+                "device": "cuda",
+                "max_batch_size": 16,
+                "bos_policy": "eos",
+                "chunk_size": 7,
+                "reference_quirks": True,
+            }
+        }
+    )["score"]
+    for name in score["models"]:
+        arg = score_rules.model_arg(score, name, [])
+        via_flags = _run([arg, *score_rules.options(score, name).split()])
+        via_settings = _run([arg, "--settings", score_rules.settings(score, name)])
+        assert via_settings == via_flags
+    assert via_flags["request"].scorer == "pll" and via_flags["request"].dtype == "float32"
+    data = json.loads(score_rules.settings(score, "py"))
+    assert "models" not in data and data["batch_size"] == 8
+    assert data["revision"] == "step1000"
+
+
+def test_flags_override_the_settings():
+    section = json.dumps({"dtype": "float16", "device": "cpu", "batch_size": 4, "chunk_size": 3})
+    seen = _run(["some/model", "--settings", section, "--device", "cuda", "--chunk-size", "500"])
+    request = seen["request"]
+    assert (request.dtype, request.device, request.batch_size) == ("float16", "cuda", 4)
+    assert seen["other"][0] == 500  # given on the command line (even at its default value)
+
+
+def test_settings_json_folds_the_seed_in_and_drops_the_models():
+    section = {
+        "seed": None,
+        "models": {"m": {"path": "x", "batch_size": 2, "gguf_file": "f.gguf"}},
+        "dtype": "auto",
+    }
+    data = json.loads(model_rules.settings_json(section, entry=section["models"]["m"], seed=42))
+    assert data == {"seed": 42, "dtype": "auto", "batch_size": 2}
+
+
+def test_biastest_score_settings_give_the_flags_request(monkeypatch):
+    from unstereo.biastest import workflow as bt
+    from unstereo.biastest.cli import score_cmd
+
+    config = validate_config(
+        {
+            "biastest": {
+                "masked_scorer": "crows-pairs",
+                "models": {"b": {"path": "bert", "masked": True, "batch_size": 3}, "g": {"path": "gpt2"}},
+            }
+        }
+    )
+    seen = []
+    build = model_request.request_from_cli
+
+    class Stop(Exception):
+        pass
+
+    def capture(model, values, param="MODEL"):
+        seen.append(build(model, values, param))
+        raise Stop
+
+    monkeypatch.setattr(model_request, "request_from_cli", capture)
+    for name in ("b", "g"):
+        base = [bt.model_arg(config, name, []), __file__, "-o", "x.parquet", "--threads", "1"]  # as the rule
+        for extra in (
+            bt.score_options(config, name).split(),
+            ["--settings", bt.score_settings(config, name)],
+        ):
+            result = CliRunner().invoke(score_cmd, [*base, *extra])
+            assert isinstance(result.exception, Stop), result.output
+    assert seen[0] == seen[1] and seen[2] == seen[3]
+    assert seen[0].scorer == "crows-pairs" and seen[0].batch_size == 3 and seen[2].scorer == "causal"
