@@ -22,6 +22,7 @@ import yaml
 
 from ..errors import InputError
 from ..io import atomic_path, write_json, write_text
+from ..report.render import markdown_table
 
 SPLIT = "test"
 DATA_FILE = f"data/{SPLIT}-00000-of-00001.parquet"
@@ -121,12 +122,12 @@ def _card(name: str, pairs: pd.DataFrame, prov: dict[str, Any]) -> str:
             "",
             "### Counts",
             "",
-            "| step | count |",
-            "|---|---|",
         ]
-        for key, value in prov.get("counts", {}).items():
-            shown = value.get("total") if isinstance(value, dict) else value
-            lines.append(f"| {key} | {shown} |")
+        counts = [
+            [key, str(value.get("total") if isinstance(value, dict) else value)]
+            for key, value in prov.get("counts", {}).items()
+        ]
+        lines.append(markdown_table(["step", "count"], counts).rstrip("\n"))
         lines += ["", "### Prompts", ""]
         for pid, text in prov.get("prompts", {}).items():
             lines += [f"**{pid}**", "", "```text", text, "```", ""]

@@ -25,6 +25,7 @@ from typing import Any
 import pandas as pd
 
 from ..errors import InputError
+from ..report.render import html_table, markdown_table
 from ..templates import is_placeholder_word, words
 
 COUNT_ROWS = ["# sentences", "# seed words", "# female words", "# male words"]
@@ -91,31 +92,30 @@ def benchmark_properties(
     }
 
 
-def card_markdown(name: str, p: dict[str, Any], source: str | None = None) -> str:
-    """A benchmark card: the properties of one benchmark as Markdown (min / median / max per statistic)."""
+def _card_blocks(p: dict[str, Any], source: str | None) -> list[str | tuple[list[str], list[list[str]]]]:
+    """The card's blocks in order: a paragraph (a string) or a table (header, rows of formatted cells)."""
 
     def fmt(v: float, row: str) -> str:
         return "" if math.isnan(v) else f"{v:.{DECIMALS.get(row, 0) or (0 if float(v).is_integer() else 1)}f}"
 
-    lines = [f"# Benchmark card: {name}", ""]
-    if source:
-        lines += [f"Source: `{source}`", ""]
-    lines += ["| property | value |", "|---|---|"]
-    lines += [f"| {row} | {p[row]} |" for row in COUNT_ROWS]
-    lines += [
-        "",
-        "| per sentence (words: whitespace tokens, punctuation removed; positions 0-based) | min | median | max |",
-        "|---|---|---|---|",
-    ]
-    lines += [f"| {row} | " + " | ".join(fmt(p[row][s], row) for s in STATS) + " |" for row in STAT_ROWS]
-    lines += [
-        "",
+    blocks: list[str | tuple[list[str], list[list[str]]]] = [f"Source: `{source}`"] if source else []
+    blocks.append((["property", "value"], [[row, str(p[row])] for row in COUNT_ROWS]))
+    stat_header = "per sentence (words: whitespace tokens, punctuation removed; positions 0-based)"
+    blocks.append(
+        ([stat_header, *STATS], [[row] + [fmt(p[row][s], row) for s in STATS] for row in STAT_ROWS])
+    )
+    blocks.append(
         f"Gendered words other than the pronouns (`data/gendered_pairs.csv`): female {', '.join(p['female words']) or '-'}; "
         f"male {', '.join(p['male words']) or '-'}. Seed-word delta over {p['seed words with a delta']} of "
-        f"{p['# seed words']} seed words (the others have no delta).",
-        "",
-    ]
-    return "\n".join(lines)
+        f"{p['# seed words']} seed words (the others have no delta)."
+    )
+    return blocks
+
+
+def card_markdown(name: str, p: dict[str, Any], source: str | None = None) -> str:
+    """A benchmark card: the properties of one benchmark as Markdown (min / median / max per statistic)."""
+    parts = [b + "\n" if isinstance(b, str) else markdown_table(*b) for b in _card_blocks(p, source)]
+    return f"# Benchmark card: {name}\n\n" + "\n".join(parts)
 
 
 def card_html(name: str, p: dict[str, Any], source: str | None = None) -> str:
@@ -123,30 +123,10 @@ def card_html(name: str, p: dict[str, Any], source: str | None = None) -> str:
     import html
 
     esc = html.escape
-
-    def table(md_lines: list[str]) -> str:
-        rows = [
-            [c.strip() for c in line.strip("|").split("|")]
-            for line in md_lines
-            if not line.startswith("|---")
-        ]
-        head = "".join(f"<th>{esc(c)}</th>" for c in rows[0])
-        body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>" for r in rows[1:])
-        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-    md = card_markdown(name, p, source).split("\n")
-    blocks, current = [], []
-    for line in md[1:]:
-        if line.startswith("|"):
-            current.append(line)
-            continue
-        if current:
-            blocks.append(table(current))
-            current = []
-        if line.strip():
-            blocks.append(f"<p>{esc(line.replace('`', ''))}</p>")
-    if current:
-        blocks.append(table(current))
+    blocks = [
+        f"<p>{esc(b.replace('`', ''))}</p>" if isinstance(b, str) else html_table(*b)
+        for b in _card_blocks(p, source)
+    ]
     style = "body{font-family:sans-serif;font-size:14px} td,th{padding:2px 8px;border-bottom:1px solid #ddd}"
     return (
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{esc(name)}</title><style>{style}</style></head>"

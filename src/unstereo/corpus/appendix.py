@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..io import atomic_path, write_json, write_text
+from ..report.render import markdown_table
 from .delta import pair_column
 from .lexicon import Pair
 
@@ -73,9 +74,8 @@ def _csv(df: pd.DataFrame, path: Path, index: bool = False) -> Path:
 
 
 def _markdown(t4: pd.DataFrame) -> str:
-    lines = ["| Female | Male | Absolute Counts | Relative Counts (%) |", "|---|---|---|---|"]
-    lines += [f"| {r.female} | {r.male} | {r.absolute} | {r.relative:.2f} |" for r in t4.itertuples()]
-    return "\n".join(lines) + "\n"
+    rows = [[r.female, r.male, str(r.absolute), f"{r.relative:.2f}"] for r in t4.itertuples()]
+    return markdown_table(["Female", "Male", "Absolute Counts", "Relative Counts (%)"], rows)
 
 
 def write_appendix(

@@ -16,7 +16,7 @@ import pandas as pd
 
 from ..generate.minimal import RULES
 from ..templates import fill_template
-from .render import to_html
+from .render import html_table, to_html
 from .tables import Table
 
 # (row label, how to read it from a summary.json), in the order of the pipeline
@@ -81,8 +81,7 @@ def _settings_line(s: dict[str, Any]) -> str:
 
 def _pairs_table(full: pd.DataFrame) -> str:
     kept = full[full["status"] == "kept"]
-    rows = ["<table>", "<thead><tr><th>#</th><th>male</th><th>female</th><th>seed word</th>"
-            "<th>worse (ln p - start) / token</th></tr></thead><tbody>"]  # fmt: skip
+    rows = []
     for n, r in enumerate(kept.itertuples(index=False), 1):
         lp = [
             v for v in (getattr(r, "logprob_male", None), getattr(r, "logprob_female", None)) if v is not None
@@ -90,9 +89,8 @@ def _pairs_table(full: pd.DataFrame) -> str:
         lp = [v for v in lp if not pd.isna(v)]
         cells = [str(n), fill_template(r.template, "male"), fill_template(r.template, "female"), r.word,
                  f"{min(lp):.2f}" if lp else ""]  # fmt: skip
-        rows.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
-    rows.append("</tbody></table>")
-    return "\n".join(rows)
+        rows.append(cells)
+    return html_table(["#", "male", "female", "seed word", "worse (ln p - start) / token"], rows)
 
 
 def _rejected_list(full: pd.DataFrame) -> str:

@@ -28,6 +28,7 @@ from ..headline import HEADLINE, HeadlineMetric
 from ..io import atomic_path, write_text
 from ..method_registry import Method, methods
 from ..tables import Column, TableSchema, validate
+from .render import html_table, markdown_table
 
 CATEGORY = "Model card"
 
@@ -249,29 +250,6 @@ _CSS = (
 )
 
 
-def _html_table(columns, rows, classes: dict[int, str] | None = None) -> str:
-    """An HTML table; ``classes``: column index -> CSS class of its cells (`num`, `value`)."""
-    classes = classes or {}
-    out = [
-        "<table><thead><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in columns) + "</tr></thead><tbody>"
-    ]
-    for row in rows:
-        cells = (
-            f"<td class='{classes[i]}'>{html.escape(c)}</td>"
-            if i in classes
-            else f"<td>{html.escape(c)}</td>"
-            for i, c in enumerate(row)
-        )
-        out.append("<tr>" + "".join(cells) + "</tr>")
-    return "\n".join(out) + "</tbody></table>"
-
-
-def _md_table(columns, rows) -> str:
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
-    return "\n".join(lines) + "\n"
-
-
 _READING = (
     "Each method's headline metric for this model, with its interval as the method reports it. The rank orders the "
     "models each metric covers from most biased (1) after turning every metric the same way (a lower Unstereo "
@@ -285,10 +263,14 @@ def model_page(card: pd.DataFrame, model: str, fmt: str = "html") -> str:
     """The card of one model as an HTML page or Markdown."""
     rows = _page_rows(card, model)
     if fmt == "md":
-        body = _md_table(_PAGE_COLUMNS, rows) if rows else "No method has a headline metric for this model.\n"
+        body = (
+            markdown_table(_PAGE_COLUMNS, rows)
+            if rows
+            else "No method has a headline metric for this model.\n"
+        )
         return f"# Model card: {model}\n\n{body}\n{_READING}\n"
     body = (
-        _html_table(_PAGE_COLUMNS, rows, {2: "value", 6: "num"})
+        html_table(_PAGE_COLUMNS, rows, cell_classes={2: "value", 6: "num"})
         if rows
         else "<p>No method has a headline metric for this model.</p>"
     )
@@ -311,10 +293,10 @@ def tau_page(tau: pd.DataFrame, fmt: str = "html", card: pd.DataFrame | None = N
                                                strict=True))  # fmt: skip
     rows = _tau_rows(tau, labels)
     if fmt == "md":
-        body = _md_table(_TAU_COLUMNS, rows) if rows else "Fewer than two ranked metrics.\n"
+        body = markdown_table(_TAU_COLUMNS, rows) if rows else "Fewer than two ranked metrics.\n"
         return f"# {title}\n\n{body}\n{note}\n"
     body = (
-        _html_table(_TAU_COLUMNS, rows, {2: "num", 3: "value", 4: "num"})
+        html_table(_TAU_COLUMNS, rows, cell_classes={2: "num", 3: "value", 4: "num"})
         if rows
         else "<p>Fewer than two ranked metrics.</p>"
     )

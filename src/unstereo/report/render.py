@@ -2,17 +2,24 @@
 
 Markdown/LaTeX/HTML round each cell to its ``decimals`` and fold a ``<benchmark>|std`` column into its benchmark's
 cell (``39.86 ± 0.74``; LaTeX ``$39.86_{\\pm 0.74}$``, the paper's style).
+
+:func:`markdown_table` and :func:`html_table` render any grid of already formatted cells (a header and rows of
+strings); every table the package writes as Markdown or HTML goes through them.
 """
 
 from __future__ import annotations
 
 import html
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..io import write_text
 from ..tables import write_table
-from .tables import Table
+
+if TYPE_CHECKING:
+    from .tables import Table
 
 
 def _fmt(value: float, decimals: int) -> str:
@@ -41,11 +48,50 @@ def _grid(table: Table, style: str) -> tuple[list[str], list[list[str]]]:
     return header, body
 
 
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence[str]], caption: str | None = None) -> str:
+    """A Markdown pipe table of formatted cells, ``|`` in a cell escaped; ``caption``: a bold line above it."""
+
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+
+    lines = [f"**{caption}**", ""] if caption is not None else []
+    lines += [line(header), "|" + "---|" * len(header)]
+    lines += [line(r) for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def html_table(
+    header: Sequence[str],
+    rows: Iterable[Sequence[str]],
+    caption: str | None = None,
+    css_class: str | None = None,
+    cell_classes: Mapping[int, str] | None = None,
+) -> str:
+    """An HTML table of formatted cells, every text escaped. ``caption``: its ``<caption>``; ``css_class``: the
+    ``<table>``'s class; ``cell_classes``: column index -> the class of that column's ``<td>`` cells (e.g. ``num``
+    for right-aligned numbers, styled by the page)."""
+    esc = html.escape
+    classes = cell_classes or {}
+
+    def td(i: int, c: str) -> str:
+        return (
+            f"<td class='{esc(classes[i])}'>{esc(str(c))}</td>" if i in classes else f"<td>{esc(str(c))}</td>"
+        )
+
+    out = ["<table>" if css_class is None else f"<table class='{esc(css_class)}'>"]
+    if caption is not None:
+        out.append(f"<caption>{esc(caption)}</caption>")
+    out.append("<thead><tr>")
+    out += [f"<th>{esc(str(h))}</th>" for h in header]
+    out.append("</tr></thead><tbody>")
+    out += ["<tr>" + "".join(td(i, c) for i, c in enumerate(r)) + "</tr>" for r in rows]
+    out.append("</tbody></table>")
+    return "\n".join(out) + "\n"
+
+
 def to_markdown(table: Table) -> str:
     header, body = _grid(table, "md")
-    lines = [f"**{table.caption}**", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(r) + " |" for r in body]
-    return "\n".join(lines) + "\n"
+    return markdown_table(header, body, caption=table.caption)
 
 
 def _tex_escape(text: str) -> str:
@@ -80,13 +126,7 @@ def to_latex(table: Table) -> str:
 
 def to_html(table: Table) -> str:
     header, body = _grid(table, "html")
-    out = [f"<table>\n<caption>{html.escape(table.caption)}</caption>", "<thead><tr>"]
-    out += [f"<th>{html.escape(h)}</th>" for h in header]
-    out.append("</tr></thead><tbody>")
-    for r in body:
-        out.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>")
-    out.append("</tbody></table>")
-    return "\n".join(out) + "\n"
+    return html_table(header, body, caption=table.caption)
 
 
 def write_table_files(table: Table, out_dir: str | Path, formats=("csv", "md", "tex", "html")) -> list[Path]:

@@ -170,21 +170,21 @@ def summarize(paths: list[str | Path]) -> pd.DataFrame:
 def table1_html(df: pd.DataFrame, classifier: str, path: str | Path) -> Path:
     """Table 1 of the paper: per run, PPL, PPL_s, and per attribute I.F., G.F., S.S., S.S._c (one classifier)."""
     from ..io import write_text
+    from ..report.render import html_table
 
     d = df[df["classifier"] == classifier]
     attrs = list(dict.fromkeys(d["attribute"]))
     head = ["model", "PPL", "PPL_s"] + [f"{a} {m}" for a in attrs for m in ("I.F.", "G.F.", "S.S.", "S.S._c")]
-    lines = ["<table>", f"<caption>Debiasing: fairness ({classifier}) and quality before/after</caption>",
-             "<thead><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>"]  # fmt: skip
+    rows = []
     for (method, lam), g in d.groupby(["method", "lambda"], sort=False):
         g = g.set_index("attribute")
         name = "base" if method == "none" else f"{method} λ={lam:g}"
         cells = [name, f"{g['ppl'].iloc[0]:.2f}", f"{g['ppl_s'].iloc[0]:.2f}"]
         for a in attrs:
             cells += [f"{g.loc[a, k]:.4f}" if a in g.index else "" for k in ("IF", "GF", "ss", "ss_c")]
-        lines.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-    lines.append("</tbody></table>")
-    return write_text(path, "\n".join(lines) + "\n")
+        rows.append(cells)
+    caption = f"Debiasing: fairness ({classifier}) and quality before/after"
+    return write_text(path, html_table(head, rows, caption=caption))
 
 
 def figure6(df: pd.DataFrame, classifier: str, path: str | Path) -> Path:

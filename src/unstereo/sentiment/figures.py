@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..io import atomic_path, write_text
+from ..report.render import html_table
 
 
 def _pyplot():
@@ -130,13 +131,7 @@ def fairness_html(
         rows.append(cells)
     head = ["attribute", "classifier", "I.F. [95% CI]", "G.F. [95% CI]"]
     caption = "Counterfactual sentiment bias: individual (I.F.) and group (G.F.) fairness, lower is fairer"
-    out = [
-        f"<table>\n<caption>{html.escape(caption + (f' — {title}' if title else ''))}</caption>",
-        "<thead><tr>",
-    ]
-    out += [f"<th>{html.escape(h)}</th>" for h in head] + ["</tr></thead><tbody>"]
-    out += ["<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows]
-    out.append("</tbody></table>")
+    out = [html_table(head, rows, caption=caption + (f" — {title}" if title else "")).rstrip("\n")]
     out.append(f"<p>{html.escape(CONVENTION)}</p>")
     warning = small_sample_warning(per_prefix)
     if warning:
