@@ -89,7 +89,16 @@ class _Resolver:
 
     def _file(self, name: str) -> Path:
         here = self.path.parent / name
-        return here if here.exists() else self.shared_dir / name
+        if here.exists():
+            return here
+        if not (self.shared_dir / name).exists():
+            # a method's own schema by file name (biastest's `score.schema.yaml#/...`), as unstereo.config resolves it
+            from .method_registry import config_sections
+
+            for path in config_sections().values():
+                if path.name == name:
+                    return path
+        return self.shared_dir / name
 
     def resolve(self, ref: str) -> tuple[dict, _Resolver, str]:
         """(the referenced schema, the resolver of its file, the referenced file name or '' inside this one)."""
