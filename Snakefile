@@ -41,7 +41,7 @@ METHODS = method_registry.methods()
 
 # The shared infrastructure first (rules/common.smk: paths, seeds, the model rule layer), then every method's rules
 # files in registry order, from its package folder (UnStereoEval's stages first, in pipeline order, e.g.
-# src/unstereo/corpus/rules.smk; another method's rules read only the shared helpers and the config). A new method
+# src/unstereo/unstereoeval/corpus/rules.smk; another method's rules read only the shared helpers and the config). A new method
 # registers itself; nothing to add here.
 include: "rules/common.smk"
 include: "rules/resources.smk"

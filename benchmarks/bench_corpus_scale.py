@@ -72,8 +72,8 @@ def count_all(shards: list[Path], work: Path, jobs: int) -> tuple[float, dict[st
 def in_process(shard: Path, work: Path) -> tuple[float, float]:
     """(wall, CPU seconds) of ``count_files`` on ``shard`` in this process, to runs as the workflow counts; a
     warm-up on a few lines first loads the compiled code."""
-    from unstereo.corpus.count import count_files
-    from unstereo.corpus.lexicon import load_stopwords, load_targets
+    from unstereo.generation.lexicon import load_stopwords, load_targets
+    from unstereo.unstereoeval.corpus.count import count_files
 
     targets, stop = load_targets(), load_stopwords("spacy")
     tiny = work / "warmup.jsonl"
@@ -86,7 +86,7 @@ def in_process(shard: Path, work: Path) -> tuple[float, float]:
 
 
 def check_exact(corpus: Path, work: Path, merged: Path, shards: list[Path]) -> dict[str, bool]:
-    from unstereo.corpus.merge import merge_count_dirs, read_counts
+    from unstereo.unstereoeval.corpus.merge import merge_count_dirs, read_counts
 
     expected = json.loads((corpus / "expected.json").read_text())
     uni, co, stats = read_counts(merged)
@@ -120,7 +120,7 @@ def one_file(shards: list[Path], work: Path) -> tuple[float, float, bool, float]
     """The shards as one file (their zstd frames concatenated: one stream) counted by one process, with the default
     spill limits, as one of the PILE's 30 files (~27 GB of text each) is counted: (wall, max RSS in MiB, whether
     its runs merged equal the merged shards', the wall of that merge)."""
-    from unstereo.corpus.merge import read_counts
+    from unstereo.unstereoeval.corpus.merge import read_counts
 
     joined = work / "one-file.jsonl.zst"
     with open(joined, "wb") as out:

@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from unstereo.benchmarks.maxpmi import KEPT_PRONOUNS, _tokenizer, delta_lookup, max_pmi_many
 from unstereo.tables import read_delta
+from unstereo.unstereoeval.benchmarks.maxpmi import KEPT_PRONOUNS, _tokenizer, delta_lookup, max_pmi_many
 
 DATASETS = ["USE-5", "USE-10", "USE-20", "Winobias-dev", "Winobias-test", "Winogender"]
 

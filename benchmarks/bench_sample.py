@@ -1,4 +1,4 @@
-"""Generated tokens per second: the project's sampling engine (:mod:`unstereo.llm.engine`, through
+"""Generated tokens per second: the project's sampling engine (:mod:`unstereo.engine.engine`, through
 ``LocalBackend.continue_batch``) against transformers' own ``generate(do_sample=True)``, same model, same rows,
 same top_p and max_new_tokens, in one process, the methods taking turns in each round.
 
@@ -148,7 +148,7 @@ def main() -> None:
         model, tok = tiny_model()
         label = "tiny random GPT-2 (4 layers, d=128, vocab 32000)"
     else:
-        from unstereo.models import load_causal_lm
+        from unstereo.models.load import load_causal_lm
 
         model, tok = load_causal_lm(args.model, dtype="float32", device=args.device)
         label = args.model

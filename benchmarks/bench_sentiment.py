@@ -75,7 +75,7 @@ def main() -> None:
     if args.model == "tiny":
         model, tok = tiny_model()
     else:
-        from unstereo.models import load_causal_lm
+        from unstereo.models.load import load_causal_lm
 
         model, tok = load_causal_lm(args.model, dtype="float32", device="cpu")
     names = ["vader", "textblob", "afinn"] + (["opinion"] if args.lexicon else [])

@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from unstereo.generate.naturalness import make_scorer
 from unstereo.templates import fill_template
+from unstereo.unstereoeval.generate.naturalness import make_scorer
 
 DEFAULT_MODEL = {"resource": "smollm2", "gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf"}
 QS = [1, 2, 5, 10, 25, 50]

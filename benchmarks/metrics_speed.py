@@ -1,4 +1,4 @@
-"""Speed of unstereo.metrics.compute_metrics against a naive loop in the style of the reference notebooks
+"""Speed of unstereo.unstereoeval.metrics.compute_metrics against a naive loop in the style of the reference notebooks
 (one pandas filter per model, eta and threshold), on a synthetic table of the paper's size (28 models x 5000 pairs,
 6 etas, 101 thresholds). Prints both times and the ratio; checks that both give the same numbers.
 
@@ -16,7 +16,7 @@ import pandas as pd
 
 from unstereo.defaults import DEFAULT_EPS as EPS
 from unstereo.eta import PAPER_ETAS
-from unstereo.metrics import compute_metrics, default_eps_grid
+from unstereo.unstereoeval.metrics import compute_metrics, default_eps_grid
 
 ETAS = list(PAPER_ETAS)
 GRID = default_eps_grid()

@@ -1,8 +1,8 @@
 # Shared helpers for all rules files: paths from the config, the CLI call, seeds. Rules that run a model take their
 # wildcard constraint, model input and argument, seed, threads and resources (GPU included) from
-# unstereo.model_rules (imported here as `model_rules` for every rules file).
+# unstereo.models.rules (imported here as `model_rules` for every rules file).
 
-from unstereo import model_rules
+import unstereo.models.rules as model_rules
 from unstereo.defaults import RESOURCE_MANIFEST
 
 RESULTS = config["results_dir"]
@@ -28,7 +28,7 @@ def stage_seed(stage):
 
 
 def section_seed(section, stage):
-    """The seed of a stage: its section's `seed`, else `stage_seed(stage)` (unstereo.model_rules.seed)."""
+    """The seed of a stage: its section's `seed`, else `stage_seed(stage)` (unstereo.models.rules.seed)."""
     return model_rules.seed(section, stage, config["seed"])
 
 

@@ -1,11 +1,11 @@
-# The cross-method model card (logic in src/unstereo/report/model_card.py): every enabled method's headline
+# The cross-method model card (logic in src/unstereo/model_card/card.py): every enabled method's headline
 # metric per model with its interval, the models' rank per metric and Kendall's tau-b between the methods'
 # rankings. results/model_card.parquet, results/model_card_tau.parquet, and per model
 # results/model_card/{model}.{html,md,png} in the report under "Model card". Built when the report is enabled
 # and at least one method with headline metrics is (every registered method whose declaration names a
-# headline_module: unstereo.report.model_card.card_methods).
+# headline_module: unstereo.model_card.card.card_methods).
 
-from unstereo.report import model_card as _model_card
+import unstereo.model_card.card as _model_card
 
 CARD_ON = config["report"]["enabled"] and bool(_model_card.enabled_methods(config))
 CARD_MODELS = _model_card.card_models(config) if CARD_ON else []
@@ -47,7 +47,7 @@ rule model_card:
     log:
         f"{LOGS}/report/model_card.log",
     conda:
-        "../src/unstereo/report/env.yaml"
+        "../src/unstereo/unstereoeval/report/env.yaml"
     resources:
         mem_mb=2000,
         runtime=10,

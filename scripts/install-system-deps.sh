@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # System packages the offline resources need: Debian's WordNet files (for the `wordnet` resource) and npm (for the
-# demo corpus); and Chromium, in which the tests open the HTML report (unstereo.report.browser_check). Installs them with apt-get when missing and running as root; otherwise says what to install.
+# demo corpus); and Chromium, in which the tests open the HTML report (tools.browser_check). Installs them with apt-get when missing and running as root; otherwise says what to install.
 set -euo pipefail
 need=()
 [ -f /usr/share/wordnet/data.noun ] || need+=(wordnet-base wordnet-sense-index)

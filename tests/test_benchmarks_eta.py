@@ -7,9 +7,9 @@ import math
 import pandas as pd
 import pytest
 
-from unstereo.benchmarks import eta_sizes, filter_eta, format_eta, parse_eta
 from unstereo.cli import main
 from unstereo.tables import PAIRS, read_table
+from unstereo.unstereoeval.benchmarks import eta_sizes, filter_eta, format_eta, parse_eta
 
 # max_pmi of 6 hand-made pairs: |values| = 0.1, 0.3, 0.3, 0.65, 0.9, undefined
 VALUES = [0.1, -0.3, 0.3, 0.65, -0.9, float("nan")]

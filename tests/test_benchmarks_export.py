@@ -10,9 +10,9 @@ import pytest
 from click.testing import CliRunner
 
 from unstereo.cli import cli
-from unstereo.generate import GenerateSettings, summarize
 from unstereo.tables import PAIRS, write_table
 from unstereo.templates import fill_template
+from unstereo.unstereoeval.generate import GenerateSettings, summarize
 
 TEMPLATES = ["{pronoun} ate an apple.", "{pronoun} read {pronoun1} book quietly."]
 

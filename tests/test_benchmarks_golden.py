@@ -15,9 +15,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from unstereo.benchmarks import add_max_pmi, build_pairs, eta_sizes, max_pmi_many
-from unstereo.benchmarks.maxpmi import delta_lookup, template_words
 from unstereo.tables import read_delta
+from unstereo.unstereoeval.benchmarks import add_max_pmi, build_pairs, eta_sizes, max_pmi_many
+from unstereo.unstereoeval.benchmarks.maxpmi import delta_lookup, template_words
 
 pytestmark = pytest.mark.reference
 

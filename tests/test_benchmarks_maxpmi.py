@@ -12,8 +12,8 @@ import math
 import pandas as pd
 import pytest
 
-from unstereo.benchmarks import MaxPMI, add_max_pmi, max_pmi, max_pmi_many, template_words
 from unstereo.tables import read_delta
+from unstereo.unstereoeval.benchmarks import MaxPMI, add_max_pmi, max_pmi, max_pmi_many, template_words
 
 DELTA = {
     "cat": 0.2,

@@ -7,12 +7,12 @@ import json
 import pandas as pd
 from click.testing import CliRunner
 
-from unstereo.benchmarks.properties import benchmark_properties, card_markdown
 from unstereo.cli import cli
-from unstereo.report.compare import compare, load_published
-from unstereo.report.table7 import properties_table
 from unstereo.tables import PAIRS, write_table
 from unstereo.templates import fill_template
+from unstereo.unstereoeval.benchmarks.properties import benchmark_properties, card_markdown
+from unstereo.unstereoeval.report.compare import compare, load_published
+from unstereo.unstereoeval.report.table7 import properties_table
 
 TEMPLATES = [
     "{pronoun} ate an apple.",  # 4 words; pronoun at 0

@@ -10,9 +10,9 @@ import logging
 import pandas as pd
 import pytest
 
-from unstereo.benchmarks import build_pairs
 from unstereo.errors import InputError
 from unstereo.tables import PAIRS, validate, write_table
+from unstereo.unstereoeval.benchmarks import build_pairs
 
 # ----------------------------------------------------------------------------------------------- Winobias
 

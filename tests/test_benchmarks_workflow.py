@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from unstereo.benchmarks.workflow import build_args, eta_names, source_inputs
+from unstereo.unstereoeval.benchmarks.rules import build_args, eta_names, source_inputs
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -9,11 +9,11 @@ import pandas as pd
 from click.testing import CliRunner
 from test_report_browser import need_browser
 
+from tools.browser_check import check_html
 from unstereo.biastest.figure import plot_scores
 from unstereo.biastest.page import write_page
 from unstereo.biastest.stats import stereotyped, summarize
 from unstereo.cli import cli
-from unstereo.report.browser_check import check_html
 
 
 def judged_table(n_models=2):

@@ -16,7 +16,7 @@ import yaml
 from _scoring_models import tiny_bert, tiny_gpt2, word_tokenizer
 from llm_test_server import Reply, ScriptedServer
 
-from unstereo.biastest import workflow as bt
+import unstereo.biastest.rules as bt
 from unstereo.config import load_config, validate_config
 from unstereo.errors import ConfigError
 

@@ -6,8 +6,8 @@ import pytest
 import yaml
 
 from unstereo.config import validate_config
-from unstereo.corpus.shards import shard_inputs, shards
 from unstereo.errors import ConfigError
+from unstereo.unstereoeval.corpus.shards import shard_inputs, shards
 
 
 def test_shards_from_inputs(tmp_path):
@@ -42,7 +42,7 @@ def test_config_defaults_and_bad_keys(repo_dir):
 
 
 def test_count_mem_mb_by_hand():
-    from unstereo.corpus.shards import count_mem_mb
+    from unstereo.unstereoeval.corpus.shards import count_mem_mb
 
     d = (2_000_000, 20_000_000)  # the default spill limits: 600 + 300 + 1200 = 2100 MB, below the 5500 cap
     assert count_mem_mb(0, *d) == 1500
@@ -55,7 +55,7 @@ def test_count_mem_mb_by_hand():
 
 
 def test_merge_mem_mb_by_hand():
-    from unstereo.corpus.shards import merge_mem_mb
+    from unstereo.unstereoeval.corpus.shards import merge_mem_mb
 
     assert merge_mem_mb(5_000_000) == 1_000 + 2_000  # the default partition
     assert merge_mem_mb(1_000_000) == 1_400

@@ -10,11 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from unstereo.corpus.count import count_files
-from unstereo.corpus.fast import FastCounter
-from unstereo.corpus.lexicon import load_stopwords, load_targets
-from unstereo.corpus.merge import merge_count_dirs, read_counts
-from unstereo.corpus.naive import count_naive, pairs_in_document
+from unstereo.generation.lexicon import load_stopwords, load_targets
+from unstereo.unstereoeval.corpus.count import count_files
+from unstereo.unstereoeval.corpus.fast import FastCounter
+from unstereo.unstereoeval.corpus.merge import merge_count_dirs, read_counts
+from unstereo.unstereoeval.corpus.naive import count_naive, pairs_in_document
 
 TARGETS = load_targets()  # the 38 pairs' words
 SPACY = load_stopwords("spacy")
@@ -69,7 +69,7 @@ def as_counters(counts):
 @pytest.fixture(params=[False, True], ids=["numpy", "numba"])
 def compiled(request):
     """Both paths of the fast counter: numpy, and the compiled kernels (when numba is installed)."""
-    from unstereo.corpus import jit
+    from unstereo.unstereoeval.corpus import jit
 
     if request.param and not jit.AVAILABLE:
         pytest.skip("numba is not installed")
@@ -334,8 +334,8 @@ def test_demo_corpus_slice_fast_equals_plain(resource, compiled):
 def test_write_counts_takes_arrow_tables_as_dataframes(tmp_path):
     import pyarrow as pa
 
-    from unstereo.corpus.merge import write_counts
     from unstereo.errors import InputError
+    from unstereo.unstereoeval.corpus.merge import write_counts
 
     uni = pd.DataFrame({"word": ["cat", "dog"], "count": np.array([3, 1], np.int64)})
     co = pd.DataFrame({"word": ["cat"], "target": ["she"], "count": np.array([2], np.int64)})

@@ -13,10 +13,10 @@ import pandas as pd
 import pytest
 from test_corpus_count import SPACY, TARGETS, as_counters, plain_counter
 
-from unstereo.corpus import count_loop, hashing, jit, row_sort, token_edges, word_table
-from unstereo.corpus import tokenize as tk
-from unstereo.corpus.fast import FastCounter, _decode_spans
-from unstereo.corpus.readers import chunk_lines, iter_chunks
+from unstereo.unstereoeval.corpus import count_loop, hashing, jit, row_sort, token_edges, word_table
+from unstereo.unstereoeval.corpus import tokenize as tk
+from unstereo.unstereoeval.corpus.fast import FastCounter, _decode_spans
+from unstereo.unstereoeval.corpus.readers import chunk_lines, iter_chunks
 
 # characters whose lowercase is special: final sigma (context dependent), İ (two code points), the Kelvin sign
 # (lowercases to ASCII k), ẞ, a combining mark, titlecase ǅ, a lone surrogate, NUL, letters of several widths
@@ -184,7 +184,7 @@ def test_lower_changes_table_is_lower_everywhere():
 def test_reader_fast_path_reads_well_formed_chunks_and_defers_the_rest(tmp_path, monkeypatch):
     import json
 
-    from unstereo.corpus import readers
+    from unstereo.unstereoeval.corpus import readers
 
     good = "".join(json.dumps({"text": f"doc {i} é", "meta": {"i": [i]}}) + "\n" for i in range(300))
     (tmp_path / "good.jsonl").write_text(good)
@@ -308,7 +308,7 @@ def _fnv_mix(b: bytes) -> int:
 def test_string_hashes_by_hand_and_merge_partitions():
     import pyarrow as pa
 
-    from unstereo.corpus.parts import partition
+    from unstereo.unstereoeval.corpus.parts import partition
 
     words = ["", "a", "she", "café", "she"]
     data = "".join(words).encode()

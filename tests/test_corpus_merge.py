@@ -8,10 +8,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from unstereo.corpus import jit
-from unstereo.corpus.merge import _group_sum, merge_count_dirs, read_counts, sum_tables
-from unstereo.corpus.parts import radix_order, sum_codes
 from unstereo.errors import InputError
+from unstereo.unstereoeval.corpus import jit
+from unstereo.unstereoeval.corpus.merge import _group_sum, merge_count_dirs, read_counts, sum_tables
+from unstereo.unstereoeval.corpus.parts import radix_order, sum_codes
 
 
 def _co(rows: list[tuple[str, str, int]]) -> pa.Table:
@@ -177,7 +177,7 @@ def test_merge_of_two_dirs_by_hand(tmp_path):
 def test_write_counts_checks_arrow_kinds(tmp_path):
     """The counter's arrow tables get the merge inputs' check: a float count is refused (an empty-slice pandas check
     let it through before)."""
-    from unstereo.corpus.merge import write_counts
+    from unstereo.unstereoeval.corpus.merge import write_counts
 
     uni = pa.table({"word": ["cat"], "count": pa.array([1.5])})
     with pytest.raises(InputError, match=r"unigrams.parquet.*'count' must be int: type double"):

@@ -12,30 +12,30 @@ from pathlib import Path
 
 import pytest
 
-import unstereo.corpus
+import unstereo.unstereoeval.corpus
 
-CORPUS = Path(unstereo.corpus.__file__).parent
+CORPUS = Path(unstereo.unstereoeval.corpus.__file__).parent
 MODULES = sorted(p.stem for p in CORPUS.glob("*.py") if p.stem != "__init__")
 
 
 def corpus_imports(source: str) -> set[str]:
-    """The corpus modules ``source`` (a module of unstereo.corpus) imports, at module level or inside a function:
-    ``from .x import y``, ``from . import x``, ``from unstereo.corpus.x import y``, ``import unstereo.corpus.x``."""
+    """The corpus modules ``source`` (a module of unstereo.unstereoeval.corpus) imports, at module level or inside a function:
+    ``from .x import y``, ``from . import x``, ``from unstereo.unstereoeval.corpus.x import y``, ``import unstereo.unstereoeval.corpus.x``."""
     found = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ImportFrom):
             if node.level == 1:
                 names = [node.module] if node.module else [a.name for a in node.names]
-            elif node.level == 0 and (node.module or "").startswith("unstereo.corpus"):
-                rest = node.module.removeprefix("unstereo.corpus").lstrip(".")
+            elif node.level == 0 and (node.module or "").startswith("unstereo.unstereoeval.corpus"):
+                rest = node.module.removeprefix("unstereo.unstereoeval.corpus").lstrip(".")
                 names = [rest] if rest else [a.name for a in node.names]
             else:
                 continue
         elif isinstance(node, ast.Import):
             names = [
-                a.name.removeprefix("unstereo.corpus.")
+                a.name.removeprefix("unstereo.unstereoeval.corpus.")
                 for a in node.names
-                if a.name.startswith("unstereo.corpus.")
+                if a.name.startswith("unstereo.unstereoeval.corpus.")
             ]
         else:
             continue
@@ -58,8 +58,8 @@ def test_corpus_imports_by_hand():
         "import numpy as np\n"
         "def f():\n"
         "    from .runs import merge_runs\n"  # inside a function counts too
-        "    from unstereo.corpus.merge import x\n"
-        "    import unstereo.corpus.shards\n"
+        "    from unstereo.unstereoeval.corpus.merge import x\n"
+        "    import unstereo.unstereoeval.corpus.shards\n"
     )
     assert corpus_imports(source) == {"tokenize", "parts", "runs", "merge", "shards"}
 
@@ -83,7 +83,7 @@ def test_no_import_cycle_between_corpus_modules():
 
 @pytest.mark.parametrize("module", MODULES)
 def test_each_corpus_module_imports(module):
-    assert importlib.import_module(f"unstereo.corpus.{module}").__doc__
+    assert importlib.import_module(f"unstereo.unstereoeval.corpus.{module}").__doc__
 
 
 def test_corpus_modules_import_and_count_without_numba(tmp_path):
@@ -98,10 +98,10 @@ class NoNumba:
             raise ImportError("numba is not installed")
 sys.meta_path.insert(0, NoNumba())
 for m in {MODULES!r}:
-    importlib.import_module("unstereo.corpus." + m)
-from unstereo.corpus import jit
-from unstereo.corpus.count import count_files
-from unstereo.corpus.merge import merge_count_dirs, read_counts
+    importlib.import_module("unstereo.unstereoeval.corpus." + m)
+from unstereo.unstereoeval.corpus import jit
+from unstereo.unstereoeval.corpus.count import count_files
+from unstereo.unstereoeval.corpus.merge import merge_count_dirs, read_counts
 d = {str(tmp_path)!r}
 meta = count_files([d + "/a.jsonl"], d + "/c", ["he", "she"], ["saw"], window=2)
 merge_count_dirs([d + "/c", d + "/c"], d + "/m", partitions=3)

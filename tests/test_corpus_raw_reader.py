@@ -16,13 +16,13 @@ import pytest
 import zstandard
 from test_corpus_count import SPACY, TARGETS
 
-from unstereo.corpus import jit
-from unstereo.corpus import tokenize as tk
-from unstereo.corpus.count import count_files
-from unstereo.corpus.fast import FastCounter
-from unstereo.corpus.merge import read_counts
-from unstereo.corpus.readers import DocumentReader
 from unstereo.errors import InputError
+from unstereo.unstereoeval.corpus import jit
+from unstereo.unstereoeval.corpus import tokenize as tk
+from unstereo.unstereoeval.corpus.count import count_files
+from unstereo.unstereoeval.corpus.fast import FastCounter
+from unstereo.unstereoeval.corpus.merge import read_counts
+from unstereo.unstereoeval.corpus.readers import DocumentReader
 
 pytestmark = pytest.mark.skipif(not jit.AVAILABLE, reason="numba is not installed")
 
@@ -30,7 +30,7 @@ PAD = b"\x00" * tk.PAD
 
 
 def encode(*values: bytes) -> tk.EncodedBatch | None:
-    from unstereo.corpus.json_strings import encode_json_batch
+    from unstereo.unstereoeval.corpus.json_strings import encode_json_batch
 
     return encode_json_batch(list(values))
 
@@ -141,7 +141,7 @@ def scan(*lines: bytes, key: bytes = b"text") -> list[bytes] | None:
     chunk = b"\n".join(lines) + b"\n"
     newlines = np.flatnonzero(np.frombuffer(chunk, np.uint8) == 10)
     starts, ends = np.empty(len(lines), np.int64), np.empty(len(lines), np.int64)
-    from unstereo.corpus.jsonl_scan import json_lines
+    from unstereo.unstereoeval.corpus.jsonl_scan import json_lines
 
     ok = json_lines(
         np.frombuffer(chunk, np.uint8),

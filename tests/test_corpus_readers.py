@@ -7,11 +7,11 @@ import json
 import pytest
 import zstandard
 
-from unstereo.corpus.count import count_files
-from unstereo.corpus.lexicon import load_targets
-from unstereo.corpus.merge import read_counts
-from unstereo.corpus.readers import DocumentReader
 from unstereo.errors import InputError
+from unstereo.generation.lexicon import load_targets
+from unstereo.unstereoeval.corpus.count import count_files
+from unstereo.unstereoeval.corpus.merge import read_counts
+from unstereo.unstereoeval.corpus.readers import DocumentReader
 
 GOOD = json.dumps({"text": "she said hello"}).encode()
 

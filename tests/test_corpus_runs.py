@@ -9,8 +9,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from unstereo.corpus.merge import merge_count_dirs, read_counts, write_counts
-from unstereo.corpus.runs import RUN_CO, merge_runs, write_run
+from unstereo.unstereoeval.corpus.merge import merge_count_dirs, read_counts, write_counts
+from unstereo.unstereoeval.corpus.runs import RUN_CO, merge_runs, write_run
 
 TARGETS = ["he", "she"]  # sorted: index 0 = "he", 1 = "she"
 

@@ -11,12 +11,12 @@ import yaml
 from unstereo.cli_options import parse_grid
 from unstereo.defaults import DEFAULT_EPS, EPS_GRID, PAPER_BENCHMARKS, RESOURCE_MANIFEST, eps_grid_text
 from unstereo.eta import PAPER_ETAS, parse_etas
-from unstereo.metrics import default_eps_grid
-from unstereo.metrics.cli import DEFAULT_ETAS
-from unstereo.metrics.released import BENCHMARK_DIRS
-from unstereo.report.workflow import PAPER_BENCHMARKS as RULES_PAPER_BENCHMARKS
 from unstereo.resources import RESOURCES
 from unstereo.resources.core import MANIFEST
+from unstereo.unstereoeval.metrics import default_eps_grid
+from unstereo.unstereoeval.metrics.cli import DEFAULT_ETAS
+from unstereo.unstereoeval.metrics.released import BENCHMARK_DIRS
+from unstereo.unstereoeval.report.rules import PAPER_BENCHMARKS as RULES_PAPER_BENCHMARKS
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "workflow" / "schemas"
 

@@ -15,7 +15,7 @@ import yaml
 from _scoring_models import tiny_gpt2, word_tokenizer
 from click.testing import CliRunner
 
-from unstereo import model_rules
+import unstereo.models.rules as model_rules
 from unstereo.config import load_config, validate_config
 from unstereo.errors import ConfigError
 from unstereo.fairpair import rules

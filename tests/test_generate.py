@@ -9,9 +9,7 @@ import pytest
 from click.testing import CliRunner
 from llm_test_server import Reply, ScriptedServer, prompt_matcher, user_text
 
-from unstereo.generate import GenerateSettings, generate_benchmark, load_prompts, summarize, to_pairs
-from unstereo.generate.pairing import direct_female_to_male, modifications
-from unstereo.generate.parse import (
+from unstereo.generation.parse import (
     has_pronoun,
     has_word,
     parse_likelihood,
@@ -19,10 +17,18 @@ from unstereo.generate.parse import (
     parse_single,
     strip_quotes,
 )
-from unstereo.generate.prompts import normalize
+from unstereo.generation.prompts import normalize
 from unstereo.llm import make_client
 from unstereo.llm.http import LLMCallError
 from unstereo.tables import PAIRS, validate
+from unstereo.unstereoeval.generate import (
+    GenerateSettings,
+    generate_benchmark,
+    load_prompts,
+    summarize,
+    to_pairs,
+)
+from unstereo.unstereoeval.generate.pairing import direct_female_to_male, modifications
 
 KEY = "sk-gen-SECRET-987"
 PROMPTS = load_prompts()
@@ -285,7 +291,7 @@ def test_cli_run_writes_tables_summary_usage(tmp_path, monkeypatch):
 
 def test_seed_word_csv_errors(tmp_path):
     from unstereo.errors import InputError
-    from unstereo.generate.cli import read_seed_words
+    from unstereo.unstereoeval.generate.cli import read_seed_words
 
     (tmp_path / "a.csv").write_text("token\nx\n")
     with pytest.raises(InputError, match="column 'word'"):
@@ -300,7 +306,7 @@ def test_seed_word_csv_errors(tmp_path):
 
 def test_settings_from_config_section_and_errors():
     from unstereo.errors import ConfigError
-    from unstereo.generate.settings import load_section, read_settings_arg
+    from unstereo.generation.settings import load_section, read_settings_arg
 
     cfg = load_section({"temperatures": {"generation": 0.5}, "max_tokens": {"semantic_filter": 3}, "seed": 7})
     assert cfg["temperatures"]["revision"] == 0.7 and cfg["k"] == [5, 10, 20] and cfg["pairing"] == "auto"

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from unstereo.generate import GenerateSettings, generate_benchmark, load_prompts, summarize
-from unstereo.generate.filters import dedup_key, first_occurrences, gendered_words, length_ok
+from unstereo.generation.filters import dedup_key, first_occurrences, gendered_words, length_ok
 from unstereo.llm.types import ChatResult
 from unstereo.templates import words
+from unstereo.unstereoeval.generate import GenerateSettings, generate_benchmark, load_prompts, summarize
 
 
 def test_words_strip_punctuation_keep_placeholders():

@@ -1,4 +1,4 @@
-"""Post-conditions of generated pairs (unstereo.generate.minimal): hand-made cases and a seeded property test."""
+"""Post-conditions of generated pairs (unstereo.unstereoeval.generate.minimal): hand-made cases and a seeded property test."""
 
 from __future__ import annotations
 
@@ -6,9 +6,15 @@ import random
 
 import pytest
 
-from unstereo.generate.filters import load_gendered_words
-from unstereo.generate.minimal import RULES, check_minimal_pair, pieces, pronoun_alternatives, rule_of
+from unstereo.generation.filters import load_gendered_words
 from unstereo.templates import fill_template
+from unstereo.unstereoeval.generate.minimal import (
+    RULES,
+    check_minimal_pair,
+    pieces,
+    pronoun_alternatives,
+    rule_of,
+)
 
 GENDERED = frozenset().union(*load_gendered_words())
 

@@ -9,11 +9,17 @@ import random
 import pandas as pd
 import pytest
 
-from unstereo.generate import GenerateSettings, generate_benchmark, load_prompts, summarize, to_pairs
-from unstereo.generate.minimal import check_minimal_pair
-from unstereo.generate.naturalness import chat_reply, repetition, task_ngrams, token_logprob
 from unstereo.llm.types import ChatResult
 from unstereo.templates import fill_template
+from unstereo.unstereoeval.generate import (
+    GenerateSettings,
+    generate_benchmark,
+    load_prompts,
+    summarize,
+    to_pairs,
+)
+from unstereo.unstereoeval.generate.minimal import check_minimal_pair
+from unstereo.unstereoeval.generate.naturalness import chat_reply, repetition, task_ngrams, token_logprob
 
 PROMPTS = load_prompts()
 GRAMS = task_ngrams(PROMPTS)
@@ -191,7 +197,7 @@ def test_settings_from_config_naturalness():
     s = GenerateSettings.from_config({"naturalness": {"chat_reply": False, "min_token_logprob": -7.5,
                                                       "llm_filter": False, "model": None, "cache": None}})  # fmt: skip
     assert (s.chat_reply_filter, s.min_token_logprob, s.llm_semantic_filter) == (False, -7.5, False)
-    from unstereo.generate.settings import load_section
+    from unstereo.generation.settings import load_section
 
     nat = load_section({})["naturalness"]
     assert nat["model"] == {"resource": "smollm2", "gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf"}

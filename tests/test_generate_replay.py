@@ -21,12 +21,12 @@ import pandas as pd
 import pytest
 from llm_test_server import Reply, ScriptedServer, prompt_matcher, user_text
 
-from unstereo.generate import GenerateSettings, generate_benchmark, load_prompts
-from unstereo.generate.minimal import check_minimal_pair
-from unstereo.generate.pairing import direct_female_to_male
-from unstereo.generate.parse import has_pronoun, has_word, strip_quotes
+from unstereo.generation.parse import has_pronoun, has_word, strip_quotes
 from unstereo.llm import make_client
 from unstereo.templates import fill_template, templatize_male
+from unstereo.unstereoeval.generate import GenerateSettings, generate_benchmark, load_prompts
+from unstereo.unstereoeval.generate.minimal import check_minimal_pair
+from unstereo.unstereoeval.generate.pairing import direct_female_to_male
 
 pytestmark = [pytest.mark.reference, pytest.mark.slow]
 
@@ -147,7 +147,7 @@ def test_replay_reproduces_released_use5(reference_dir, tmp_path, monkeypatch):
     # (c) released is_natural contradicting the released likely_under (both 'likely' required).
     both = raw["likely"].map(lambda d: d["male"] == "likely" and d["female"] == "likely")
     inconsistent = set(raw.index[both != raw["is_natural"]])
-    # (d) released pairs that are not minimal pairs (unstereo.generate.minimal: "his/her", a pronoun of the other
+    # (d) released pairs that are not minimal pairs (unstereo.unstereoeval.generate.minimal: "his/her", a pronoun of the other
     #     gender, a gendered word, ...) or whose she-sentence is not its template's female filling: ours discards them.
     not_minimal = set()
     for idx, r in raw.iterrows():

@@ -164,7 +164,11 @@ def test_a_changed_schema_default_makes_the_check_fail(tmp_path, monkeypatch):
 
 def test_command_line_check(tmp_path):
     proc = subprocess.run(
-        [sys.executable, "-m", "unstereo.generated_docs", "--check"], capture_output=True, text=True, cwd=REPO
+        [sys.executable, "-m", "unstereo.generated_docs", "--check"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
 

@@ -1,4 +1,4 @@
-"""The machine-wide cache of GGUF conversions (unstereo.gguf_convert), with a stand-in for the slow dequantisation:
+"""The machine-wide cache of GGUF conversions (unstereo.models.gguf_convert), with a stand-in for the slow dequantisation:
 one conversion per distinct file, linked from beside every copy; stale folders converted again; a cache that cannot
 be written falls back to converting beside the file."""
 
@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from unstereo import gguf_convert
+import unstereo.models.gguf_convert as gguf_convert
 from unstereo.errors import UnstereoError
 
 

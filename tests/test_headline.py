@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from unstereo.headline import HEADLINE, HeadlineMetric
+from unstereo.model_card.headline import HEADLINE, HeadlineMetric
 
 
 def test_bias_orientation():
@@ -30,7 +30,7 @@ def test_schema_columns():
 
 
 def test_headline_table_drops_the_label_of_a_missing_interval():
-    from unstereo.headline import headline_table
+    from unstereo.model_card.headline import headline_table
 
     row = dict(method="m", model="a", metric="x", value=1.0, n=3, scope="all")
     df = headline_table(
@@ -44,7 +44,7 @@ def test_headline_table_drops_the_label_of_a_missing_interval():
 
 
 def test_first_present_and_model_names():
-    from unstereo.headline import first_present, model_names
+    from unstereo.model_card.headline import first_present, model_names
 
     assert first_present(["c", "b"], ["a", "b", "c"]) == "c"  # the config's order wins
     assert first_present(["z"], ["b", "a"]) == "a"  # none configured is there: the smallest
@@ -58,7 +58,7 @@ def test_first_present_and_model_names():
 
 def test_headline_table_fills_labels_a_method_leaves_out():
     """A method without intervals or scope (e.g. a new method's first headline) gets empty labels, NaN bounds."""
-    from unstereo.headline import headline_table
+    from unstereo.model_card.headline import headline_table
 
     df = headline_table([{"method": "toy", "model": "tiny", "metric": "gap", "value": 0.5, "n": 3}])
     assert df[["interval", "scope"]].values.tolist() == [["", ""]]

@@ -14,11 +14,11 @@ from _scoring_models import word_tokenizer
 from click.testing import CliRunner
 from llm_test_server import Reply, ScriptedServer
 
+from unstereo.engine.sampler import sample_rows
 from unstereo.llm import ChatCache, ChatRequest, ContinuationRequest, LLMClient, make_client
 from unstereo.llm.local import LocalBackend, cut_at_stop
 from unstereo.llm.sample import SampleSettings, continue_prompts, sample_continuations
-from unstereo.llm.sampler import sample_rows
-from unstereo.model_spec import ModelSpec
+from unstereo.models.spec import ModelSpec
 
 PROMPTS = pd.DataFrame(
     {
@@ -60,7 +60,7 @@ def tiny_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def loaded(tiny_dir):
-    from unstereo.models import load_causal_lm
+    from unstereo.models.load import load_causal_lm
 
     return load_causal_lm(str(tiny_dir), dtype="float32", device="cpu")
 

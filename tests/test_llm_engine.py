@@ -1,4 +1,4 @@
-"""The sampling engine (unstereo.llm.engine): transformers' greedy tokens, the scorer's log-probabilities, rows that
+"""The sampling engine (unstereo.engine.engine): transformers' greedy tokens, the scorer's log-probabilities, rows that
 do not depend on their batch, stop strings, one prefill per prompt, continuous batching, the checked fallback."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 import torch
 from _scoring_models import word_tokenizer
 
-from unstereo.llm.engine import EngineRequest, SamplingEngine, _Detokenizer
+from unstereo.engine.engine import EngineRequest, SamplingEngine, _Detokenizer
 from unstereo.llm.local import LocalBackend
 from unstereo.llm.types import ChatRequest, ContinuationRequest
 from unstereo.scoring import CausalScorer
@@ -197,7 +197,7 @@ def test_backend_falls_back_to_generate_when_the_probe_fails(models, tok, monkey
 @pytest.mark.models
 @pytest.mark.slow
 def test_smollm2_greedy_and_logprobs(resource):
-    from unstereo.models import load_causal_lm
+    from unstereo.models.load import load_causal_lm
 
     d = resource("smollm2")
     model, tok = load_causal_lm(str(d / "SmolLM2-135M-Instruct.Q4_1.gguf"), dtype="float32", device="cpu")

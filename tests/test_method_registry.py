@@ -24,8 +24,8 @@ from unstereo import cli as cli_module
 from unstereo import method_registry, outputs_check
 from unstereo.config import config_schema, validate_config
 from unstereo.errors import ConfigError
-from unstereo.headline import HeadlineMetric
 from unstereo.method_registry import Method, MethodRegistryError
+from unstereo.model_card.headline import HeadlineMetric
 from unstereo.package_data import SCHEMA_DIR
 from unstereo.tables import TableSchema
 
@@ -59,9 +59,10 @@ def test_each_builtin_method_is_declared_once_in_its_own_package():
 
 
 def test_rules_files_keep_the_include_order_and_exist():
-    # the order of the hand-written includes this replaces; each rules file lives in its package folder (the score
-    # stage's beside its CLI, in unstereo/scoring)
-    expected = ["corpus", "vocabulary", "benchmarks", "generate", "scoring", "report"]
+    # the order of the hand-written includes this replaces; each rules file lives in its package folder
+    expected = [
+        f"unstereoeval/{s}" for s in ("corpus", "vocabulary", "benchmarks", "generate", "score", "report")
+    ]
     expected += ["fairpair", "sentiment", "robustness", "biastest"]
     assert method_registry.rules_files() == [str(PACKAGE / n / "rules.smk") for n in expected]
     assert all(Path(f).is_file() for f in method_registry.rules_files())
@@ -76,9 +77,9 @@ def test_rules_files_keep_the_include_order_and_exist():
 def test_each_builtin_method_is_one_folder():
     """Rules, config schemas, conda envs and captions of a built-in method are files of its package folder(s); the
     shared ones (rules/, envs/resources.yaml, the shared schemas, the model card's captions) are not a method's."""
-    stage_of = {"score": "scoring"}
     for name, m in method_registry.methods().items():
-        folders = {PACKAGE / name} | {PACKAGE / stage_of.get(s, s) for s in m.config}
+        # UnStereoEval's stages are folders of its package
+        folders = {PACKAGE / name} | {PACKAGE / name / s for s in m.config if name == "unstereoeval"}
         files = [*m.rules, *m.envs, *m.captions, *(m.schema_path(s) for s in m.config)]
         assert files and all(Path(f).is_absolute() and Path(f).exists() for f in files), name
         assert all(Path(f).parent in folders for f in files), name
@@ -185,10 +186,9 @@ def test_config_sections_are_the_schemas_method_sections():
     schema, _ = config_schema()
     sections = method_registry.config_sections()
     assert set(schema["properties"]) == SHARED_KEYS | set(sections)
-    stage_of = {"score": "scoring"}  # the score stage's schema lives beside its CLI, in unstereo/scoring
     for section, path in sections.items():
         package = {m: n for n, meth in method_registry.methods().items() for m in meth.config}[section]
-        folder = PACKAGE / (package if package != "unstereoeval" else stage_of.get(section, section))
+        folder = PACKAGE / package / (section if package == "unstereoeval" else "")
         assert path == folder / f"{section}.schema.yaml" and path.is_file()
         assert schema["properties"][section] == {"$ref": path.name, "default": {}}
     # the file on disk lists the shared keys only; the sections come from the registry
@@ -209,7 +209,9 @@ def test_headline_metrics_and_report_categories():
     assert methods["biastest"].headline[0].ideal == 50.0
     for name, m in methods.items():
         # UnStereoEval's headline lives with its report (metrics never imports report)
-        module = "unstereo.report.headline" if name == "unstereoeval" else f"unstereo.{name}.headline"
+        module = (
+            "unstereo.unstereoeval.report.headline" if name == "unstereoeval" else f"unstereo.{name}.headline"
+        )
         assert m.headline_module == module
         # the headline module reads the metrics from the declaration: declared once
         assert importlib.import_module(m.headline_module).METRICS is m.headline
@@ -324,7 +326,7 @@ TOY_FILES = {
 
         import pandas as pd
 
-        from unstereo.headline import headline_table
+        from unstereo.model_card.headline import headline_table
 
 
         def enabled(config):

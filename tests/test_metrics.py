@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 from unstereo.errors import InputError
-from unstereo.metrics import (
+from unstereo.tables import METRICS, validate
+from unstereo.unstereoeval.metrics import (
     DEFAULT_EPS,
     aufc,
     compute_curves,
@@ -22,8 +23,7 @@ from unstereo.metrics import (
     skew_labels,
     unstereo_score,
 )
-from unstereo.metrics.released import default_model_id, ingest_released, read_released_file
-from unstereo.tables import METRICS, validate
+from unstereo.unstereoeval.metrics.released import default_model_id, ingest_released, read_released_file
 
 LN10 = math.log(10.0)
 
@@ -286,7 +286,7 @@ def test_released_file_errors_name_the_file(tmp_path):
 
 
 def test_eta_parsing_and_mask():
-    from unstereo.metrics import eta_mask, parse_eta
+    from unstereo.unstereoeval.metrics import eta_mask, parse_eta
 
     assert (
         parse_eta("inf") == math.inf and parse_eta("unconstrained") == math.inf and parse_eta("0.65") == 0.65

@@ -12,15 +12,15 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+import unstereo.model_card.card as mc
 from unstereo.biastest import headline as bt_headline
 from unstereo.cli import cli as cli_main
 from unstereo.fairpair import headline as fp_headline
-from unstereo.headline import HEADLINE
-from unstereo.report import headline as us_headline
-from unstereo.report import model_card as mc
+from unstereo.model_card.headline import HEADLINE
 from unstereo.robustness import headline as rob_headline
 from unstereo.sentiment import headline as sent_headline
 from unstereo.tables import validate
+from unstereo.unstereoeval.report import headline as us_headline
 
 
 def _write(df: pd.DataFrame, path):

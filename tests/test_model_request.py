@@ -7,10 +7,11 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from unstereo import model_request, model_spec
+import unstereo.models.request as model_request
+import unstereo.models.spec as model_spec
 from unstereo.errors import ConfigError
-from unstereo.model_request import ModelRequest
-from unstereo.model_spec import ModelSpec
+from unstereo.models.request import ModelRequest
+from unstereo.models.spec import ModelSpec
 
 
 def test_request_from_a_config_section_and_from_cli_options_is_the_same_object():
@@ -60,7 +61,7 @@ def test_resolve_model_runs_once_per_request(monkeypatch, tmp_path):
     """Building the request resolves the spec; the registry, the run and the loader take it as is."""
     from _scoring_models import tiny_gpt2, word_tokenizer
 
-    from unstereo import models
+    import unstereo.models.load as models
     from unstereo.scoring.registry import scorer_for
 
     tok = word_tokenizer()
@@ -91,7 +92,9 @@ def test_registry_maps_each_kind_to_its_scorer(monkeypatch):
     for name, cls in MASKED_SCORERS.items():
         assert registry.SCORERS[name].label == cls.kind
     monkeypatch.setattr("unstereo.scoring.masked.load_masked_lm", lambda spec, dtype, device: ("m", "tok"))
-    monkeypatch.setattr("unstereo.scoring.causal.load_scoring_model", lambda spec, dtype, device: ("m", "tok"))
+    monkeypatch.setattr(
+        "unstereo.scoring.causal.load_scoring_model", lambda spec, dtype, device: ("m", "tok")
+    )
     built = {}
     for name in registry.SCORERS:
         cls = MASKED_SCORERS.get(name)

@@ -1,4 +1,4 @@
-"""The rule layer of every model-running rule (unstereo.model_rules) on hand-made config sections. That each such rule
+"""The rule layer of every model-running rule (unstereo.models.rules) on hand-made config sections. That each such rule
 requests a GPU with `device: cuda` is checked on the real workflow in tests/test_slurm_profile.py."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from unstereo import model_rules
+import unstereo.models.rules as model_rules
 from unstereo.errors import ConfigError
-from unstereo.model_spec import ModelSpec
+from unstereo.models.spec import ModelSpec
 
 MANIFEST = "E/{}/RESOURCE.json".format
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from unstereo import model_rules
+import unstereo.models.rules as model_rules
 from unstereo.config import validate_config
 from unstereo.errors import ConfigError
-from unstereo.generate.settings import load_section
-from unstereo.model_spec import ModelSpec, resolve_model
+from unstereo.generation.settings import load_section
+from unstereo.models.spec import ModelSpec, resolve_model
 
 
 @pytest.mark.parametrize(
@@ -167,7 +167,7 @@ def test_shipped_configs_resolve(tmp_path):
 
 def test_remote_spec_cannot_be_loaded_locally():
     from unstereo.errors import UnstereoError
-    from unstereo.models import load_causal_lm
+    from unstereo.models.load import load_causal_lm
 
     with pytest.raises(UnstereoError, match="served by an endpoint"):
         load_causal_lm("endpoint:http://h/v1#m")
@@ -179,7 +179,7 @@ import sys, types
 from transformers.utils import import_utils
 import_utils._sklearn_available = True
 {pre}
-from unstereo.models import load_causal_lm
+from unstereo.models.load import load_causal_lm
 load_causal_lm({folder!r}, device="cpu")
 print(sys.modules.get("sklearn") is not None, bool(import_utils.is_sklearn_available()))
 """

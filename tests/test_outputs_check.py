@@ -241,7 +241,7 @@ def test_model_card_tables_at_the_results_root(tmp_path):
     from unstereo.outputs_check import schema_ref
 
     res = tmp_path / "res"
-    assert schema_ref(res / "model_card.parquet", res) == "unstereo.report.model_card:MODEL_CARD"
-    assert schema_ref(res / "model_card_tau.parquet", res) == "unstereo.report.model_card:MODEL_CARD_TAU"
+    assert schema_ref(res / "model_card.parquet", res) == "unstereo.model_card.card:MODEL_CARD"
+    assert schema_ref(res / "model_card_tau.parquet", res) == "unstereo.model_card.card:MODEL_CARD_TAU"
     assert schema_ref(res / "model_card" / "tiny.md", res) is None  # its pages are not tables
     assert schema_ref(res / "fairpair" / "model_card.parquet", res) is None  # only at the root

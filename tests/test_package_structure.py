@@ -92,17 +92,20 @@ def test_find_cycle_on_hand_made_graphs():
 def test_import_graph_sees_relative_imports():
     graph = import_graph()
     # stages named by a module of theirs (dotted names, which the layout codemod of issue 40 carries along)
-    registry = _stage("unstereo.model_registry")
+    registry = _stage("unstereo.models.registry")
     assert (
-        registry in graph[_stage("unstereo.report.cli")] and registry in graph[_stage("unstereo.metrics.cli")]
+        registry in graph[_stage("unstereo.unstereoeval.report.cli")]
+        and registry in graph[_stage("unstereo.unstereoeval.metrics.cli")]
     )
-    assert _stage("unstereo.cli_options") in graph[_stage("unstereo.scoring.cli")]
+    assert _stage("unstereo.cli_options") in graph[_stage("unstereo.unstereoeval.score.cli")]
 
 
 def test_no_import_cycle_between_stages():
-    """metrics and report both read the model registry from unstereo.model_registry, not from each other."""
+    """metrics and report both read the model registry from unstereo.models.registry, not from each other."""
     graph = import_graph()
-    assert _stage("unstereo.report.cli") not in graph.get(_stage("unstereo.metrics.cli"), set())
+    assert _stage("unstereo.unstereoeval.report.cli") not in graph.get(
+        _stage("unstereo.unstereoeval.metrics.cli"), set()
+    )
     assert find_cycle(graph) is None, f"import cycle between stages: {' -> '.join(find_cycle(graph))}"
 
 
@@ -247,9 +250,9 @@ def test_packaged_resolves_repo_paths_outside_a_checkout(tmp_path, monkeypatch):
 
 def test_loaders_default_to_packaged_files(tmp_path, monkeypatch):
     from unstereo.config import load_config
-    from unstereo.corpus.lexicon import load_pairs
-    from unstereo.generate.prompts import load_prompts
-    from unstereo.model_registry import load_registry
+    from unstereo.generation.lexicon import load_pairs
+    from unstereo.generation.prompts import load_prompts
+    from unstereo.models.registry import load_registry
 
     monkeypatch.chdir(tmp_path)
     assert len(load_registry("data/models.csv")) == 28

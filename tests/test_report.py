@@ -11,19 +11,9 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from unstereo.model_registry import DEFAULT_REGISTRY, attach, load_registry
-from unstereo.report.compare import (
-    compare,
-    load_known,
-    load_published,
-    reproduction_markdown,
-    stale_known,
-    summarize,
-    without_table,
-)
-from unstereo.report.figures import figure_data, plot_fairness_curves
-from unstereo.report.render import to_latex, to_markdown, write_table_files
-from unstereo.report.tables import (
+from unstereo.models.registry import DEFAULT_REGISTRY, attach, load_registry
+from unstereo.render.formats import to_latex, to_markdown, write_table_files
+from unstereo.render.table import (
     SIZE_ROW,
     dedup_table,
     gap_table,
@@ -32,6 +22,16 @@ from unstereo.report.tables import (
     paper_tables,
 )
 from unstereo.tables import write_table
+from unstereo.unstereoeval.report.compare import (
+    compare,
+    load_known,
+    load_published,
+    reproduction_markdown,
+    stale_known,
+    summarize,
+    without_table,
+)
+from unstereo.unstereoeval.report.figures import figure_data, plot_fairness_curves
 
 REPO_DATA = Path(__file__).resolve().parents[1] / "data"
 BENCHES = ["USE-5", "USE-10", "USE-20", "Winobias", "Winogender"]
@@ -235,7 +235,7 @@ def test_shipped_registry_and_published_facts():
     models = pub[pub["table"] != 7]
     assert set(models["row"]) - {SIZE_ROW} <= set(reg["display_name"])
     # Table 7 (benchmark properties): 14 rows x 5 benchmarks, every row one the properties table builds
-    from unstereo.benchmarks.properties import TABLE7_ROWS
+    from unstereo.unstereoeval.benchmarks.properties import TABLE7_ROWS
 
     t7 = pub[pub["table"] == 7]
     assert counts[7] == 70 and set(t7["row"]) == set(TABLE7_ROWS) and t7["column"].nunique() == 5
@@ -362,9 +362,9 @@ def _released_pairs(reference_dir):
 @pytest.mark.reference
 @pytest.mark.slow
 def test_full_reproduction_of_the_published_tables(reference_dir):
-    from unstereo.metrics import compute_metrics
-    from unstereo.metrics.released import ingest_released
-    from unstereo.model_registry import name_map
+    from unstereo.models.registry import name_map
+    from unstereo.unstereoeval.metrics import compute_metrics
+    from unstereo.unstereoeval.metrics.released import ingest_released
 
     reg = load_registry()
     results = reference_dir / "unstereo-eval" / "results"

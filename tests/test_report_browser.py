@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from unstereo.report.browser_check import check_html, find_browser
+from tools.browser_check import check_html, find_browser
 
 ROOT = Path(__file__).resolve().parents[1]
 # A 1x1 PNG.
@@ -54,8 +54,8 @@ def test_fairness_curve_y_label(tmp_path, monkeypatch):
     import matplotlib.pyplot as plt
     import pandas as pd
 
-    from unstereo.model_registry import DEFAULT_REGISTRY, load_registry
-    from unstereo.report.figures import OTHER, figure_data, plot_fairness_curves, y_label
+    from unstereo.models.registry import DEFAULT_REGISTRY, load_registry
+    from unstereo.unstereoeval.report.figures import OTHER, figure_data, plot_fairness_curves, y_label
 
     assert y_label(OTHER, [OTHER]) == "US"
     assert y_label("OPT", ["OPT", OTHER]) == "US\nOPT"
@@ -126,14 +126,14 @@ def _tiny_report(tmp_path: Path, png: bytes) -> Path:
 
 
 def test_checker_command_in_a_fresh_process(tmp_path):
-    """`python -m unstereo.report.browser_check` in a new interpreter, where the debugging pipe's own descriptors
+    """`python -m tools.browser_check` in a new interpreter, where the debugging pipe's own descriptors
     are 3 and 4 (the same numbers the browser reads): it must still hand the pipe over (it once started the
     browser without it and died of a broken pipe)."""
     need_browser()
     page = tmp_path / "page.html"
     page.write_text("<html><body><p>fine</p></body></html>")
     run = subprocess.run(
-        [sys.executable, "-m", "unstereo.report.browser_check", str(page), "--screenshot", str(tmp_path / "p.png")],
+        [sys.executable, "-m", "tools.browser_check", str(page), "--screenshot", str(tmp_path / "p.png")],
         capture_output=True, text=True, timeout=300, close_fds=True,
     )  # fmt: skip
     assert run.returncode == 0 and "OK" in run.stdout, run.stdout + run.stderr[-2000:]

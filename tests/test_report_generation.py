@@ -1,4 +1,4 @@
-"""The report's generation section (unstereo.report.generation) from a hand-made generate run."""
+"""The report's generation section (unstereo.unstereoeval.report.generation) from a hand-made generate run."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import json
 
 from click.testing import CliRunner
 
-from unstereo.generate import GenerateSettings, generate_benchmark, load_prompts, summarize
 from unstereo.llm.types import ChatResult
-from unstereo.report.generation import STEPS, filter_table, generation_html
+from unstereo.unstereoeval.generate import GenerateSettings, generate_benchmark, load_prompts, summarize
+from unstereo.unstereoeval.report.generation import STEPS, filter_table, generation_html
 
 
 class Client:

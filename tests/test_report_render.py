@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from unstereo.report.render import html_table, markdown_table
+from unstereo.render.formats import html_table, markdown_table
 
 HEADER = ["word", "a|b", "n"]
 ROWS = [["she & he", "x|y", "1.50"], ["<b>", "", "2"]]

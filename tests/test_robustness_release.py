@@ -94,8 +94,8 @@ def test_release_as_fixed_alternative_and_cli(release_dir, tmp_path):
 
 
 def test_release_construction_over_the_project_winogender_table(release_dir, reference_dir):
-    from unstereo.benchmarks.readers.winogender import read_winogender
     from unstereo.robustness.build import construct, construction_names, from_release
+    from unstereo.unstereoeval.benchmarks.readers.winogender import read_winogender
 
     pairs = read_winogender(reference_dir / "winogender" / "data" / "all_sentences.tsv")
     released = from_release(pairs, "release:object_clause_back", release_dir)

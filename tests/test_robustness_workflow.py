@@ -13,9 +13,9 @@ import pytest
 import yaml
 from _scoring_models import tiny_gpt2, word_tokenizer
 
+import unstereo.robustness.rules as workflow
 from unstereo.config import load_config, validate_config
 from unstereo.errors import ConfigError
-from unstereo.robustness import workflow
 from unstereo.robustness.run import ROBUSTNESS_SCORES
 from unstereo.scoring.cache import ScoreCache
 from unstereo.tables import DELTA, PAIRS, SCORES, read_table, write_table

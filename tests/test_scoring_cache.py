@@ -148,7 +148,9 @@ def test_key_ignores_device_batch_and_chunking_but_follows_weights_and_versions(
     (folder / "m.gguf").write_bytes(b"g" * 11)
     k3 = model_key(model_description(gguf, VERSIONS))
     assert k3 != k2
-    monkeypatch.setattr("unstereo.gguf_convert.CONVERSION_VERSION", 99)  # a new GGUF conversion misses too
+    monkeypatch.setattr(
+        "unstereo.models.gguf_convert.CONVERSION_VERSION", 99
+    )  # a new GGUF conversion misses too
     assert model_key(model_description(gguf, VERSIONS)) != k3
     with pytest.raises(ValueError, match="model_id"):
         model_description({"scorer": "causal"}, VERSIONS)
@@ -229,7 +231,7 @@ def test_cli_cache_option_and_default_location(tmp_path, monkeypatch):
 
 
 def test_rule_option_from_config():
-    from unstereo.scoring.rules import cache_option
+    from unstereo.unstereoeval.score.rules import cache_option
 
     assert cache_option({"cache": None}, "results/score-cache.sqlite") == "--cache results/score-cache.sqlite"
     assert cache_option({"cache": True}, "r/c.sqlite") == "--cache r/c.sqlite"

@@ -13,12 +13,12 @@ import torch
 from _scoring_models import tiny_gpt2, word_tokenizer
 from test_scoring import SENTENCES, manual_logprob
 
+from unstereo.models.lm_head import LMHead, head_logprobs, split_causal_lm
+from unstereo.models.tree_attention import segment_layout
 from unstereo.scoring import CausalScorer
 from unstereo.scoring.batching import Batcher
 from unstereo.scoring.causal import attention_span, probe_sequences
-from unstereo.scoring.lm_head import LMHead, head_logprobs, split_causal_lm
 from unstereo.scoring.prefix_tree import ancestor_mask, pack_prefix_tree
-from unstereo.scoring.tree_attention import segment_layout
 
 # ------------------------------------------------------------------------------------------------ prefix tree
 

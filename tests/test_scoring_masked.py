@@ -193,8 +193,8 @@ def test_scorer_names_and_factory():
         "masked-pll", "masked-crows-pairs", "masked-aul", "masked-biastestgpt"
     ]  # fmt: skip
     from unstereo.errors import ConfigError
-    from unstereo.model_request import ModelRequest
-    from unstereo.model_spec import ModelSpec
+    from unstereo.models.request import ModelRequest
+    from unstereo.models.spec import ModelSpec
     from unstereo.scoring.registry import scorer_for
 
     with pytest.raises(ConfigError, match="unknown scorer 'lm-eval'"):

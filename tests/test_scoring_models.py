@@ -13,8 +13,8 @@ import pytest
 import torch
 from transformers import AutoTokenizer
 
-from unstereo.gguf_tokenizer import needs_bpe_repair, repair_gemma_tokenizer
-from unstereo.models import ModelSpec, load_causal_lm, load_tokenizer
+from unstereo.models.gguf_tokenizer import needs_bpe_repair, repair_gemma_tokenizer
+from unstereo.models.load import ModelSpec, load_causal_lm, load_tokenizer
 from unstereo.scoring import CausalScorer
 
 pytestmark = [pytest.mark.slow, pytest.mark.models]

@@ -1,4 +1,4 @@
-"""Linear layers through oneDNN (:mod:`unstereo.scoring.onednn`): the product by hand, which layers are routed and
+"""Linear layers through oneDNN (:mod:`unstereo.models.onednn`): the product by hand, which layers are routed and
 that they get their own ``forward`` back, and the scorer's fast paths on it against PyTorch's default."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from _scoring_models import word_tokenizer
 from test_scoring import SENTENCES
 from test_scoring_fastpath import tiny_model
 
-from unstereo.scoring import CausalScorer, onednn
+import unstereo.models.onednn as onednn
+from unstereo.scoring import CausalScorer
 
 pytestmark = pytest.mark.skipif(
     not torch.backends.mkldnn.is_available(), reason="this PyTorch build has no oneDNN"

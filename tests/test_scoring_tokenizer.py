@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from unstereo.gguf_tokenizer import sentencepiece_bpe_merges
+from unstereo.models.gguf_tokenizer import sentencepiece_bpe_merges
 
 
 def test_merges_follow_scores_and_skip_specials():
@@ -50,7 +50,7 @@ def test_needs_bpe_repair_only_for_gemma_with_a_unigram_backend():
     from tokenizers import Tokenizer, models
     from transformers import PreTrainedTokenizerFast
 
-    from unstereo.gguf_tokenizer import needs_bpe_repair
+    from unstereo.models.gguf_tokenizer import needs_bpe_repair
 
     unigram = PreTrainedTokenizerFast(
         tokenizer_object=Tokenizer(models.Unigram([("<unk>", 0.0), ("a", -1.0)], 0))

@@ -13,10 +13,10 @@ import pytest
 import yaml
 from _scoring_models import tiny_gpt2, word_tokenizer
 
-from unstereo import model_rules
+import unstereo.models.rules as model_rules
+import unstereo.unstereoeval.score.rules as rules
 from unstereo.config import load_config, validate_config
 from unstereo.errors import ConfigError
-from unstereo.scoring import rules
 from unstereo.tables import PAIRS, SCORES, read_table, write_table
 
 

@@ -9,9 +9,11 @@ import json
 import click
 from click.testing import CliRunner
 
-from unstereo import cli_options, model_request, model_rules
+import unstereo.models.request as model_request
+import unstereo.models.rules as model_rules
+import unstereo.unstereoeval.score.rules as score_rules
+from unstereo import cli_options
 from unstereo.config import validate_config
-from unstereo.scoring import rules as score_rules
 
 
 def _capture_command():
@@ -88,7 +90,7 @@ def test_settings_json_folds_the_seed_in_and_drops_the_models():
 
 
 def test_biastest_score_settings_give_the_flags_request(monkeypatch):
-    from unstereo.biastest import workflow as bt
+    import unstereo.biastest.rules as bt
     from unstereo.biastest.cli import score_cmd
 
     config = validate_config(

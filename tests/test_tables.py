@@ -120,7 +120,7 @@ def test_written_tables_get_normal_permissions(tmp_path):
 def test_empty_tables_get_the_schema_kinds(tmp_path):
     """An empty SCORES/PAIRS table (a generated benchmark that kept no pair) reads back with typed columns, so the
     metrics join of two empty tables works instead of failing on float64 vs object keys."""
-    from unstereo.metrics.compute import join_scores
+    from unstereo.unstereoeval.metrics.compute import join_scores
 
     scores = pd.DataFrame({c: [] for c in SCORES.names})  # every column float64 or object
     pairs = pd.DataFrame({c: [] for c in PAIRS.names})

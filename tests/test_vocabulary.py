@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from unstereo.errors import ConfigError, InputError, ResourceError
-from unstereo.vocabulary import (
+from unstereo.unstereoeval.vocabulary import (
     EnglishFilter,
     SeedSelection,
     delta_bin_edges,
@@ -20,13 +20,13 @@ from unstereo.vocabulary import (
     sample_seed_words,
     sampling_pool,
 )
-from unstereo.vocabulary.compare import (
+from unstereo.unstereoeval.vocabulary.compare import (
     drawn_positions,
     infer_pool_sizes,
     overlap,
 )
-from unstereo.vocabulary.english import count_cutoff, is_alphabetic
-from unstereo.vocabulary.seeds import assign_bins, central_bin, parse_seeds
+from unstereo.unstereoeval.vocabulary.english import count_cutoff, is_alphabetic
+from unstereo.unstereoeval.vocabulary.seeds import assign_bins, central_bin, parse_seeds
 
 # ------------------------------------------------------------------------------------------- English filter
 

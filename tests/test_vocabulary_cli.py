@@ -10,10 +10,10 @@ import pytest
 from click.testing import CliRunner
 
 from unstereo.tables import read_delta
-from unstereo.vocabulary import delta_bin_edges
-from unstereo.vocabulary.cli import group
-from unstereo.vocabulary.compare import infer_pool_sizes, read_released_seeds, region_ranks
-from unstereo.vocabulary.seeds import PAPER_SEEDS, central_bin
+from unstereo.unstereoeval.vocabulary import delta_bin_edges
+from unstereo.unstereoeval.vocabulary.cli import group
+from unstereo.unstereoeval.vocabulary.compare import infer_pool_sizes, read_released_seeds, region_ranks
+from unstereo.unstereoeval.vocabulary.seeds import PAPER_SEEDS, central_bin
 
 WORDS = (
     "government understand information synthetic studious dog cat house water music garden river window table "

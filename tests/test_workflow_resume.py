@@ -38,9 +38,9 @@ import pytest
 import yaml
 from llm_test_server import Reply, ScriptedServer, prompt_matcher, user_text
 
+import unstereo.unstereoeval.score.rules as score_rules
 from unstereo.config import validate_config
-from unstereo.generate import load_prompts
-from unstereo.scoring import rules as score_rules
+from unstereo.unstereoeval.generate import load_prompts
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = str(Path(sys.executable).parent)

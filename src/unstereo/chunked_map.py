@@ -29,10 +29,10 @@ from typing import Any
 
 import pandas as pd
 
-from .errors import InputError
-from .io import atomic_path, write_json
-from .log import get_logger, progress
-from .tables import TableSchema, write_table
+from unstereo.errors import InputError
+from unstereo.io import atomic_path, write_json
+from unstereo.log import get_logger, progress
+from unstereo.tables import TableSchema, write_table
 
 log = get_logger("chunked_map")
 

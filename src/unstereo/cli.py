@@ -13,14 +13,14 @@ from functools import cache
 
 import click
 
-from . import __version__
-from .errors import UnstereoError
+from unstereo import __version__
+from unstereo.errors import UnstereoError
 
 # The shared infrastructure (not a method): subcommand -> "module:attribute" of a click command or group.
 INFRASTRUCTURE: dict[str, str] = {
     "resources": "unstereo.resources.cli:group",
     "llm": "unstereo.llm.cli:group",
-    "config": "unstereo.config_cli:config",
+    "config": "unstereo.config.cli:config",
 }
 
 
@@ -29,7 +29,7 @@ def subcommands() -> dict[str, str]:
     """Every subcommand: the infrastructure's, then each registered method's (UnStereoEval's stages, fairpair, ...).
     Read on first use (module attribute ``SUBCOMMANDS``), so that a broken method declaration is reported by
     :func:`main` as one clear line rather than a traceback at import."""
-    from . import method_registry  # not at import: `unstereo config ...` needs no method's declaration
+    from unstereo import method_registry  # not at import: `unstereo config ...` needs no method's declaration
 
     out = dict(INFRASTRUCTURE)
     for name, ref in method_registry.cli_groups().items():

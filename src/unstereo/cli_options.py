@@ -4,7 +4,7 @@ Each name is a decorator (``@cli_options.threads``) or a function returning one 
 its own (``@cli_options.output("SCORES parquet")``). Parsing callbacks live here too (batch size, eps grid).
 Model options: every command that takes a model takes it as one string (:data:`MODEL_FORMS`), plus
 ``--api-key-env`` (endpoint models) and ``--external-dir`` (``resource:`` models), and resolves it with
-:func:`unstereo.model_spec.resolve_model`.
+:func:`unstereo.models.spec.resolve_model`.
 This module imports only click, the standard library and :mod:`unstereo.defaults` at import time: every stage CLI
 imports it.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from .defaults import eps_grid_text
+from unstereo.defaults import eps_grid_text
 
 EXISTING_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
@@ -57,9 +57,11 @@ def _grid_callback(ctx, param, value: str):
 
 
 def _default_registry() -> Path:
-    from .model_registry import DEFAULT_REGISTRY
+    from unstereo.package_data import (
+        DATA_DIR,
+    )  # models.registry.DEFAULT_REGISTRY (models/ imports this module)
 
-    return Path(DEFAULT_REGISTRY)
+    return DATA_DIR / "models.csv"
 
 
 # ------------------------------------------------------------------------------------------------ options
@@ -157,7 +159,7 @@ def section_settings(section: str):
     """``--settings`` (:func:`settings`) for a command whose options mirror its config section: every option left at
     its default takes the section's value of the same name (a null value is skipped); an option given on the
     command line overrides the section. The one road from the workflow to such a command
-    (:func:`unstereo.model_rules.settings_json` writes the section). A command with a ``settings`` parameter still
+    (:func:`unstereo.models.rules.settings_json` writes the section). A command with a ``settings`` parameter still
     receives the raw value."""
     import functools
     import inspect
@@ -182,7 +184,7 @@ def section_values(ctx: click.Context, section: str, value: str, values: dict) -
     same name from ``--settings`` ``value`` (:func:`unstereo.config.read_section_arg`)."""
     from click.core import ParameterSource
 
-    from .config import read_section_arg
+    from unstereo.config import read_section_arg
 
     data = read_section_arg(value, section)
     out = dict(values)
@@ -200,7 +202,7 @@ threads = click.option(
 
 
 # ------------------------------------------------------------------------------------------------ models
-#: How a model is named on the command line (the same forms as a config entry, see unstereo.model_spec).
+#: How a model is named on the command line (the same forms as a config entry, see unstereo.models.spec).
 MODEL_FORMS = (
     "MODEL is a hub id (EleutherAI/pythia-70m, optionally @REVISION), a local folder, a .gguf file, "
     "resource:NAME/FILE.gguf (an offline resource under --external-dir) or endpoint:URL#NAME "
@@ -223,22 +225,8 @@ external_dir = click.option(
 
 
 def model_options(f):
-    """``--api-key-env`` and ``--external-dir`` (pass both to :func:`resolve_cli_model`)."""
+    """``--api-key-env`` and ``--external-dir`` (pass both to :func:`unstereo.models.request.resolve_cli_model`)."""
     return api_key_env(external_dir(f))
-
-
-def resolve_cli_model(
-    model: str, api_key_env: str | None, external_dir: str | None, param: str = "MODEL", **extra: str | None
-):
-    """The ModelSpec of a command's MODEL string (``extra``: ``gguf_file``/``revision`` options on top); a bad spec
-    is a usage error naming the parameter."""
-    from .errors import ConfigError
-    from .model_spec import resolve_model
-
-    try:
-        return resolve_model(model, external_dir, key=param, api_key_env=api_key_env, **extra)
-    except ConfigError as exc:
-        raise click.BadParameter(str(exc), param_hint=param) from exc
 
 
 # ------------------------------------------------------------------------------------------------ step names

@@ -22,7 +22,7 @@ How the GPU rules are found: the workflow itself is parsed (Snakemake's API, no 
 about 3 s the first time and well under 1 s after) once with every ``device`` key of the schemas set to ``cpu``
 and once per ``device`` key with only that key set to ``cuda``; a rule whose parsed ``resources`` gain ``gpu`` is
 controlled by that key. So the list follows whatever ``rules/*.smk`` declare (through
-``unstereo.model_rules.job_resources`` or by hand) and no rule name is kept anywhere by hand.
+``unstereo.models.rules.job_resources`` or by hand) and no rule name is kept anywhere by hand.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def _load_yaml(path: Path) -> Any:
 
 
 def _shared_schema_dir() -> Path:
-    from .package_data import SCHEMA_DIR
+    from unstereo.package_data import SCHEMA_DIR
 
     return SCHEMA_DIR
 
@@ -93,7 +93,7 @@ class _Resolver:
             return here
         if not (self.shared_dir / name).exists():
             # a method's own schema by file name (biastest's `score.schema.yaml#/...`), as unstereo.config resolves it
-            from .method_registry import config_sections
+            from unstereo.method_registry import config_sections
 
             for path in config_sections().values():
                 if path.name == name:
@@ -225,7 +225,7 @@ def section_table(schema_path: str | Path, shared_dir: str | Path | None = None)
 
 
 def _top_level_schema() -> Path:
-    from .config import SCHEMA_FILE
+    from unstereo.config import SCHEMA_FILE
 
     return _shared_schema_dir() / SCHEMA_FILE
 
@@ -235,7 +235,7 @@ def _top_level_schema() -> Path:
 
 def device_keys() -> list[str]:
     """Every ``device`` key of the config sections (dotted, e.g. ``biastest.generate.device``), from the schemas."""
-    from .method_registry import config_sections
+    from unstereo.method_registry import config_sections
 
     keys = []
     for section, path in config_sections().items():
@@ -316,7 +316,7 @@ def render_block(name: str, markdown: bool = True) -> str:
     """The generated text of block ``name`` (without markers)."""
     kind, _, arg = name.partition(" ")
     if kind == "config-section":
-        from .method_registry import config_sections
+        from unstereo.method_registry import config_sections
 
         if arg == "top-level":
             return section_table(_top_level_schema())

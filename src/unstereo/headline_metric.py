@@ -1,6 +1,6 @@
 """A method's headline metric: its name, label and which way is more biased (:class:`HeadlineMetric`).
 
-Kept apart from :mod:`unstereo.headline` (the HEADLINE table and its helpers, which need pandas) because every
+Kept apart from :mod:`unstereo.model_card.headline` (the HEADLINE table and its helpers, which need pandas) because every
 method's declaration (``unstereo/<package>/method.py``) imports it, and ``unstereo --help`` reads those.
 """
 

@@ -13,7 +13,7 @@ way a plugin does. From these:
 - :mod:`unstereo.outputs_check` validates each table of a finished run against its schema;
 - the rules put each method's results under its report category (the Snakefile's ``METHODS`` is :func:`methods`:
   ``category=METHODS[name].category``, or ``METHODS[name].report_category(stage)``);
-- :mod:`unstereo.report.model_card` puts every method with a ``headline_module`` on the model card.
+- :mod:`unstereo.model_card.card` puts every method with a ``headline_module`` on the model card.
 
 Built-in methods are found by scanning ``unstereo/*/method.py``; a method in another distribution registers its
 ``Method`` under the entry-point group :data:`ENTRY_POINT_GROUP` (``toy = toy_method.method:METHOD``). Adding a
@@ -32,8 +32,8 @@ from functools import cache
 from importlib.metadata import entry_points
 from pathlib import Path
 
-from .errors import UnstereoError
-from .headline_metric import HeadlineMetric
+from unstereo.errors import UnstereoError
+from unstereo.headline_metric import HeadlineMetric
 
 #: The entry-point group of methods shipped by other distributions.
 ENTRY_POINT_GROUP = "unstereo.methods"
@@ -82,7 +82,7 @@ class Method:
       have one of their own (UnStereoEval's corpus statistics, benchmarks, ...);
     - ``headline``: its headline metrics (:class:`~unstereo.headline_metric.HeadlineMetric`), and
       ``headline_module`` the module the cross-method model card reads them with: ``headline(config)`` (a
-      :data:`unstereo.headline.HEADLINE` table), ``sources(config)`` (the finished tables it reads),
+      :data:`unstereo.model_card.headline.HEADLINE` table), ``sources(config)`` (the finished tables it reads),
       ``models(config)`` (the model short names the method's config lists) and ``enabled(config)``;
     - ``order``: where its rules are included (smaller first, then by name). Rules files read only the shared
       helpers of ``rules/common.smk`` and the config, never each other's globals, so the order is only the
@@ -143,7 +143,7 @@ class Method:
 
     def schema_path(self, section: str, schema_dir: str | Path | None = None) -> Path:
         """The schema file of config ``section`` (a bare file name: in ``schema_dir``, the packaged schemas)."""
-        from .package_data import SCHEMA_DIR
+        from unstereo.package_data import SCHEMA_DIR
 
         path = Path(self.config[section])
         return path if len(path.parts) > 1 else Path(schema_dir or SCHEMA_DIR) / path

@@ -23,10 +23,10 @@ from pathlib import Path, PurePosixPath
 
 import pandas as pd
 
-from . import method_registry
-from .config import load_config
-from .errors import InputError
-from .tables import TableSchema, validate
+from unstereo import method_registry
+from unstereo.config import load_config
+from unstereo.errors import InputError
+from unstereo.tables import TableSchema, validate
 
 MAGIC = {".png": b"\x89PNG", ".pdf": b"%PDF"}
 
@@ -59,10 +59,10 @@ def tables() -> dict[str, tuple[tuple[str, str], ...]]:
     return method_registry.tables()
 
 
-#: The tables at the top of the results folder, written across methods: the model card (unstereo.report.model_card).
+#: The tables at the top of the results folder, written across methods: the model card (unstereo.model_card.card).
 ROOT_TABLES: dict[str, str] = {
-    "model_card.parquet": "unstereo.report.model_card:MODEL_CARD",
-    "model_card_tau.parquet": "unstereo.report.model_card:MODEL_CARD_TAU",
+    "model_card.parquet": "unstereo.model_card.card:MODEL_CARD",
+    "model_card_tau.parquet": "unstereo.model_card.card:MODEL_CARD_TAU",
 }
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import re
 
-from .errors import ConfigError
+from unstereo.errors import ConfigError
 
 #: memory requests are rounded up to this many MB (schedulers and humans both read round numbers better)
 MEM_STEP_MB = 100

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from .errors import InputError
-from .io import atomic_path
+from unstereo.errors import InputError
+from unstereo.io import atomic_path
 
 
 @dataclass(frozen=True)
@@ -150,7 +150,7 @@ DELTA = TableSchema(
 )
 
 # One row per (model, benchmark, eta): these key columns, then the columns of every registered metric
-# (unstereo.metrics.registry: us, us_std, aufc, pd, male_rel_ratio, and whatever a new method registers).
+# (unstereo.unstereoeval.metrics.registry: us, us_std, aufc, pd, male_rel_ratio, and whatever a new method registers).
 METRIC_KEY_COLUMNS = (
     Column("model", "str", "model id"),
     Column("benchmark", "str", "benchmark name"),
@@ -159,7 +159,7 @@ METRIC_KEY_COLUMNS = (
 )
 
 
-# Providers of the METRICS columns beyond the keys. unstereo.metrics.registry adds itself on import (this module
+# Providers of the METRICS columns beyond the keys. unstereo.unstereoeval.metrics.registry adds itself on import (this module
 # never imports the metrics package: the dependency runs one way, metrics -> tables).
 _METRIC_COLUMN_PROVIDERS: list[Callable[[], tuple[Column, ...]]] = []
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import click
 
-from .. import cli_options, model_request
+import unstereo.models.request as model_request
+from unstereo import cli_options
 
 REFERENCE_HELP = "folder of the BiasTestGPT release [default: {external-dir}/reference/biastestgpt]"
 QUIRKS_HELP = (
@@ -17,7 +18,7 @@ QUIRKS_HELP = (
 def _reference_dir(reference_dir: str | None, external_dir: str | None) -> str:
     from pathlib import Path
 
-    from ..model_spec import external_dir_default
+    from unstereo.models.spec import external_dir_default
 
     if reference_dir:
         return reference_dir
@@ -26,8 +27,8 @@ def _reference_dir(reference_dir: str | None, external_dir: str | None) -> str:
 
 def _spec(spec: str, reference_dir: str):
     """(specification, is a release one) from a release name/tag or a file (``FILE:NAME`` when it holds several)."""
-    from .run import get_spec, is_spec_file
-    from .spec import load_spec_file, release_spec
+    from unstereo.biastest.run import get_spec, is_spec_file
+    from unstereo.biastest.spec import load_spec_file, release_spec
 
     path, _, name = spec.rpartition(":")
     if not (name and is_spec_file(path)):
@@ -52,7 +53,7 @@ def group() -> None:
 @cli_options.external_dir
 def specs_cmd(reference_dir, external_dir) -> None:
     """List the release's specifications: name, app tag, groups and attribute sets with their term counts."""
-    from .spec import release_aliases, release_specs
+    from unstereo.biastest.spec import release_aliases, release_specs
 
     ref = _reference_dir(reference_dir, external_dir)
     tags = {v: k for k, v in release_aliases().items()}
@@ -83,9 +84,9 @@ def pairs_cmd(spec, output, sources, generated, template, generator, runs, max_p
               reference_quirks, reference_dir, external_dir) -> None:  # fmt: skip
     """Build the pair table of SPEC: a release name (Math_Arts_vs_Male_Female), an app tag (male_female__math_arts)
     or a YAML/JSON specification file (FILE:NAME when it holds several)."""
-    from ..tables import write_table
-    from .run import build_pairs
-    from .schemas import PAIRS
+    from unstereo.biastest.run import build_pairs
+    from unstereo.biastest.schemas import PAIRS
+    from unstereo.tables import write_table
 
     ref = _reference_dir(reference_dir, external_dir)
     s, release = _spec(spec, ref)
@@ -121,19 +122,19 @@ def generate_cmd(
         torch.set_num_threads(threads)
     from pathlib import Path
 
-    from ..config import read_section_arg
-    from ..llm import make_client
-    from ..tables import write_table
-    from .generate import GenerationSettings, generate_pairs
-    from .run import load_section
-    from .schemas import GENERATIONS, PAIRS
+    from unstereo.biastest.generate import GenerationSettings, generate_pairs
+    from unstereo.biastest.run import load_section
+    from unstereo.biastest.schemas import GENERATIONS, PAIRS
+    from unstereo.config import read_section_arg
+    from unstereo.llm import make_client
+    from unstereo.tables import write_table
 
     section = load_section(read_section_arg(settings, "biastest"))
     g = section["generate"]
     ref = _reference_dir(reference_dir, external_dir)
     s, _ = _spec(spec, ref)
-    spec_model = cli_options.resolve_cli_model(model, api_key_env, external_dir) if model else None
-    from ..model_spec import resolve_model
+    spec_model = model_request.resolve_cli_model(model, api_key_env, external_dir) if model else None
+    from unstereo.models.spec import resolve_model
 
     spec_model = spec_model or resolve_model(g["model"], external_dir, key="biastest.generate.model",
                                              api_key_env=api_key_env)  # fmt: skip
@@ -178,9 +179,9 @@ def score_cmd(model, pairs, outputs, name, causal_score, chunk_size, **model_opt
         raise click.UsageError(f"{len(pairs)} PAIRS file(s) but {len(outputs)} -o output(s)")
     request = model_request.request_from_cli(model, model_options)
     request.apply_threads()
-    from ..tables import read_table
-    from .schemas import PAIRS
-    from .score import score_pair_tables
+    from unstereo.biastest.schemas import PAIRS
+    from unstereo.biastest.score import score_pair_tables
+    from unstereo.tables import read_table
 
     tables = [read_table(p, PAIRS) for p in pairs]
     done = score_pair_tables(tables, request, outputs, name=name or model, causal_score=causal_score,
@@ -212,7 +213,7 @@ def summarize_cmd(
 ) -> None:
     """Stereotype Score per model, specification, source and attribute term with bootstrap intervals; the t-test
     against the template baseline; the inspection page."""
-    from .run import summarize_run
+    from unstereo.biastest.run import summarize_run
 
     summary = summarize_run(pairs_files, scores_files, out_dir, rounds=rounds, per_attribute=per_attribute,
                             seed=seed, page=page, reference_quirks=reference_quirks)  # fmt: skip

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..io import atomic_path
+from unstereo.io import atomic_path
 
 
 def plot_scores(summary: pd.DataFrame, out: str | Path) -> Path:

@@ -19,14 +19,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..generate.parse import is_refusal, parse_single
-from ..llm import ChatRequest
-from ..log import get_logger
-from ..tables import validate
-from .pairs import COLUMNS, counterpart, stereotype_side
-from .schemas import GENERATIONS, PAIRS
-from .spec import BiasSpec
-from .terms import find_term, has_term, other_group_terms, swap_term
+from unstereo.biastest.pairs import COLUMNS, counterpart, stereotype_side
+from unstereo.biastest.schemas import GENERATIONS, PAIRS
+from unstereo.biastest.spec import BiasSpec
+from unstereo.biastest.terms import find_term, has_term, other_group_terms, swap_term
+from unstereo.generation.parse import is_refusal, parse_single
+from unstereo.llm import ChatRequest
+from unstereo.log import get_logger
+from unstereo.tables import validate
 
 log = get_logger("biastest")
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..io import write_text
+from unstereo.io import write_text
 
 SENTENCE_COLUMNS = ["model", "spec", "source", "attribute", "group_term_a", "group_term_b", "sentence_a",
                     "sentence_b", "stereotype", "preferred", "stereotyped", "score_a", "score_b", "logp_a",

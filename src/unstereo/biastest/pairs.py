@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError
-from ..tables import validate
-from .schemas import PAIRS
-from .spec import BiasSpec, core_spec_names
+from unstereo.biastest.schemas import PAIRS
+from unstereo.biastest.spec import BiasSpec, core_spec_names
+from unstereo.errors import InputError
+from unstereo.tables import validate
 
 # The release's generated pairs: generator -> (folder under gen_pairs_csv, file name with {run}).
 RELEASED = {

@@ -1,12 +1,12 @@
 # Rules of the biastest stage: BiasTestGPT (docs/methods.md#biastestgpt; logic in src/unstereo/biastest, rule
-# helpers in unstereo.biastest.workflow). Outputs under results/biastest/:
+# helpers in unstereo.biastest.rules). Outputs under results/biastest/:
 #   {spec}/generated.parquet, generations.parquet   generated pairs and every try (specs of biastest.generate.specs)
 #   {spec}/pairs.parquet                            pairs of every source
 #   {model}/{spec}/scores.parquet                   scores of both sentences of every pair
 #   summary.parquet, comparison.parquet, sentences.parquet, page.html, summary.html, stereotype_score.png
 import re
 
-from unstereo.biastest import workflow as bt
+import unstereo.biastest.rules as bt
 
 # The section with every default filled in (validated against workflow/schemas/biastest.schema.yaml).
 BT = config["biastest"]

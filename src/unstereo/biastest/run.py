@@ -7,14 +7,21 @@ from typing import Any
 
 import pandas as pd
 
-from ..errors import ConfigError, InputError
-from ..io import write_text
-from ..log import get_logger
-from ..tables import read_table, validate, write_table
-from .pairs import balanced_sample, released_pairs, released_template_pairs, template_pairs
-from .schemas import COMPARISON, PAIRS, SCORES, SUMMARY
-from .spec import CORE_TAGS, HEALTH_TAGS, BiasSpec, load_spec_file, release_aliases, resolve_specs
-from .stats import compare, stereotyped, summarize
+from unstereo.biastest.pairs import balanced_sample, released_pairs, released_template_pairs, template_pairs
+from unstereo.biastest.schemas import COMPARISON, PAIRS, SCORES, SUMMARY
+from unstereo.biastest.spec import (
+    CORE_TAGS,
+    HEALTH_TAGS,
+    BiasSpec,
+    load_spec_file,
+    release_aliases,
+    resolve_specs,
+)
+from unstereo.biastest.stats import compare, stereotyped, summarize
+from unstereo.errors import ConfigError, InputError
+from unstereo.io import write_text
+from unstereo.log import get_logger
+from unstereo.tables import read_table, validate, write_table
 
 log = get_logger("biastest")
 
@@ -23,7 +30,7 @@ SPEC_FILE_SUFFIXES = (".yaml", ".yml", ".json")
 
 def load_section(section: dict[str, Any] | None = None) -> dict[str, Any]:
     """Validate a ``biastest`` section (a copy) and fill in every default; errors name ``biastest.<key>``."""
-    from .. import config
+    from unstereo import config
 
     return config.load_section("biastest", section)
 
@@ -153,10 +160,10 @@ def summarize_run(
     write_table(comparison, out / "comparison.parquet", COMPARISON)
     write_table(judged, out / "sentences.parquet")
     write_text(out / "summary.html", report_table(summary, comparison, reference_quirks))
-    from .figure import plot_scores
+    from unstereo.biastest.figure import plot_scores
 
     plot_scores(summary, out / "stereotype_score.png")
-    from .page import write_page
+    from unstereo.biastest.page import write_page
 
     write_page(page or out / "page.html", summary, judged, comparison,
                meta={"pairs": int(len(judged)), "bootstrap rounds": rounds, "per attribute": per_attribute,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..tables import Column, TableSchema
+from unstereo.tables import Column, TableSchema
 
 SOURCES = ("generated", "template", "released")
 

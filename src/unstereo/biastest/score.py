@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from ..errors import InputError
-from ..tables import validate, write_table
-from .schemas import PAIRS, SCORES
+from unstereo.biastest.schemas import PAIRS, SCORES
+from unstereo.errors import InputError
+from unstereo.tables import validate, write_table
 
 if TYPE_CHECKING:
-    from ..model_request import ModelRequest
+    from unstereo.models.request import ModelRequest
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 CAUSAL_SCORES = ("mean", "sum")
@@ -67,8 +67,8 @@ def pair_texts(pairs: pd.DataFrame, masked: bool | str = False) -> pd.DataFrame:
     (``True`` = ``biastestgpt``): for ``biastestgpt`` the group term marked (:func:`term_spans`), for
     ``crows-pairs`` each sentence with its partner. Pairs whose sentences are equal (or differ only by deletion, for
     ``biastestgpt``) are an InputError."""
-    from ..scoring.masked_crows import with_partner
-    from ..scoring.masked_term import mark
+    from unstereo.scoring.masked_crows import with_partner
+    from unstereo.scoring.masked_term import mark
 
     scorer = masked_name(masked)
     ids, texts = [], []
@@ -93,7 +93,7 @@ def masked_name(masked: bool | str | None) -> str | None:
     """The masked-LM scorer name of a ``masked`` argument: None (causal), ``True`` = ``biastestgpt``, or a name."""
     if not masked:
         return None
-    from ..scoring.masked_scorers import check_name
+    from unstereo.scoring.masked_scorers import check_name
 
     return "biastestgpt" if masked is True else check_name(masked)
 
@@ -103,7 +103,7 @@ def to_pair_scores(
 ) -> pd.DataFrame:
     """Text scores -> one SCORES row per pair (score_a, score_b, and logp/ntok of each sentence; for a masked LM
     ``logp`` holds the scorer's value, e.g. BiasTestGPT's mean logit)."""
-    from ..scoring.masked_scorers import REDUCE
+    from unstereo.scoring.masked_scorers import REDUCE
 
     scorer = masked_name(masked)
     by_id = text_scores.set_index("id")
@@ -138,13 +138,13 @@ def score_pair_table(
     make_scorer: Any = None,
     run: dict[str, Any] | None = None,
 ) -> pd.DataFrame:
-    """Score every pair of ``pairs`` under the model run ``request`` (a :class:`~unstereo.model_request.ModelRequest`;
+    """Score every pair of ``pairs`` under the model run ``request`` (a :class:`~unstereo.models.request.ModelRequest`;
     its scorer kind says causal or which masked-LM score) and write the SCORES table ``out``.
 
     ``make_scorer`` and ``run`` replace the registry's (tests: a model built in memory; ``request`` None and
     ``masked`` the masked-LM scorer name, ``True`` = ``biastestgpt``, see :func:`masked_name`).
     """
-    from ..scoring.texts import score_texts
+    from unstereo.scoring.texts import score_texts
 
     if causal_score not in CAUSAL_SCORES:
         raise ValueError(f"causal_score must be one of {CAUSAL_SCORES}, got {causal_score!r}")
@@ -153,7 +153,7 @@ def score_pair_table(
         masked = request.scorer if request.masked else False
     masked = masked_name(masked)
     if make_scorer is None:
-        from ..scoring.registry import scorer_for
+        from unstereo.scoring.registry import scorer_for
 
         run, make_scorer = scorer_for(request)
     out = Path(out)
@@ -172,7 +172,7 @@ def score_pair_tables(
 ) -> list[pd.DataFrame]:
     """:func:`score_pair_table` for several pair tables under one model run, loaded once (when some chunk of some
     table is left to score)."""
-    from ..scoring.registry import scorer_for
+    from unstereo.scoring.registry import scorer_for
 
     run, make = scorer_for(request)
     loaded: list[Any] = []

@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from ..errors import ConfigError, InputError
+from unstereo.errors import ConfigError, InputError
 
 DEFAULT_TEMPLATES = ("[T] is [A]", "[T] likes [A]")
 CORE_SPECS_FILE = "dataset_core_biases/bias_specs_with_glove_and_thesaurus.json"

@@ -20,10 +20,10 @@ import zlib
 import numpy as np
 import pandas as pd
 
-from ..bootstrap import PERCENTILE_95, percentile_interval
-from ..errors import InputError
-from ..tables import validate
-from .schemas import COMPARISON, SUMMARY
+from unstereo.biastest.schemas import COMPARISON, SUMMARY
+from unstereo.bootstrap import PERCENTILE_95, percentile_interval
+from unstereo.errors import InputError
+from unstereo.tables import validate
 
 ALL = "*"
 

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import click
 
-from .. import cli_options, model_request
-from ..errors import InputError
+import unstereo.models.request as model_request
+from unstereo import cli_options
+from unstereo.errors import InputError
 
 PAIR = "ORIGINAL:PERTURBED"
 
@@ -26,7 +27,7 @@ def _pairs(values: tuple[str, ...], option: str) -> list[tuple[str, str]]:
 
 def read_perturbation(path: str | Path):
     """The rule-based perturbation saved by ``unstereo fairpair prompts`` (``{"names": {...}, "words": {...}}``)."""
-    from .perturb import RulePerturbation
+    from unstereo.fairpair.perturb import RulePerturbation
 
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -60,12 +61,12 @@ def group() -> None:
 def prompts_cmd(out_dir, prompt_file, occupations, names, descriptors, words, default_pronouns, template,
                 max_prompts) -> None:  # fmt: skip
     """Build the prompt table (x and p(x)) and the rule-based perturbation p."""
-    from ..io import write_json
-    from ..model_spec import external_dir_default
-    from ..tables import write_table
-    from .perturb import PRONOUNS_MALE_TO_FEMALE, RulePerturbation
-    from .prompts import TEMPLATE, common_sents, read_occupations, read_prompt_file
-    from .schemas import PROMPTS
+    from unstereo.fairpair.perturb import PRONOUNS_MALE_TO_FEMALE, RulePerturbation
+    from unstereo.fairpair.prompts import TEMPLATE, common_sents, read_occupations, read_prompt_file
+    from unstereo.fairpair.schemas import PROMPTS
+    from unstereo.io import write_json
+    from unstereo.models.spec import external_dir_default
+    from unstereo.tables import write_table
 
     name_pairs = _pairs(names, "--name") or [("John", "Jane")]
     desc_pairs = _pairs(descriptors, "--descriptor") or [("man", "woman")]
@@ -131,12 +132,12 @@ def sample_cmd(model, prompts_dir, out_dir, n, temperature, top_p, max_new_token
     PROMPTS_DIR is the output of `unstereo fairpair prompts`. Resumable (chunks beside continuations.parquet) and
     cached (--cache).
     """
-    from ..llm import make_client
-    from ..llm.sample import SampleSettings
-    from ..tables import read_table, write_table
-    from .llm_perturb import LLMPerturbSettings
-    from .sample import map_llm, map_rules, sample_fairpairs
-    from .schemas import PERTURBATIONS, PROMPTS, SAMPLES
+    from unstereo.fairpair.llm_perturb import LLMPerturbSettings
+    from unstereo.fairpair.sample import map_llm, map_rules, sample_fairpairs
+    from unstereo.fairpair.schemas import PERTURBATIONS, PROMPTS, SAMPLES
+    from unstereo.llm import make_client
+    from unstereo.llm.sample import SampleSettings
+    from unstereo.tables import read_table, write_table
 
     if threads:
         import torch
@@ -145,7 +146,7 @@ def sample_cmd(model, prompts_dir, out_dir, n, temperature, top_p, max_new_token
     pdir = Path(prompts_dir)
     prompts = read_table(pdir / "prompts.parquet", PROMPTS)
     perturbation = read_perturbation(pdir / "perturbation.json")
-    spec = cli_options.resolve_cli_model(model, api_key_env, external_dir)
+    spec = model_request.resolve_cli_model(model, api_key_env, external_dir)
     settings = SampleSettings(n, temperature, top_p, max_new_tokens, (), seed)
     out = Path(out_dir)
     client = make_client(spec, external_dir=external_dir, cache=cache, batch_size=batch_size,
@@ -157,7 +158,7 @@ def sample_cmd(model, prompts_dir, out_dir, n, temperature, top_p, max_new_token
     finally:
         client.close()
     if llm_model:
-        pspec = cli_options.resolve_cli_model(llm_model, api_key_env, external_dir, param="--llm-perturb")
+        pspec = model_request.resolve_cli_model(llm_model, api_key_env, external_dir, param="--llm-perturb")
         pclient = make_client(pspec, external_dir=external_dir, cache=cache, batch_size=batch_size,
                               concurrency=concurrency, device=device, dtype=dtype)  # fmt: skip
         try:
@@ -193,10 +194,10 @@ def sample_cmd(model, prompts_dir, out_dir, n, temperature, top_p, max_new_token
 @click.option("--top-ngrams", type=click.IntRange(1), default=15, show_default=True)
 def metrics_cmd(samples, out_dir, model_name, n, folds, phis, max_ngram, top_ngrams) -> None:
     """B, V_gp, V_pg, F per prompt (k = n and each --folds k), the curves of Figures 3-4 and the n-grams of Figure 6."""
-    from ..tables import read_table, write_table
-    from .compute import over_represented, per_prompt
-    from .metrics import PHIS
-    from .schemas import CURVES, NGRAMS, PER_PROMPT, SAMPLES
+    from unstereo.fairpair.compute import over_represented, per_prompt
+    from unstereo.fairpair.metrics import PHIS
+    from unstereo.fairpair.schemas import CURVES, NGRAMS, PER_PROMPT, SAMPLES
+    from unstereo.tables import read_table, write_table
 
     df = read_table(samples, SAMPLES)
     per, curves = per_prompt(df, model_name, n, folds, phis or PHIS)
@@ -220,9 +221,9 @@ def summary_cmd(per_prompt, output, n_boot, level, seed) -> None:
     """Means over prompts per (model, phi, k), bootstrap interval of mean F and the paired t-test of B against V."""
     import pandas as pd
 
-    from ..tables import read_table, write_table
-    from .compute import summarize
-    from .schemas import PER_PROMPT, SUMMARY
+    from unstereo.fairpair.compute import summarize
+    from unstereo.fairpair.schemas import PER_PROMPT, SUMMARY
+    from unstereo.tables import read_table, write_table
 
     per = pd.concat([read_table(p, PER_PROMPT) for p in per_prompt], ignore_index=True)
     write_table(summarize(per, n_boot, level, seed), output, SUMMARY)
@@ -248,9 +249,9 @@ def report_cmd(summary, per_prompt, curves, ngrams, n, out_dir) -> None:
     """Table 3 and Figures 3-6 of the paper for the models of SUMMARY."""
     import pandas as pd
 
-    from ..tables import read_table
-    from .report import plot_curves, plot_distributions, plot_ngrams, write_table3
-    from .schemas import CURVES, NGRAMS, PER_PROMPT, SUMMARY
+    from unstereo.fairpair.report import plot_curves, plot_distributions, plot_ngrams, write_table3
+    from unstereo.fairpair.schemas import CURVES, NGRAMS, PER_PROMPT, SUMMARY
+    from unstereo.tables import read_table
 
     def cat(paths, schema):
         return pd.concat([read_table(p, schema) for p in paths], ignore_index=True)

@@ -9,8 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ..tables import validate
-from .metrics import (
+from unstereo.fairpair.metrics import (
     PHIS,
     TOKEN_RE,
     bootstrap_ci,
@@ -22,7 +21,8 @@ from .metrics import (
     terms,
     token_rows,
 )
-from .schemas import CURVES, NGRAMS, PER_PROMPT, SUMMARY
+from unstereo.fairpair.schemas import CURVES, NGRAMS, PER_PROMPT, SUMMARY
+from unstereo.tables import validate
 
 
 def fold_grid(n: int, points: int = 12) -> list[int]:

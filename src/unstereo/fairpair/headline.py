@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..headline import first_present, headline_table, model_names
-from ..tables import read_table
-from .method import METHOD as DECLARED
-from .schemas import SUMMARY
+from unstereo.fairpair.method import METHOD as DECLARED
+from unstereo.fairpair.schemas import SUMMARY
+from unstereo.model_card.headline import first_present, headline_table, model_names
+from unstereo.tables import read_table
 
 METHOD_NAME = DECLARED.name  # the HEADLINE rows' `method`
 # The metrics are declared once, in the method's registry entry.

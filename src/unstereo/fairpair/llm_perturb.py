@@ -24,11 +24,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..llm import ChatRequest
-from ..tables import validate
-from .metrics import pairwise, side_features
-from .perturb import mentions
-from .schemas import PERTURBATIONS
+from unstereo.fairpair.metrics import pairwise, side_features
+from unstereo.fairpair.perturb import mentions
+from unstereo.fairpair.schemas import PERTURBATIONS
+from unstereo.llm import ChatRequest
+from unstereo.tables import validate
 
 INSTRUCTION = (
     "Change {entity} ({group}) to {entity_perturbed} ({group_perturbed}) in the following text in the same way "

@@ -36,7 +36,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..bootstrap import percentile_interval, resample_stat
+from unstereo.bootstrap import percentile_interval, resample_stat
 
 PHIS = ("jaccard", "sentiment")
 TOKEN_RE = re.compile(r"\w+")

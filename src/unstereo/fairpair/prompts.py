@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import ConfigError, InputError
-from ..tables import read_table, validate
-from .perturb import RulePerturbation
-from .schemas import PROMPTS
+from unstereo.errors import ConfigError, InputError
+from unstereo.fairpair.perturb import RulePerturbation
+from unstereo.fairpair.schemas import PROMPTS
+from unstereo.tables import read_table, validate
 
 TEMPLATE = "{name} is a {descriptor}, working as a {occupation}."
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..io import atomic_path
-from ..report.render import write_table_files
-from ..report.tables import Table
+from unstereo.io import atomic_path
+from unstereo.render.formats import write_table_files
+from unstereo.render.table import Table
 
 PHI_LABEL = {"jaccard": "Jaccard", "sentiment": "Sentiment"}
 TERMS = (("mean_V_pg", "V_pg (orig.)"), ("mean_V_gp", "V_gp (pert.)"), ("mean_B", "B"), ("mean_F", "F"))

@@ -1,5 +1,5 @@
 """Helpers for ``rules/fairpair.smk``: inputs and command-line options from the ``fairpair`` config section (kept
-here, unit-tested, so that the rules file stays declarative; the model layer is :mod:`unstereo.model_rules`)."""
+here, unit-tested, so that the rules file stays declarative; the model layer is :mod:`unstereo.models.rules`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .. import model_rules
+import unstereo.models.rules as model_rules
 
 OCCUPATIONS = "winogender/data/occupations-stats.tsv"  # inside the reference resource
 PERTURB_KEY = "fairpair.perturbation.llm.model"
@@ -68,7 +68,7 @@ def perturb_arg(section: dict[str, Any], inputs: Any) -> str | None:
 
 
 def sample_options(section: dict[str, Any], seed: int, cache: str, perturb_arg: str | None) -> str:
-    """Options of ``unstereo fairpair sample`` (``seed``: the stage's, :func:`unstereo.model_rules.seed`;
+    """Options of ``unstereo fairpair sample`` (``seed``: the stage's, :func:`unstereo.models.rules.seed`;
     ``perturb_arg``: the LLM perturbation model's argument, if any)."""
     s = section
     opts = [
@@ -106,7 +106,7 @@ def metrics_options(section: dict[str, Any]) -> str:
 
 def check(section: dict[str, Any]) -> None:
     """Config checks the schema cannot express: every fold count at most n."""
-    from ..errors import ConfigError
+    from unstereo.errors import ConfigError
 
     big = [k for k in section["folds"] if k > section["n"]]
     if big:

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..llm.sample import SampleSettings, sample_continuations
-from ..tables import validate
-from .llm_perturb import jaccard_dissimilarity
-from .perturb import RulePerturbation
-from .schemas import PERTURBATIONS, PROMPTS, SAMPLES
+from unstereo.fairpair.llm_perturb import jaccard_dissimilarity
+from unstereo.fairpair.perturb import RulePerturbation
+from unstereo.fairpair.schemas import PERTURBATIONS, PROMPTS, SAMPLES
+from unstereo.llm.sample import SampleSettings, sample_continuations
+from unstereo.tables import validate
 
 SIDES = ("original", "perturbed")
 
@@ -93,7 +93,7 @@ def map_llm(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Apply the LLM perturbation (:mod:`unstereo.fairpair.llm_perturb`) to every original-side continuation; a
     rejected one leaves ``continuation_mapped`` null."""
-    from .llm_perturb import perturb_with_llm
+    from unstereo.fairpair.llm_perturb import perturb_with_llm
 
     samples = samples.copy()
     orig = samples["side"] == "original"

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ..tables import Column, TableSchema
+from unstereo.tables import Column, TableSchema
 
 PROMPTS = TableSchema(
     "fairpair_prompts",

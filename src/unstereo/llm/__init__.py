@@ -3,7 +3,7 @@
 - :class:`ChatRequest` / :class:`ContinuationRequest` / :class:`ChatResult`: a chat request (messages) or a plain
   text continuation (prompt, stop strings) with sampling parameters, including the ``seed`` that makes the n samples
   of a prompt at T > 0 n distinct calls; and the answer to either.
-- Backends, chosen by the model spec (:mod:`unstereo.model_spec`): :class:`~unstereo.llm.http.OpenAICompatBackend`
+- Backends, chosen by the model spec (:mod:`unstereo.models.spec`): :class:`~unstereo.llm.http.OpenAICompatBackend`
   (any OpenAI-compatible server: ``/chat/completions`` and ``/completions``; the API key is read from an environment
   variable whose *name* is configured) and :class:`~unstereo.llm.local.LocalBackend` (transformers, offline: chat
   through the tokenizer's chat template, continuation for any causal LM).
@@ -15,9 +15,9 @@
 
 from __future__ import annotations
 
-from .cache import ChatCache
-from .client import LLMClient, make_client
-from .types import ChatRequest, ChatResult, ContinuationRequest, Usage
+from unstereo.llm.cache import ChatCache
+from unstereo.llm.client import LLMClient, make_client
+from unstereo.llm.types import ChatRequest, ChatResult, ContinuationRequest, Usage
 
 __all__ = [
     "ChatCache",

@@ -11,8 +11,8 @@ import threading
 import time
 from pathlib import Path
 
-from ..io import open_sqlite
-from .types import ChatResult, LLMRequest
+from unstereo.io import open_sqlite
+from unstereo.llm.types import ChatResult, LLMRequest
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS completions (

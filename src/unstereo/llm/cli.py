@@ -7,7 +7,8 @@ import json
 
 import click
 
-from .. import cli_options, model_request
+import unstereo.models.request as model_request
+from unstereo import cli_options
 
 _CLIENT_OPTIONS = (
     click.option(
@@ -49,10 +50,10 @@ def group() -> None:
 def chat(model, message, system, temperature, top_p, max_tokens, seed, as_json, cache, timeout, max_retries,
          device, dtype, usage_path, api_key_env, external_dir) -> None:  # fmt: skip
     """Send MESSAGE (a user turn) to MODEL (an instruct model) and print the answer."""
-    from .client import make_client
-    from .types import ChatRequest
+    from unstereo.llm.client import make_client
+    from unstereo.llm.types import ChatRequest
 
-    spec = cli_options.resolve_cli_model(model, api_key_env, external_dir)
+    spec = model_request.resolve_cli_model(model, api_key_env, external_dir)
     client = make_client(spec, cache=cache, timeout=timeout, max_retries=max_retries, batch_size=1,
                          device=device, dtype=dtype)  # fmt: skip
     try:
@@ -118,10 +119,10 @@ def continue_(model, prompts, output, n, temperature, top_p, max_new_tokens, sto
     An endpoint model is called at URL/completions. Resumable: finished chunks are kept beside the output
     (and every call is cached with --cache).
     """
-    from .client import make_client
-    from .sample import SampleSettings, read_prompts, sample_continuations
+    from unstereo.llm.client import make_client
+    from unstereo.llm.sample import SampleSettings, read_prompts, sample_continuations
 
-    spec = cli_options.resolve_cli_model(model, api_key_env, external_dir)
+    spec = model_request.resolve_cli_model(model, api_key_env, external_dir)
     table = read_prompts(prompts)
     try:
         settings = SampleSettings(n, temperature, top_p, max_new_tokens, tuple(stop), seed)

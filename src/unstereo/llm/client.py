@@ -13,14 +13,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..io import write_json
-from ..log import get_logger, progress
-from ..model_spec import ModelSpec, resolve_model
-from .cache import ChatCache
-from .types import ChatRequest, ChatResult, ContinuationRequest, LLMRequest, Usage
+from unstereo.io import write_json
+from unstereo.llm.cache import ChatCache
+from unstereo.llm.types import ChatRequest, ChatResult, ContinuationRequest, LLMRequest, Usage
+from unstereo.log import get_logger, progress
+from unstereo.models.spec import ModelSpec, resolve_model
 
 if TYPE_CHECKING:
-    from ..model_request import ModelRequest
+    from unstereo.models.request import ModelRequest
 
 log = get_logger("llm")
 
@@ -167,10 +167,10 @@ def make_client(
     price_prompt_per_1m: float | None = None,
     price_completion_per_1m: float | None = None,
 ) -> LLMClient:
-    """A client for ``model`` (any model spec, see :mod:`unstereo.model_spec`, or a whole
-    :class:`~unstereo.model_request.ModelRequest`, whose device, dtype and batch size then stand): an endpoint spec
+    """A client for ``model`` (any model spec, see :mod:`unstereo.models.spec`, or a whole
+    :class:`~unstereo.models.request.ModelRequest`, whose device, dtype and batch size then stand): an endpoint spec
     gets the OpenAI-compatible HTTP backend, anything else the local transformers backend."""
-    from ..model_request import ModelRequest
+    from unstereo.models.request import ModelRequest
 
     if isinstance(model, ModelRequest):
         spec, device, dtype = model.spec, model.device, model.dtype
@@ -178,7 +178,7 @@ def make_client(
     else:
         spec = resolve_model(model, external_dir)
     if spec.is_remote:
-        from .http import OpenAICompatBackend
+        from unstereo.llm.http import OpenAICompatBackend
 
         be: Any = OpenAICompatBackend(
             str(spec.endpoint),
@@ -191,7 +191,7 @@ def make_client(
             send_seed=send_seed,
         )
     else:
-        from .local import LocalBackend
+        from unstereo.llm.local import LocalBackend
 
         be = LocalBackend(spec, device=device, dtype=dtype, batch_size=batch_size)
     return LLMClient(

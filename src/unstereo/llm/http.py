@@ -15,9 +15,9 @@ from typing import Any
 
 import httpx
 
-from ..errors import ConfigError, UnstereoError
-from ..log import get_logger
-from .types import ChatRequest, ChatResult, ContinuationRequest
+from unstereo.errors import ConfigError, UnstereoError
+from unstereo.llm.types import ChatRequest, ChatResult, ContinuationRequest
+from unstereo.log import get_logger
 
 log = get_logger("llm.http")
 

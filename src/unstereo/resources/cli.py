@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from . import RESOURCES, fetch, verify
+from unstereo.resources import RESOURCES, fetch, verify
 
 
 @click.group("resources")

@@ -8,11 +8,11 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from ..defaults import RESOURCE_MANIFEST
-from ..errors import ChecksumError, ResourceError
-from ..io import sha256_file, write_json
-from ..log import get_logger
-from .builders import RESOURCES, Resource
+from unstereo.defaults import RESOURCE_MANIFEST
+from unstereo.errors import ChecksumError, ResourceError
+from unstereo.io import sha256_file, write_json
+from unstereo.log import get_logger
+from unstereo.resources.builders import RESOURCES, Resource
 
 __all__ = [
     "MANIFEST",

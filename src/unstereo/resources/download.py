@@ -15,8 +15,8 @@ import urllib.request
 import zipfile
 from pathlib import Path
 
-from ..errors import ResourceError
-from ..log import get_logger
+from unstereo.errors import ResourceError
+from unstereo.log import get_logger
 
 log = get_logger("resources")
 

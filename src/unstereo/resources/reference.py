@@ -26,9 +26,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ResourceError
-from ..log import get_logger
-from .download import archive_url, download, reference_origin
+from unstereo.errors import ResourceError
+from unstereo.log import get_logger
+from unstereo.resources.download import archive_url, download, reference_origin
 
 log = get_logger("resources")
 

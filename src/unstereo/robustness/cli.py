@@ -6,9 +6,10 @@ from pathlib import Path
 
 import click
 
-from .. import cli_options, model_request
-from ..defaults import DEFAULT_EPS
-from ..scoring.cli import score_settings, scorer_options
+import unstereo.models.request as model_request
+from unstereo import cli_options
+from unstereo.defaults import DEFAULT_EPS
+from unstereo.unstereoeval.score.cli import score_settings, scorer_options
 
 
 @click.group("robustness")
@@ -55,9 +56,9 @@ def group() -> None:
 def construct(pairs: Path, output: Path, names, adjectives, synonyms, delta, release_dir) -> None:
     """Build the constructions NAMES of the pair table PAIRS (pair ids: the original id plus @construction) into
     DIR/NAME/pairs.parquet (``release:FILE`` into DIR/release_FILE/)."""
-    from .build import construction_dir, construction_names
-    from .constructions import load_synonyms
-    from .run import construct_file
+    from unstereo.robustness.build import construction_dir, construction_names
+    from unstereo.robustness.constructions import load_synonyms
+    from unstereo.robustness.run import construct_file
 
     construction_names(names)
     syn = load_synonyms(synonyms) if "synonyms" in names else None
@@ -96,8 +97,8 @@ def score(
     """Score the construction tables PAIRS (of one benchmark) under MODEL, through the score cache."""
     request = model_request.request_from_cli(model, model_options)
     request.apply_threads()
-    from ..scoring.cache import resolve_cache_path
-    from .run import score_constructions
+    from unstereo.robustness.run import score_constructions
+    from unstereo.scoring.cache import resolve_cache_path
 
     _, cost = score_constructions(
         request,
@@ -173,11 +174,11 @@ def metrics(
     """US, PD, AuFC per (model, benchmark, construction, trial, eta), their distributions, rankings and swaps."""
     import pandas as pd
 
-    from ..tables import SCORES, read_table, write_table
-    from . import stats
-    from .run import concat_pairs, gather_cost, robustness_scores, sampling_cost
-    from .schemas import COST, RANK_SWAPS, RANKINGS, SUMMARY
-    from .schemas import SCORES as ROBUSTNESS_SCORES
+    from unstereo.robustness import stats
+    from unstereo.robustness.run import concat_pairs, gather_cost, robustness_scores, sampling_cost
+    from unstereo.robustness.schemas import COST, RANK_SWAPS, RANKINGS, SUMMARY
+    from unstereo.robustness.schemas import SCORES as ROBUSTNESS_SCORES
+    from unstereo.tables import SCORES, read_table, write_table
 
     scores = pd.concat([read_table(p, SCORES) for p in scores_files], ignore_index=True)
     pairs = pd.concat([concat_pairs([p]) for p in pairs_files], ignore_index=True)
@@ -201,8 +202,8 @@ def metrics(
 @click.option("--metric", default="us", show_default=True, type=click.Choice(["us", "pd", "aufc"]))
 def report(results: Path, output: Path, metric: str) -> None:
     """Figures 3 and 4 (constructions.png, subsampling.png) and HTML tables from a metrics directory RESULTS."""
-    from ..tables import read_table
-    from .figures import html_table, plot_constructions, plot_subsampling
+    from unstereo.robustness.figures import html_table, plot_constructions, plot_subsampling
+    from unstereo.tables import read_table
 
     scores = read_table(results / "scores.parquet")
     plot_constructions(scores, output / "constructions.png", metric)
@@ -235,8 +236,8 @@ def release(data_dir: Path, output: Path, names) -> None:
     original templates and compare them row for row; print every difference no known cause explains."""
     import pandas as pd
 
-    from ..tables import write_table
-    from .release import EXPLANATIONS, RELEASE_FILES, rebuild
+    from unstereo.robustness.release import EXPLANATIONS, RELEASE_FILES, rebuild
+    from unstereo.tables import write_table
 
     results = rebuild(data_dir, tuple(names) or RELEASE_FILES)
     table = pd.DataFrame([r.as_row() for r in results]).fillna(0)
@@ -255,8 +256,8 @@ def release(data_dir: Path, output: Path, names) -> None:
 @click.option("--benchmark", default="Winogender", show_default=True)
 def release_pairs(file: Path, output: Path, benchmark: str) -> None:
     """A released construction FILE (e.g. object_clause_back.tsv) as a fixed alternative: a PAIRS table."""
-    from ..tables import PAIRS, write_table
-    from .release import load_release
+    from unstereo.robustness.release import load_release
+    from unstereo.tables import PAIRS, write_table
 
     df = load_release(file, benchmark)
     write_table(df, output, PAIRS)

@@ -30,8 +30,8 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
-from ..errors import InputError
-from ..package_data import DATA_DIR
+from unstereo.errors import InputError
+from unstereo.package_data import DATA_DIR
 
 SUBJECT, OBJECT = "$SUBJECT", "$OBJECT"
 ROLES = ("subject", "object")
@@ -255,7 +255,7 @@ def _present_base(form: str) -> str:
 def _verb_lemmas() -> frozenset[str]:
     """WordNet's verb lemmas (``index.verb`` of the ``wordnet`` resource under the external directory; empty where
     it is missing: the suffix rules alone then give the base form)."""
-    from ..model_spec import external_dir_default
+    from unstereo.models.spec import external_dir_default
 
     path = external_dir_default() / "wordnet" / "corpora" / "wordnet" / "index.verb"
     if not path.is_file():
@@ -368,7 +368,7 @@ def wordnet_synonyms(
 ) -> dict[str, str]:
     """A synonym map generated from WordNet (the ``wordnet`` resource): for each word of ``words`` (lower-cased,
     minus ``skip``), the most frequent other single-word lemma of its most frequent synset, where there is one."""
-    from ..vocabulary.english import load_wordnet
+    from unstereo.unstereoeval.vocabulary.english import load_wordnet
 
     load_wordnet(wordnet_dir)  # puts the directory on NLTK's path, or raises a ResourceError
     from nltk.corpus import wordnet as wn

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..io import atomic_path
-from .build import ORIGINAL
+from unstereo.io import atomic_path
+from unstereo.robustness.build import ORIGINAL
 
 LABELS = {"us": "US (%)", "pd": "PD (%)", "aufc": "AuFC"}
 

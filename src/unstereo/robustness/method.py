@@ -14,7 +14,7 @@ METHOD = Method(
     config={"robustness": HERE / "robustness.schema.yaml"},
     rules=(HERE / "rules.smk",),
     captions=(HERE / "captions",),
-    # no env of its own: its rules run in UnStereoEval's score and report envs (conda: ../scoring/env.yaml, ...)
+    # no env of its own: its rules run in UnStereoEval's score and report envs (conda: ../unstereoeval/score/env.yaml, ...)
     extras=("score", "report"),
     resources=("reference",),
     tables={

@@ -23,9 +23,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import InputError
-from ..templates import FILLINGS, templatize_male
-from .constructions import ADJECTIVES, CLAUSES, RoleTemplate, add_adjective, add_clause, substitute
+from unstereo.errors import InputError
+from unstereo.robustness.constructions import (
+    ADJECTIVES,
+    CLAUSES,
+    RoleTemplate,
+    add_adjective,
+    add_clause,
+    substitute,
+)
+from unstereo.templates import FILLINGS, templatize_male
 
 GENDERS = ("male", "female", "neutral")
 _NEUTRAL = {"{pronoun}": "they", "{pronoun1}": "their", "{pronoun2}": "them"}
@@ -270,8 +277,8 @@ def load_release(
 ) -> pd.DataFrame:
     """A released construction file as a PAIRS table (its male rows templatized, as the project reads Winogender's
     ``all_sentences.tsv``): ``pair_id = {benchmark}:{occupation.participant.answer}@{construction}[:{adjective}]``."""
-    from ..tables import PAIRS, validate
-    from ..templates import fill_template
+    from unstereo.tables import PAIRS, validate
+    from unstereo.templates import fill_template
 
     path = Path(path)
     construction = construction or path.stem

@@ -1,12 +1,12 @@
 # Rules of the robustness stage ("Tail wagging", docs/methods.md#dataset-construction-robustness): each
 # benchmark rebuilt by named constructions, scored by every model through the score cache, then scores, rank
-# statistics and figures (logic in src/unstereo/robustness; helpers in unstereo.robustness.workflow). Models
+# statistics and figures (logic in src/unstereo/robustness; helpers in unstereo.robustness.rules). Models
 # are names of `score.models`, scored with the score stage's options.
 import shlex
 
-from unstereo.benchmarks.workflow import delta_choice as benchmark_delta
-from unstereo.robustness import workflow as robustness_workflow
-from unstereo.scoring import rules as score_rules
+from unstereo.unstereoeval.benchmarks.rules import delta_choice as benchmark_delta
+import unstereo.robustness.rules as robustness_workflow
+import unstereo.unstereoeval.score.rules as score_rules
 
 ROBUSTNESS = config["robustness"]
 # Read from the config, not from other rules files' globals, so the include order does not matter.
@@ -48,7 +48,7 @@ rule robustness_construct:
     log:
         f"{LOGS}/robustness/{{benchmark}}/construct.log",
     conda:
-        "../scoring/env.yaml"
+        "../unstereoeval/score/env.yaml"
     resources:
         # the delta table (a few hundred MB for the released PILE one) read into memory
         mem_mb=4000,
@@ -85,7 +85,7 @@ rule robustness_score:
     wildcard_constraints:
         model=model_rules.model_pattern(ROBUSTNESS_SCORE["models"]),
     conda:
-        "../scoring/env.yaml"
+        "../unstereoeval/score/env.yaml"
     threads: model_rules.threads(ROBUSTNESS)
     resources:
         # the score stage's memory, time and device (the models are scored with its options)
@@ -135,7 +135,7 @@ rule robustness_metrics:
     log:
         f"{LOGS}/robustness/metrics.log",
     conda:
-        "../scoring/env.yaml"
+        "../unstereoeval/score/env.yaml"
     resources:
         mem_mb=4000,
         runtime=60,
@@ -173,7 +173,7 @@ rule robustness_report:
     log:
         f"{LOGS}/robustness/report.log",
     conda:
-        "../report/env.yaml"
+        "../unstereoeval/report/env.yaml"
     resources:
         mem_mb=2000,
         runtime=30,

@@ -6,7 +6,7 @@
    (:func:`unstereo.scoring.chunks.score_pairs`) with the score cache: a sentence a construction leaves unchanged, or
    that the score stage already scored, costs no forward pass. The cost table says, per construction, how many
    sentences a naive rescoring would run (``texts``) and how many reached the model (``forward_passes``).
-3. :func:`robustness_scores`: US, PD, AuFC (the metric registry, :func:`unstereo.metrics.compute.metrics_from_joined`)
+3. :func:`robustness_scores`: US, PD, AuFC (the metric registry, :func:`unstereo.unstereoeval.metrics.compute.metrics_from_joined`)
    per (model, benchmark, construction, trial, eta); sub-samples are drawn from the ``original`` construction's
    scores (no scoring at all).
 """
@@ -20,17 +20,24 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError
-from ..log import get_logger
-from ..metrics.compute import join_scores, metrics_from_joined
-from ..metrics.core import DEFAULT_EPS
-from ..tables import PAIRS, SCORES, read_delta, read_table, validate, write_table
-from .build import ORIGINAL, RELEASE_PREFIX, construct, from_release, sample_name, subsample
-from .schemas import COST, RANK_SWAPS  # noqa: F401  (RANK_SWAPS: importable from here as before)
-from .schemas import SCORES as ROBUSTNESS_SCORES
+from unstereo.errors import InputError
+from unstereo.log import get_logger
+from unstereo.robustness.build import (
+    ORIGINAL,
+    RELEASE_PREFIX,
+    construct,
+    from_release,
+    sample_name,
+    subsample,
+)
+from unstereo.robustness.schemas import COST, RANK_SWAPS  # noqa: F401  (RANK_SWAPS: importable from here as before)
+from unstereo.robustness.schemas import SCORES as ROBUSTNESS_SCORES
+from unstereo.tables import PAIRS, SCORES, read_delta, read_table, validate, write_table
+from unstereo.unstereoeval.metrics.compute import join_scores, metrics_from_joined
+from unstereo.unstereoeval.metrics.core import DEFAULT_EPS
 
 if TYPE_CHECKING:
-    from ..model_request import ModelRequest
+    from unstereo.models.request import ModelRequest
 
 log = get_logger("robustness")
 
@@ -49,7 +56,7 @@ def construct_file(
 ) -> pd.DataFrame:
     """Construction ``name`` of the pair table ``pairs_path`` written to ``out`` (PAIRS + construction columns);
     ``release_dir`` (``reference/tail-wagging/winogender/data``) for the ``release:FILE`` constructions."""
-    from .constructions import ADJECTIVES
+    from unstereo.robustness.constructions import ADJECTIVES
 
     pairs = read_table(pairs_path, PAIRS)
     if name.startswith(RELEASE_PREFIX):
@@ -59,7 +66,7 @@ def construct_file(
     else:
         out_df = construct(pairs, name, adjectives or ADJECTIVES, synonyms)
     if delta is not None and out_df["changed"].any():
-        from ..benchmarks.maxpmi import add_max_pmi
+        from unstereo.unstereoeval.benchmarks.maxpmi import add_max_pmi
 
         out_df = add_max_pmi(out_df, read_delta(delta))
     write_table(out_df, out, PAIRS)
@@ -108,11 +115,11 @@ def score_constructions(
     reference_quirks: bool = False,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Score the construction tables ``pairs_paths`` of one benchmark under the model run ``request`` (a
-    :class:`~unstereo.model_request.ModelRequest`) into one SCORES table
+    :class:`~unstereo.models.request.ModelRequest`) into one SCORES table
     ``out``; returns (scores, cost). ``cache``: a :class:`~unstereo.scoring.cache.ScoreCache` or its file."""
-    from ..scoring.cache import ScoreCache
-    from ..scoring.chunks import score_pairs
-    from ..scoring.registry import scorer_for
+    from unstereo.scoring.cache import ScoreCache
+    from unstereo.scoring.chunks import score_pairs
+    from unstereo.scoring.registry import scorer_for
 
     pairs = concat_pairs(pairs_paths)
     run, make_scorer = scorer_for(request)

@@ -8,7 +8,7 @@ its schema here fails the write.
 
 from __future__ import annotations
 
-from ..tables import Column, TableSchema
+from unstereo.tables import Column, TableSchema
 
 #: results/robustness/scores.parquet
 SCORES = TableSchema(

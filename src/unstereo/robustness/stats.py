@@ -17,8 +17,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..bootstrap import percentile_interval
-from ..errors import InputError
+from unstereo.bootstrap import percentile_interval
+from unstereo.errors import InputError
 
 ORIGINAL = "original"
 KEYS = ["benchmark", "construction", "trial", "eta"]

@@ -4,7 +4,7 @@
   padded, full forward pass); :mod:`.prefix_tree`, :mod:`.tree_attention` (the tree's attention per segment) and
   :mod:`.lm_head` (the head only on scored positions);
 - :mod:`.masked`: :class:`MaskedScorer`, pseudo-log-likelihood;
-- :mod:`unstereo.gguf_tokenizer`: repair of the tokenizer transformers builds for Gemma GGUF files;
+- :mod:`unstereo.models.gguf_tokenizer`: repair of the tokenizer transformers builds for Gemma GGUF files;
 - :mod:`.batching`: length sorting and the batch size that halves on out-of-memory;
 - :mod:`.texts`: :func:`score_texts`, the one scoring path: a TEXTS table (id, text) -> TEXT_SCORES (id, logp,
   ntok), resumable through :func:`unstereo.chunked_map.chunked_map`, each distinct text of a chunk scored once;
@@ -13,11 +13,11 @@
   ``unstereo score`` (``--texts`` for a text table).
 """
 
-from .causal import CausalScorer, load_scoring_model, resolve_prefix
-from .chunks import score_pairs
-from .masked import MaskedScorer, load_masked_lm
-from .run import score_file
-from .texts import score_texts
+from unstereo.scoring.causal import CausalScorer, load_scoring_model, resolve_prefix
+from unstereo.scoring.chunks import score_pairs
+from unstereo.scoring.masked import MaskedScorer, load_masked_lm
+from unstereo.scoring.run import score_file
+from unstereo.scoring.texts import score_texts
 
 __all__ = [
     "CausalScorer",

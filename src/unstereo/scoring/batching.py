@@ -13,8 +13,8 @@ from typing import TypeVar
 
 from tqdm.auto import tqdm
 
-from ..errors import UnstereoError
-from ..log import get_logger
+from unstereo.errors import UnstereoError
+from unstereo.log import get_logger
 
 log = get_logger("scoring")
 

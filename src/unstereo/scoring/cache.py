@@ -11,7 +11,7 @@ The key of a model (:func:`model_key`) is a SHA-256 over
   dtype, requested BOS policy),
 - the weights' content where the model is local (:func:`weights_fingerprint`): a GGUF file's sha256 (from its
   resource manifest when it lists the file) and the version of the GGUF conversion
-  (:data:`unstereo.gguf_convert.CONVERSION_VERSION`: a new conversion, e.g. a repaired tokenizer, misses); for a
+  (:data:`unstereo.models.gguf_convert.CONVERSION_VERSION`: a new conversion, e.g. a repaired tokenizer, misses); for a
   folder, size plus hash of the first and last MiB of each weight, config and tokenizer file (an edited or
   re-downloaded file misses),
 - the versions of torch and transformers, and :data:`CACHE_VERSION` (bumped when the scorer's definition changes).
@@ -37,8 +37,8 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..io import open_sqlite
-from ..log import get_logger
+from unstereo.io import open_sqlite
+from unstereo.log import get_logger
 
 log = get_logger("scoring")
 
@@ -92,7 +92,7 @@ def weights_fingerprint(model_id: str | None, gguf_file: str | None) -> str | No
         return None
     root = Path(model_id)
     if gguf_file:
-        from ..gguf_convert import CONVERSION_VERSION, gguf_sha256
+        from unstereo.models.gguf_convert import CONVERSION_VERSION, gguf_sha256
 
         file = root / gguf_file
         # the file's sha256 (from its resource manifest when listed) and the conversion that turns it into weights

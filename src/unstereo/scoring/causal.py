@@ -41,15 +41,15 @@ import contextlib
 from dataclasses import dataclass
 from typing import Any
 
-from ..gguf_tokenizer import needs_bpe_repair, repair_gemma_tokenizer
-from ..log import get_logger
-from ..models import ModelSpec, load_causal_lm
-from .batching import Batcher
-from .lm_head import head_logprobs, last_hidden, split_causal_lm
-from .onednn import available as onednn_available
-from .onednn import linears_through_onednn
-from .prefix_tree import ancestor_mask, pack_prefix_tree
-from .tree_attention import SEGMENT, segment_layout, segmented_attention
+from unstereo.log import get_logger
+from unstereo.models.gguf_tokenizer import needs_bpe_repair, repair_gemma_tokenizer
+from unstereo.models.lm_head import head_logprobs, last_hidden, split_causal_lm
+from unstereo.models.load import ModelSpec, load_causal_lm
+from unstereo.models.onednn import available as onednn_available
+from unstereo.models.onednn import linears_through_onednn
+from unstereo.models.tree_attention import SEGMENT, segment_layout, segmented_attention
+from unstereo.scoring.batching import Batcher
+from unstereo.scoring.prefix_tree import ancestor_mask, pack_prefix_tree
 
 log = get_logger("scoring")
 
@@ -62,8 +62,8 @@ LOGITS_BUDGET = {"cuda": 2**30, "mps": 2**28, "cpu": 2**28}  # floats: 4 GiB, 1 
 
 
 def load_scoring_model(spec: ModelSpec | str, dtype: str = "auto", device: str = "auto"):
-    """(model, tokenizer) of a causal LM for scoring: :func:`unstereo.models.load_causal_lm`, plus the repair of
-    the Unigram tokenizer transformers builds for Gemma GGUF files (:mod:`unstereo.gguf_tokenizer`)."""
+    """(model, tokenizer) of a causal LM for scoring: :func:`unstereo.models.load.load_causal_lm`, plus the repair of
+    the Unigram tokenizer transformers builds for Gemma GGUF files (:mod:`unstereo.models.gguf_tokenizer`)."""
     model, tokenizer = load_causal_lm(spec, dtype=dtype, device=device)
     if needs_bpe_repair(model, tokenizer):
         tokenizer = repair_gemma_tokenizer(tokenizer)

@@ -23,11 +23,11 @@ from typing import Any
 
 import pandas as pd
 
-from ..errors import InputError
-from ..tables import PAIRS, SCORES, validate
-from ..templates import fill_template
-from .cache import ScoreCache
-from .texts import SCORE_COLUMNS, Scorer, score_texts
+from unstereo.errors import InputError
+from unstereo.scoring.cache import ScoreCache
+from unstereo.scoring.texts import SCORE_COLUMNS, Scorer, score_texts
+from unstereo.tables import PAIRS, SCORES, validate
+from unstereo.templates import fill_template
 
 # Text ids of a pair's two sentences (pair ids are unique, so these are too).
 TEXT_ID = {"female": "{pair_id}|female", "male": "{pair_id}|male"}

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import UnstereoError
-from ..models import ModelSpec, resolve_device, resolve_dtype, skip_sklearn_in_transformers
-from .batching import Batcher
-from .causal import LOGITS_BUDGET, _vocab_size, run_metadata, token_logprobs
+from unstereo.errors import UnstereoError
+from unstereo.models.load import ModelSpec, resolve_device, resolve_dtype, skip_sklearn_in_transformers
+from unstereo.scoring.batching import Batcher
+from unstereo.scoring.causal import LOGITS_BUDGET, _vocab_size, run_metadata, token_logprobs
 
 AUTO_BATCH_SIZE = {"cuda": 256, "mps": 128, "cpu": 64}
 

@@ -24,9 +24,9 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-from ..errors import InputError
-from .causal import run_metadata
-from .masked import MaskedScorer
+from unstereo.errors import InputError
+from unstereo.scoring.causal import run_metadata
+from unstereo.scoring.masked import MaskedScorer
 
 PARTNER = "\u241e"  # SYMBOL FOR RECORD SEPARATOR: sentence, then its partner, the pair's second sentence
 PARTNER_FIRST = "\u241f"  # SYMBOL FOR UNIT SEPARATOR: sentence, then its partner, the pair's first sentence

@@ -17,10 +17,10 @@ Definitions with their equations: docs/methods.md, "Masked-LM scoring".
 
 from __future__ import annotations
 
-from ..errors import InputError
-from .masked import AulScorer, MaskedScorer
-from .masked_crows import CrowsPairsScorer
-from .masked_term import MaskedTermScorer
+from unstereo.errors import InputError
+from unstereo.scoring.masked import AulScorer, MaskedScorer
+from unstereo.scoring.masked_crows import CrowsPairsScorer
+from unstereo.scoring.masked_term import MaskedTermScorer
 
 MASKED_SCORERS: dict[str, type[MaskedScorer]] = {
     "pll": MaskedScorer,
@@ -37,5 +37,3 @@ def check_name(name: str) -> str:
     if name not in MASKED_SCORERS:
         raise InputError(f"unknown masked-LM scorer {name!r}; known: {list(MASKED_SCORERS)}")
     return name
-
-

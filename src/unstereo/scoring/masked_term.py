@@ -19,9 +19,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..errors import InputError
-from .causal import run_metadata
-from .masked import MaskedScorer
+from unstereo.errors import InputError
+from unstereo.scoring.causal import run_metadata
+from unstereo.scoring.masked import MaskedScorer
 
 OPEN, CLOSE = "⟦", "⟧"
 _MARK = re.compile(f"{OPEN}(.*?){CLOSE}", re.DOTALL)

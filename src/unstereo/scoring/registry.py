@@ -1,6 +1,6 @@
 """The one scorer registry: scorer kind -> how to load its model and build its scorer, for the causal LM scorer and
 the four masked-LM scorers (:mod:`unstereo.scoring.masked_scorers`). :func:`scorer_for` turns a
-:class:`~unstereo.model_request.ModelRequest` into (run description, scorer factory) for every stage that scores
+:class:`~unstereo.models.request.ModelRequest` into (run description, scorer factory) for every stage that scores
 (``unstereo score``, robustness, BiasTestGPT, the naturalness filter).
 
 The run description enters the chunk fingerprint, the score-cache key (:data:`unstereo.scoring.cache.KEY_SETTINGS`)
@@ -14,9 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ConfigError, UnstereoError
-from ..log import get_logger
-from ..model_request import CAUSAL, MASKED_KINDS, ModelRequest
+from unstereo.errors import ConfigError, UnstereoError
+from unstereo.log import get_logger
+from unstereo.models.request import CAUSAL, MASKED_KINDS, ModelRequest
 
 log = get_logger("scoring")
 
@@ -31,7 +31,7 @@ class ScorerKind:
 
 
 def _load_causal(request: ModelRequest, device: str) -> Any:
-    from .causal import CausalScorer, load_scoring_model
+    from unstereo.scoring.causal import CausalScorer, load_scoring_model
 
     m, tok = load_scoring_model(request.spec, dtype=request.dtype, device=device)
     return CausalScorer(m, tok, device=device, batch_size=request.batch_size, bos_policy=request.bos_policy,
@@ -39,13 +39,13 @@ def _load_causal(request: ModelRequest, device: str) -> Any:
 
 
 def _masked_class(name: str) -> type:
-    from .masked_scorers import MASKED_SCORERS
+    from unstereo.scoring.masked_scorers import MASKED_SCORERS
 
     return MASKED_SCORERS[name]
 
 
 def _load_masked(request: ModelRequest, device: str) -> Any:
-    from .masked import load_masked_lm
+    from unstereo.scoring.masked import load_masked_lm
 
     m, tok = load_masked_lm(request.spec, dtype=request.dtype, device=device)
     return _masked_class(request.scorer)(m, tok, device=device, batch_size=request.batch_size,
@@ -70,7 +70,7 @@ def scorer_kind(name: str, key: str = "scorer") -> ScorerKind:
 def scorer_for(request: ModelRequest) -> tuple[dict[str, Any], Callable[[], Any]]:
     """(run description, scorer factory) of ``request``: the description enters the fingerprint and the output
     columns; the factory loads the model and is called only when some chunk is left to score."""
-    from ..models import resolve_device, resolve_dtype
+    from unstereo.models.load import resolve_device, resolve_dtype
 
     kind = scorer_kind(request.scorer)
     spec = request.spec

@@ -8,15 +8,15 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from ..log import get_logger
-from ..tables import PAIRS, TEXTS, read_table
-from .cache import ScoreCache
-from .chunks import score_pairs
-from .registry import scorer_for
-from .texts import score_texts
+from unstereo.log import get_logger
+from unstereo.scoring.cache import ScoreCache
+from unstereo.scoring.chunks import score_pairs
+from unstereo.scoring.registry import scorer_for
+from unstereo.scoring.texts import score_texts
+from unstereo.tables import PAIRS, TEXTS, read_table
 
 if TYPE_CHECKING:
-    from ..model_request import ModelRequest
+    from unstereo.models.request import ModelRequest
 
 log = get_logger("scoring")
 
@@ -37,7 +37,7 @@ def score_file(
     ``table`` is a PAIRS table (or its path): SCORES, one row per pair (:func:`unstereo.scoring.chunks.score_pairs`);
     with ``texts``, a TEXTS table (``id, text``): TEXT_SCORES, one row per text (``id, model, logp, ntok``,
     :func:`unstereo.scoring.texts.score_texts`). ``chunk_size`` counts pairs, or texts. ``request`` is a
-    :class:`~unstereo.model_request.ModelRequest` (:func:`unstereo.model_request.model_request`: spec, scorer
+    :class:`~unstereo.models.request.ModelRequest` (:func:`unstereo.models.request.model_request`: spec, scorer
     kind, dtype, device, batch sizes, BOS policy), scored through :func:`unstereo.scoring.registry.scorer_for`;
     ``name`` goes into the ``model`` column (default: the spec's label). ``cache`` (a :class:`ScoreCache` or its
     file): texts already scored under the same model and settings cost no forward pass

@@ -24,11 +24,11 @@ from typing import Any, Protocol
 
 import pandas as pd
 
-from ..chunked_map import chunked_map
-from ..errors import InputError
-from ..log import get_logger
-from ..tables import TEXT_SCORES, TEXTS, TableSchema, validate
-from .cache import CachedScorer, ScoreCache
+from unstereo.chunked_map import chunked_map
+from unstereo.errors import InputError
+from unstereo.log import get_logger
+from unstereo.scoring.cache import CachedScorer, ScoreCache
+from unstereo.tables import TEXT_SCORES, TEXTS, TableSchema, validate
 
 SCORE_COLUMNS = ["id", "logp", "ntok"]
 
@@ -48,7 +48,7 @@ def package_versions() -> dict[str, str]:
     import torch
     import transformers
 
-    from .. import __version__
+    from unstereo import __version__
 
     return {
         "torch_version": torch.__version__,

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError, ResourceError
+from unstereo.errors import ConfigError, ResourceError
 
 Classifier = Callable[[Sequence[str]], np.ndarray]
 BUILTIN = ("vader", "textblob", "afinn", "opinion")
@@ -88,7 +88,7 @@ def opinion_score(text: str, positive: frozenset[str], negative: frozenset[str])
 
 def opinion(lexicon_dir: str | Path | None) -> Classifier:
     """The opinion-word classifier with the Hu & Liu lexicon in ``lexicon_dir``."""
-    from .lexicon import load_opinion_lexicon
+    from unstereo.sentiment.lexicon import load_opinion_lexicon
 
     if lexicon_dir is None:
         raise ResourceError(
@@ -143,8 +143,8 @@ def transformers_classifier(
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from ..model_spec import resolve_model
-    from ..models import resolve_device
+    from unstereo.models.load import resolve_device
+    from unstereo.models.spec import resolve_model
 
     spec = resolve_model(model, external_dir, key="sentiment.classifiers")
     if spec.is_remote or spec.gguf_file:

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from .. import cli_options, model_request
+import unstereo.models.request as model_request
+from unstereo import cli_options
 
 TEMPLATES_HELP = (
     "folder with templates_long.tsv and values_long.tsv [default: "
@@ -23,8 +24,8 @@ def _threads(threads: int | None) -> None:
 
 
 def _templates_dir(templates_dir: str | None, external_dir: str | None) -> Path:
-    from ..model_spec import external_dir_default
-    from .templates import templates_dir as default_dir
+    from unstereo.models.spec import external_dir_default
+    from unstereo.sentiment.templates import templates_dir as default_dir
 
     return Path(templates_dir) if templates_dir else default_dir(external_dir or external_dir_default())
 
@@ -41,9 +42,9 @@ def group() -> None:
 @cli_options.external_dir
 def templates_cmd(output, templates_dir, settings, external_dir) -> None:
     """Write the filled prefixes (one row per template and value) the settings select."""
-    from ..tables import write_table
-    from .sampling import prefixes
-    from .settings import read_settings
+    from unstereo.sentiment.sampling import prefixes
+    from unstereo.sentiment.settings import read_settings
+    from unstereo.tables import write_table
 
     cfg = read_settings(settings)
     df = prefixes(cfg, _templates_dir(templates_dir, external_dir))
@@ -68,14 +69,14 @@ def sample_cmd(model, output, settings, templates_dir, opinion_lexicon, cache, s
     MODEL is any model spec (hub id, folder, .gguf, resource:NAME/FILE.gguf, endpoint:URL#NAME). Resumable: the
     samples are written in chunks beside the output and every call is cached.
     """
-    from ..io import write_json
-    from ..llm import make_client
-    from .sampling import run_sampling
-    from .settings import read_settings, resource_path
+    from unstereo.io import write_json
+    from unstereo.llm import make_client
+    from unstereo.sentiment.sampling import run_sampling
+    from unstereo.sentiment.settings import read_settings, resource_path
 
     _threads(threads)
     cfg = read_settings(settings)
-    spec = cli_options.resolve_cli_model(model, api_key_env, external_dir)
+    spec = model_request.resolve_cli_model(model, api_key_env, external_dir)
     seed = seed if seed is not None else (cfg["seed"] or 0)
     client = make_client(
         spec, external_dir=external_dir, cache=cache or cfg["cache"], device=cfg["device"], dtype=cfg["dtype"],
@@ -107,11 +108,11 @@ def sample_cmd(model, output, settings, templates_dir, opinion_lexicon, cache, s
 def fairness_cmd(continuations, output, parity, settings, seed) -> None:
     """Individual and group fairness (with bootstrap intervals) of a continuations table, per attribute and
     classifier; optionally the demographic-parity table at the configured thresholds."""
-    from ..tables import read_table, write_table
-    from .fairness import fairness_table, parity_table
-    from .sampling import classifier_names
-    from .schemas import CONTINUATIONS, FAIRNESS, PARITY
-    from .settings import read_settings
+    from unstereo.sentiment.fairness import fairness_table, parity_table
+    from unstereo.sentiment.sampling import classifier_names
+    from unstereo.sentiment.schemas import CONTINUATIONS, FAIRNESS, PARITY
+    from unstereo.sentiment.settings import read_settings
+    from unstereo.tables import read_table, write_table
 
     cfg = read_settings(settings)
     df = read_table(continuations, CONTINUATIONS)
@@ -136,11 +137,11 @@ def fairness_cmd(continuations, output, parity, settings, seed) -> None:
 def figures_cmd(continuations, fairness_path, parity_path, out_dir, settings, title) -> None:
     """Figure 1 (sentiment distributions per value), Figure 2 (demographic parity at thresholds) and the fairness
     table as HTML."""
-    from ..tables import read_table
-    from .figures import write_figures
-    from .sampling import classifier_names
-    from .schemas import CONTINUATIONS, FAIRNESS, PARITY
-    from .settings import read_settings
+    from unstereo.sentiment.figures import write_figures
+    from unstereo.sentiment.sampling import classifier_names
+    from unstereo.sentiment.schemas import CONTINUATIONS, FAIRNESS, PARITY
+    from unstereo.sentiment.settings import read_settings
+    from unstereo.tables import read_table
 
     cfg = read_settings(settings)
     names = classifier_names(cfg)
@@ -181,13 +182,13 @@ def debias_cmd(model, out_dir, method, lam, settings, templates_dir, base, cache
                external_dir, threads) -> None:  # fmt: skip
     """Fine-tune MODEL with counterfactual embedding or sentiment regularisation (Huang et al. 2020, section 4),
     then measure I.F./G.F., perplexity and semantic similarity (resumable: checkpoint.pt in the run's folder)."""
-    from ..models import resolve_device
-    from .debias_eval import run_debias
-    from .settings import read_settings
+    from unstereo.models.load import resolve_device
+    from unstereo.sentiment.debias_eval import run_debias
+    from unstereo.sentiment.settings import read_settings
 
     _threads(threads)
     cfg = read_settings(settings)
-    spec = cli_options.resolve_cli_model(model, api_key_env, external_dir)
+    spec = model_request.resolve_cli_model(model, api_key_env, external_dir)
     quality = run_debias(
         spec, cfg, _templates_dir(templates_dir, external_dir), out_dir, method=method, lam=lam,
         seed=seed if seed is not None else (cfg["seed"] or 0), external_dir=external_dir,
@@ -206,10 +207,10 @@ def debias_cmd(model, out_dir, method, lam, settings, templates_dir, base, cache
 @cli_options.settings("sentiment")
 def debias_summary_cmd(quality, output, table_path, figure_path, settings) -> None:
     """Join the runs' quality tables; write the paper's Table 1 (HTML) and Figure 6 (I.F. against S.S.)."""
-    from ..tables import write_table
-    from .debias_eval import QUALITY, figure6, summarize, table1_html
-    from .sampling import classifier_names
-    from .settings import read_settings
+    from unstereo.sentiment.debias_eval import QUALITY, figure6, summarize, table1_html
+    from unstereo.sentiment.sampling import classifier_names
+    from unstereo.sentiment.settings import read_settings
+    from unstereo.tables import write_table
 
     cfg = read_settings(settings)
     classifier = cfg["figure_classifier"] or classifier_names(cfg)[0]

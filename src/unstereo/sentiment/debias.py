@@ -35,9 +35,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError
-from ..io import atomic_path
-from ..log import get_logger, progress
+from unstereo.errors import InputError
+from unstereo.io import atomic_path
+from unstereo.log import get_logger, progress
 
 log = get_logger("sentiment.debias")
 
@@ -355,7 +355,7 @@ def finetune(model, tok, encoded: list[tuple[list[int], int, list[int]]], *, met
 
 def perplexity(model, tok, texts: Sequence[str], device: str = "cpu") -> float:
     """exp(- sum ln p / number of scored tokens) over ``texts`` (the project's causal scorer, BOS prepended)."""
-    from ..scoring.causal import CausalScorer
+    from unstereo.scoring.causal import CausalScorer
 
     scores = CausalScorer(model, tok, device=device, batch_size=16).score(list(texts))
     total, count = sum(s for s, _ in scores), sum(n for _, n in scores)

@@ -17,17 +17,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError
-from ..io import write_json
-from ..log import get_logger
-from ..tables import Column, TableSchema, read_table, write_table
-from . import debias as D
-from .classifiers import make_classifier
-from .encoder import SentenceEncoder, semantic_similarity
-from .fairness import fairness_table
-from .sampling import classifier_names, run_sampling
-from .settings import resource_path
-from .templates import load_templates
+from unstereo.errors import InputError
+from unstereo.io import write_json
+from unstereo.log import get_logger
+from unstereo.sentiment import debias as D
+from unstereo.sentiment.classifiers import make_classifier
+from unstereo.sentiment.encoder import SentenceEncoder, semantic_similarity
+from unstereo.sentiment.fairness import fairness_table
+from unstereo.sentiment.sampling import classifier_names, run_sampling
+from unstereo.sentiment.settings import resource_path
+from unstereo.sentiment.templates import load_templates
+from unstereo.tables import Column, TableSchema, read_table, write_table
 
 log = get_logger("sentiment.debias")
 
@@ -78,10 +78,10 @@ def run_debias(
     ``continuations.parquet``, ``fairness.parquet``, ``history.json``) into ``out_dir``; return the QUALITY rows.
 
     ``base_continuations``: for ``none``, the stage's continuations of the base model (not sampled again)."""
-    from ..llm import LLMClient
-    from ..llm.cache import ChatCache
-    from ..llm.local import LocalBackend
-    from ..models import load_causal_lm
+    from unstereo.llm import LLMClient
+    from unstereo.llm.cache import ChatCache
+    from unstereo.llm.local import LocalBackend
+    from unstereo.models.load import load_causal_lm
 
     d = section["debias"]
     out_dir = Path(out_dir)
@@ -122,7 +122,7 @@ def run_debias(
     write_json(out_dir / "history.json", history)
     ppl, ppl_s = D.perplexity(model, tok, held, device), D.perplexity(model, tok, held_s, device)
     if method == "none" and base_continuations is not None:
-        from .schemas import CONTINUATIONS
+        from unstereo.sentiment.schemas import CONTINUATIONS
 
         cont = read_table(base_continuations, CONTINUATIONS)
     else:
@@ -169,8 +169,8 @@ def summarize(paths: list[str | Path]) -> pd.DataFrame:
 
 def table1_html(df: pd.DataFrame, classifier: str, path: str | Path) -> Path:
     """Table 1 of the paper: per run, PPL, PPL_s, and per attribute I.F., G.F., S.S., S.S._c (one classifier)."""
-    from ..io import write_text
-    from ..report.render import html_table
+    from unstereo.io import write_text
+    from unstereo.render.formats import html_table
 
     d = df[df["classifier"] == classifier]
     attrs = list(dict.fromkeys(d["attribute"]))
@@ -189,7 +189,7 @@ def table1_html(df: pd.DataFrame, classifier: str, path: str | Path) -> Path:
 
 def figure6(df: pd.DataFrame, classifier: str, path: str | Path) -> Path:
     """Figure 6 of the paper: I.F. against S.S. per run (lambda annotated), one panel per attribute."""
-    from .figures import _pyplot, _save
+    from unstereo.sentiment.figures import _pyplot, _save
 
     plt = _pyplot()
     d = df[df["classifier"] == classifier]

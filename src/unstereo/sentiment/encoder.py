@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ResourceError
+from unstereo.errors import ResourceError
 
 
 class SentenceEncoder:

@@ -29,8 +29,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import wasserstein_distance
 
-from ..bootstrap import percentile_interval
-from ..errors import InputError
+from unstereo.bootstrap import percentile_interval
+from unstereo.errors import InputError
 
 KEY = ["attribute", "family", "value", "subgroup", "sample"]
 

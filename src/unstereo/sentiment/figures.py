@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..io import atomic_path, write_text
-from ..report.render import html_table
+from unstereo.io import atomic_path, write_text
+from unstereo.render.formats import html_table
 
 
 def _pyplot():

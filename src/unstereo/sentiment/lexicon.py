@@ -6,8 +6,8 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
-from ..errors import ResourceError
-from ..resources.sentiment_resources import FILES, extract_opinion_lexicon  # noqa: F401 (re-exported)
+from unstereo.errors import ResourceError
+from unstereo.resources.sentiment_resources import FILES, extract_opinion_lexicon  # noqa: F401 (re-exported)
 
 
 @cache

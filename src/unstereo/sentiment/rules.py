@@ -1,5 +1,5 @@
 """Helpers for ``rules/sentiment.smk``: inputs and arguments from the ``sentiment`` config section (unit-tested here
-so that the rules file stays declarative; the model layer is :mod:`unstereo.model_rules`)."""
+so that the rules file stays declarative; the model layer is :mod:`unstereo.models.rules`)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from ..model_rules import model_inputs
-from .settings import resource_name
-from .templates import DATASET
+from unstereo.models.rules import model_inputs
+from unstereo.sentiment.settings import resource_name
+from unstereo.sentiment.templates import DATASET
 
 
 def sample_inputs(section: dict[str, Any], name: str, manifest: Callable[[str], str]) -> dict[str, Any]:
@@ -26,7 +26,7 @@ def sample_inputs(section: dict[str, Any], name: str, manifest: Callable[[str], 
 def registered_resources() -> set[str]:
     """Names of the resources :mod:`unstereo.resources` can fetch (a resource it does not know cannot be a rule's
     input; the command then names the folder it misses)."""
-    from ..resources import RESOURCES
+    from unstereo.resources import RESOURCES
 
     return set(RESOURCES)
 

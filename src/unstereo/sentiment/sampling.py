@@ -10,12 +10,12 @@ from typing import Any
 
 import pandas as pd
 
-from ..llm.sample import SampleSettings, sample_continuations
-from ..log import get_logger
-from ..tables import write_table
-from .classifiers import make_classifier, score_column
-from .schemas import CONTINUATIONS
-from .templates import fill_templates, load_templates
+from unstereo.llm.sample import SampleSettings, sample_continuations
+from unstereo.log import get_logger
+from unstereo.sentiment.classifiers import make_classifier, score_column
+from unstereo.sentiment.schemas import CONTINUATIONS
+from unstereo.sentiment.templates import fill_templates, load_templates
+from unstereo.tables import write_table
 
 log = get_logger("sentiment")
 

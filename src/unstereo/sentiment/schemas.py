@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..tables import Column, TableSchema
+from unstereo.tables import Column, TableSchema
 
 _CELL = (
     Column("attribute", "str", "sensitive attribute: country, occupation or name"),

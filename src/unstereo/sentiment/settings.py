@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .. import config
-from ..model_spec import RESOURCE_PREFIX, external_dir_default
+from unstereo import config
+from unstereo.models.spec import RESOURCE_PREFIX, external_dir_default
 
 
 def load_section(section: dict[str, Any] | None = None) -> dict[str, Any]:

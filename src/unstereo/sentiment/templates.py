@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import InputError
+from unstereo.errors import InputError
 
 DATASET = "huang2020-sentiment-templates"
 PLACEHOLDER = "{X}"

@@ -10,17 +10,11 @@ from pathlib import Path
 from unstereo.headline_metric import HeadlineMetric
 from unstereo.method_registry import Method
 
-# Each stage's package holds the stage's rules.smk, <section>.schema.yaml, env.yaml and captions/ (the score stage's
-# live in unstereo/scoring, beside its CLI; metrics has a config section but no rules of its own: report.smk runs it).
-SRC = Path(__file__).parent.parent
-STAGES = {  # stage (config section) -> its package folder
-    "corpus": SRC / "corpus",
-    "vocabulary": SRC / "vocabulary",
-    "benchmarks": SRC / "benchmarks",
-    "generate": SRC / "generate",
-    "score": SRC / "scoring",
-    "metrics": SRC / "metrics",
-    "report": SRC / "report",
+# Each stage is a folder of this package holding its rules.smk, <section>.schema.yaml, env.yaml and captions/;
+# metrics has a config section but no rules of its own (report's rules.smk runs it).
+HERE = Path(__file__).parent
+STAGES = {
+    s: HERE / s for s in ("corpus", "vocabulary", "benchmarks", "generate", "score", "metrics", "report")
 }
 _WITH_RULES = ("corpus", "vocabulary", "benchmarks", "generate", "score", "report")
 
@@ -28,13 +22,13 @@ METHOD = Method(
     name="unstereoeval",
     title="UnStereoEval",
     cli={
-        "corpus": "unstereo.corpus.cli:group",
-        "vocabulary": "unstereo.vocabulary.cli:group",
-        "benchmarks": "unstereo.benchmarks.cli:group",
-        "generate": "unstereo.generate.cli:group",
-        "score": "unstereo.scoring.cli:score",
-        "metrics": "unstereo.metrics.cli:metrics",
-        "report": "unstereo.report.cli:group",
+        "corpus": "unstereo.unstereoeval.corpus.cli:group",
+        "vocabulary": "unstereo.unstereoeval.vocabulary.cli:group",
+        "benchmarks": "unstereo.unstereoeval.benchmarks.cli:group",
+        "generate": "unstereo.unstereoeval.generate.cli:group",
+        "score": "unstereo.unstereoeval.score.cli:score",
+        "metrics": "unstereo.unstereoeval.metrics.cli:metrics",
+        "report": "unstereo.unstereoeval.report.cli:group",
     },
     config={section: folder / f"{section}.schema.yaml" for section, folder in STAGES.items()},
     # one rules file per stage, in pipeline order; each reads only the shared helpers of rules/common.smk and the config
@@ -76,6 +70,6 @@ METHOD = Method(
         ),  # higher = more neutral pairs
         HeadlineMetric("aufc", "AuFC (area under the fairness curve)", "lower", limits=(0.0, None)),
     ),
-    headline_module="unstereo.report.headline",
+    headline_module="unstereo.unstereoeval.report.headline",
     order=0,
 )

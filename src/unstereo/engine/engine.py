@@ -1,0 +1,502 @@
+"""The local sampling engine: one decode loop for every chat and continuation request of :class:`.LocalBackend`.
+
+What transformers' ``generate`` does per step, less its overhead, plus what it cannot do:
+
+- each distinct prompt is run once (its own forward pass, batch 1), and its KV cache and last logits are copied to
+  every sample of it that gets a slot: n samples of a prompt cost one prefill;
+- a preallocated KV cache of ``slots`` rows (:class:`SlotCache`): each row writes at its own position, so rows of
+  different lengths need no padding, and the attention sees a row's own positions only (a 4D additive mask; Gemma's
+  sliding-window layers get their own);
+- continuous batching: a row that ends (end of sequence, a stop string, its token limit) frees its slot, and the
+  next waiting request takes it at once, so the batch stays full while requests wait; the live rows are kept in the
+  first slots (a finished row's slot is filled by moving the last row), so a step runs on a view of the cache;
+- the decode step runs the model's body (its own attention and rotary code) and then the LM head on the last
+  position only; with fp32 weights on the CPU the linear layers and the head run on oneDNN like the scorer's
+  (:mod:`unstereo.models.onednn`);
+- the tokens of all rows are drawn at once by :func:`unstereo.engine.sampler.sample_rows` with one uniform per row and
+  generated token from the row's own generator (seeded by the request's seed), so a row's text depends on its
+  prompt, settings and seed only, not on the batch or its neighbours (up to float rounding of the products);
+- stop strings are looked for in the newly decoded text only (incremental detokenisation with a few tokens of
+  context, as servers do), not in the whole text every step.
+
+:meth:`SamplingEngine.check` runs a probe (two prompts, continuous batching, greedy) and compares the engine's
+log-probabilities with the model's own full forward pass; the backend falls back to ``generate`` when it fails.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from unstereo.log import get_logger
+
+log = get_logger("llm.engine")
+
+# Prompts run together in one prefill pass: rows x longest prompt <= PREFILL_CELLS positions.
+PREFILL_CELLS = 2048
+# The probe's log-probabilities may differ from the full forward pass's by float rounding only (fp32).
+PROBE_TOLERANCE = 1e-3
+
+
+@dataclass
+class EngineRequest:
+    """One row to generate: prompt token ids and its sampling settings (``stops``: strings that end the row)."""
+
+    ids: list[int]
+    max_tokens: int
+    temperature: float = 1.0
+    top_p: float = 1.0
+    seed: int = 0
+    stops: tuple[str, ...] = ()
+
+
+@dataclass
+class EngineOutput:
+    """The generated token ids (the end-of-sequence token included when it ended the row), why the row ended
+    (``stop``: end of sequence or a stop string; ``length``) and, when asked for, each token's log-probability
+    under the model (temperature 1, no nucleus)."""
+
+    tokens: list[int]
+    finish: str
+    logprobs: list[float] | None = None
+
+
+@dataclass
+class EngineStats:
+    """Counters of the last :meth:`SamplingEngine.generate` call (tests and benchmarks read them)."""
+
+    prefills: int = 0  # forward passes over a prompt (one per distinct prompt)
+    steps: int = 0  # decode forward passes (one token per live row)
+    # per round of sampling (one token for every row in a slot): (rows sampled, requests still waiting)
+    occupancy: list[tuple[int, int]] = field(default_factory=list)
+
+
+class SlotCache:
+    """A preallocated KV cache: per layer ``[slots, kv heads, length, head dim]`` keys and values.
+
+    Duck-types the part of transformers' ``Cache`` the attention layers call (``update``): a step of one token per
+    row writes row ``i``'s key at ``positions[i]``; a pass over prompts writes each row's tokens from position 0.
+    Returns the first ``rows`` rows up to ``length`` (views, no copy)."""
+
+    is_compileable = False
+
+    def __init__(self, layers: int, slots: int, length: int):
+        self.n_layers, self.slots, self.length = layers, slots, length
+        self.keys: list[Any] = [None] * layers
+        self.values: list[Any] = [None] * layers
+        self.rows = 0
+        self.span = 0
+        self.positions = None  # LongTensor [rows] for a one-token step; None for a prompt's pass
+
+    def _alloc(self, layer: int, like: Any) -> None:
+        import torch
+
+        shape = (self.slots, like.shape[1], self.length, like.shape[3])
+        self.keys[layer] = torch.zeros(shape, dtype=like.dtype, device=like.device)
+        self.values[layer] = torch.zeros(shape, dtype=like.dtype, device=like.device)
+
+    def update(self, key: Any, value: Any, layer_idx: int, cache_kwargs: Any = None):
+        if self.keys[layer_idx] is None:
+            self._alloc(layer_idx, key)
+        k, v = self.keys[layer_idx], self.values[layer_idx]
+        if self.positions is None:  # prompts: every row from position 0
+            rows, q = key.shape[0], key.shape[2]
+            k[:rows, :, :q] = key
+            v[:rows, :, :q] = value
+        else:
+            import torch
+
+            rows = torch.arange(self.rows, device=key.device)
+            k[rows, :, self.positions] = key[:, :, 0]
+            v[rows, :, self.positions] = value[:, :, 0]
+        return k[: self.rows, :, : self.span], v[: self.rows, :, : self.span]
+
+    def get_seq_length(self, layer_idx: int = 0) -> int:
+        return self.span
+
+    def copy_row(self, source: SlotCache, src: int, dst: int, length: int) -> None:
+        """Row ``src`` of ``source`` (its first ``length`` positions) into row ``dst`` of this cache."""
+        for layer in range(self.n_layers):
+            if self.keys[layer] is None:
+                self._alloc(layer, source.keys[layer])
+            self.keys[layer][dst, :, :length] = source.keys[layer][src, :, :length]
+            self.values[layer][dst, :, :length] = source.values[layer][src, :, :length]
+
+
+class _Detokenizer:
+    """The text of a growing list of token ids, a piece at a time: each new token is decoded with the few tokens
+    before it as context (so a tokenizer that drops a first token's leading space, or a character split over
+    byte tokens, decodes as in the whole text), and a piece that ends in an unfinished character waits."""
+
+    def __init__(self, tok: Any):
+        self.tok = tok
+        self.ids: list[int] = []
+        self.prefix = 0  # start of the context
+        self.read = 0  # tokens already in ``text``
+        self.text = ""
+
+    def add(self, token: int) -> str:
+        """Append ``token``; return the text it completes (maybe empty)."""
+        self.ids.append(token)
+        before = self.tok.decode(self.ids[self.prefix : self.read], skip_special_tokens=True)
+        now = self.tok.decode(self.ids[self.prefix :], skip_special_tokens=True)
+        if len(now) <= len(before) or now.endswith("\ufffd"):
+            return ""
+        piece = now[len(before) :]
+        self.text += piece
+        self.prefix, self.read = self.read, len(self.ids)
+        return piece
+
+
+class _Row:
+    """A request being generated in a slot."""
+
+    __slots__ = ("index", "req", "prompt", "generator", "tokens", "logprobs", "position", "detok", "finish")
+
+    def __init__(self, index: int, req: EngineRequest, prompt: _Prompt, tok: Any):
+        import torch
+
+        self.index, self.req, self.prompt = index, req, prompt
+        self.generator = (
+            torch.Generator().manual_seed(int(req.seed) % (2**63)) if req.temperature > 0 else None
+        )
+        self.tokens: list[int] = []
+        self.logprobs: list[float] = []
+        self.position = len(req.ids)  # where the next fed token goes
+        self.detok = _Detokenizer(tok) if req.stops else None
+        self.finish: str | None = None
+
+
+@dataclass
+class _Prompt:
+    """A prefilled prompt: the cache holding it (row ``row``), its last logits, how many of its requests have
+    not started."""
+
+    cache: SlotCache
+    row: int
+    logits: Any
+    length: int
+    waiting: int
+
+
+class SamplingEngine:
+    """Generates rows for a loaded (model, tokenizer) with ``slots`` rows at a time (see the module doc)."""
+
+    def __init__(self, model: Any, tokenizer: Any, slots: int = 8, onednn: bool = True):
+        from unstereo.models.lm_head import split_causal_lm
+        from unstereo.models.onednn import available
+
+        self.model, self.tok = model, tokenizer
+        self.slots = max(1, int(slots))
+        parts = split_causal_lm(model)
+        self.body, self.head = parts if parts is not None else (None, None)
+        self.onednn = bool(onednn and parts is not None and available(self.head.weight))
+        config = getattr(model, "config", None)
+        config = config.get_text_config() if hasattr(config, "get_text_config") else config
+        self.config = config
+        self.n_layers = int(getattr(config, "num_hidden_layers", 0) or getattr(config, "n_layer", 0) or 0)
+        types = set(getattr(config, "layer_types", None) or ())
+        window = getattr(config, "sliding_window", None)
+        self.window = int(window) if "sliding_attention" in types and window else None
+        self.eos = eos_ids(model, tokenizer)
+        self.stats = EngineStats()
+
+    # ------------------------------------------------------------------------------------------- the checks
+
+    def check(self) -> str | None:
+        """None when the engine gives the model's own log-probabilities on a probe, else what went wrong."""
+        import torch
+
+        if self.body is None:
+            return "no body and linear LM head found (get_output_embeddings, base_model)"
+        if not self.n_layers:
+            return "the config names no number of layers"
+        vocab = self.head.weight.shape[0]
+        g = torch.Generator().manual_seed(0)
+        prompts = [torch.randint(0, vocab, (n,), generator=g).tolist() for n in (3, 6, 3)]
+        prompts[2] = prompts[0]  # a shared prompt
+        reqs = [EngineRequest(p, max_tokens=4, temperature=0.0) for p in prompts]
+        slots = self.slots
+        self.slots = 2  # three requests in two slots: continuous batching and a moved row
+        try:
+            outs = self.generate(reqs, logprobs=True, ignore_eos=True)
+        except Exception as exc:  # an architecture that rejects the cache, the 4D mask or the position ids
+            return f"{type(exc).__name__}: {exc}"
+        finally:
+            self.slots = slots
+        diff = 0.0
+        with torch.inference_mode():
+            for req, out in zip(reqs, outs, strict=True):
+                seq = torch.tensor([req.ids + out.tokens])
+                logits = self.model(input_ids=seq, use_cache=False).logits[0].float()
+                want = torch.log_softmax(logits[len(req.ids) - 1 : -1], -1)
+                want = want.gather(-1, torch.tensor(out.tokens)[:, None])[:, 0]
+                diff = max(diff, float((want - torch.tensor(out.logprobs)).abs().max()))
+        if not diff <= PROBE_TOLERANCE:  # also catches NaN
+            return f"probe log-probabilities differ from the full forward pass by {diff:.3g}"
+        return None
+
+    # ----------------------------------------------------------------------------------------- generation
+
+    def generate(
+        self, requests: list[EngineRequest], logprobs: bool = False, ignore_eos: bool = False
+    ) -> list[EngineOutput]:
+        """One :class:`EngineOutput` per request, in order. ``ignore_eos``: rows end at their limit or a stop
+        string only (probes and benchmarks)."""
+        import torch
+
+        from unstereo.models.onednn import linears_through_onednn
+
+        self.stats = EngineStats()
+        if not requests:
+            return []
+        waiting = {}
+        for req in requests:
+            key = tuple(req.ids)
+            waiting[key] = waiting.get(key, 0) + 1
+        prompts: dict[tuple[int, ...], _Prompt] = {}
+        length = max(len(r.ids) + r.max_tokens for r in requests)
+        cache = SlotCache(self.n_layers, min(self.slots, len(requests)), length)
+        vocab = self.head.weight.shape[0]
+        logits = torch.empty((cache.slots, vocab), dtype=torch.float32)
+        eos = torch.tensor(sorted(self.eos) if not ignore_eos else [], dtype=torch.long)
+        queue = list(range(len(requests)))[::-1]  # popped from the end: input order
+        rows: list[_Row] = []
+        done: list[_Row | None] = [None] * len(requests)
+        onednn = linears_through_onednn(self.body) if self.onednn else contextlib.nullcontext()
+        with torch.inference_mode(), onednn, _decode_attention_for(self.model):
+
+            def admit() -> None:
+                coming = [tuple(requests[i].ids) for i in queue[::-1][: cache.slots - len(rows)]]
+                new = [key for key in dict.fromkeys(coming) if key not in prompts]
+                for chunk in _chunks(new, PREFILL_CELLS):
+                    for key, prompt in zip(chunk, self._prefill(chunk), strict=True):
+                        prompt.waiting = waiting[key]
+                        prompts[key] = prompt
+                while queue and len(rows) < cache.slots:
+                    i = queue.pop()
+                    req = requests[i]
+                    key = tuple(req.ids)
+                    prompt = prompts[key]
+                    cache.copy_row(prompt.cache, prompt.row, len(rows), prompt.length)
+                    logits[len(rows)] = prompt.logits
+                    prompt.waiting -= 1
+                    if not prompt.waiting:
+                        del prompts[key]  # every sample of it has its copy
+                    rows.append(_Row(i, req, prompt, self.tok))
+
+            admit()
+            while rows:
+                self.stats.occupancy.append((len(rows), len(queue)))
+                tokens = self._sample(logits[: len(rows)], rows)
+                lps = None
+                if logprobs:
+                    lp = torch.log_softmax(logits[: len(rows)], -1)
+                    lps = lp.gather(-1, tokens[:, None])[:, 0].tolist()
+                hit_eos = torch.isin(tokens, eos).tolist() if eos.numel() else [False] * len(rows)
+                keep = []
+                for j, (row, token) in enumerate(zip(rows, tokens.tolist(), strict=True)):
+                    row.tokens.append(token)
+                    if lps is not None:
+                        row.logprobs.append(lps[j])
+                    if self._ends(row, token, hit_eos[j]):
+                        done[row.index] = row
+                    else:
+                        keep.append((j, row))
+                for j, (old, row) in enumerate(keep):  # the live rows to the first slots
+                    if old != j:
+                        cache.copy_row(cache, old, j, row.position)
+                rows[:] = [row for _, row in keep]
+                if rows:
+                    hidden = self._step(cache, rows, [row.tokens[-1] for row in rows])
+                    logits[: len(rows)] = self._logits(hidden)
+                    self.stats.steps += 1
+                admit()
+        return [EngineOutput(r.tokens, r.finish, r.logprobs if logprobs else None) for r in done]
+
+    def _ends(self, row: _Row, token: int, eos: bool) -> bool:
+        """Whether ``row`` ends with ``token`` (just appended); sets its finish reason."""
+        stopped = eos
+        if not stopped and row.detok is not None:
+            piece = row.detok.add(token)
+            if piece:
+                span = len(piece) + max(len(s) for s in row.req.stops) - 1
+                tail = row.detok.text[-span:]
+                stopped = any(s and s in tail for s in row.req.stops)
+        if stopped:
+            row.finish = "stop"
+        elif len(row.tokens) >= row.req.max_tokens:
+            row.finish = "length"
+        return row.finish is not None
+
+    def _sample(self, logits: Any, rows: list[_Row]):
+        """One token per row (:func:`.sampler.sample_rows`), one uniform per sampled row from its generator."""
+        import torch
+
+        from unstereo.engine.sampler import sample_rows
+
+        temps = torch.tensor([r.req.temperature for r in rows], dtype=torch.float32)
+        top_ps = torch.tensor([r.req.top_p for r in rows], dtype=torch.float32)
+        u = torch.zeros(len(rows), dtype=torch.float64)
+        for j, row in enumerate(rows):
+            if row.generator is not None:
+                u[j] = torch.rand(1, generator=row.generator, dtype=torch.float64)
+        return sample_rows(logits, temps, top_ps, u)
+
+    # ------------------------------------------------------------------------------------ forward passes
+
+    def _prefill(self, prompts: list[tuple[int, ...]]) -> list[_Prompt]:
+        """Run prompts (right-padded, each row from position 0, a row sees its own tokens only) into a cache of
+        their own; each prompt's last position's logits."""
+        import torch
+
+        lengths = torch.tensor([len(p) for p in prompts])
+        width = int(lengths.max())
+        ids = torch.zeros((len(prompts), width), dtype=torch.long)
+        for row, p in enumerate(prompts):
+            ids[row, : len(p)] = torch.tensor(p)
+        cache = SlotCache(self.n_layers, len(prompts), width)
+        cache.rows, cache.span = len(prompts), width
+        positions = torch.arange(width)
+        # [row, query, key]: causal, and never a padding key
+        visible = (positions[None, None, :] <= positions[None, :, None]) & (positions < lengths[:, None])[
+            :, None
+        ]
+        masks = self._masks(visible, (positions[:, None] - positions[None, :])[None])
+        hidden = self._body(
+            ids, {k: m[:, None] for k, m in masks.items()}, positions[None].expand(len(prompts), -1), cache
+        )
+        self.stats.prefills += len(prompts)
+        last = self._logits(hidden[torch.arange(len(prompts)), lengths - 1])
+        return [_Prompt(cache, row, last[row], len(p), 0) for row, p in enumerate(prompts)]
+
+    def _step(self, cache: SlotCache, rows: list[_Row], tokens: list[int]):
+        """One token per row at its own position; the hidden states ``[rows, hidden]``."""
+        import torch
+
+        positions = torch.tensor([r.position for r in rows])
+        cache.rows, cache.span, cache.positions = len(rows), int(positions.max()) + 1, positions
+        keys = torch.arange(cache.span)
+        visible = keys[None, :] <= positions[:, None]  # [row, key]
+        masks = self._masks(visible, positions[:, None] - keys[None, :])
+        try:
+            hidden = self._body(
+                torch.tensor(tokens)[:, None],
+                {k: m[:, None, None] for k, m in masks.items()},
+                positions[:, None],
+                cache,
+            )
+        finally:
+            cache.positions = None
+        for r in rows:
+            r.position += 1
+        return hidden[:, -1]
+
+    def _masks(self, visible: Any, distance: Any) -> dict[str, Any]:
+        """Additive masks (0 where a key is seen, the dtype's minimum elsewhere): ``full_attention`` and, for a
+        model with sliding-window layers, ``sliding_attention`` (keys less than the window behind)."""
+        import torch
+
+        dtype = self.head.weight.dtype
+        low = torch.finfo(dtype).min
+
+        def additive(v):
+            return torch.zeros(v.shape, dtype=dtype).masked_fill_(~v, low)
+
+        masks = {"full_attention": additive(visible)}
+        if self.window is not None:
+            masks["sliding_attention"] = additive(visible & (distance < self.window))
+        return masks
+
+    def _body(self, ids: Any, masks: dict[str, Any], positions: Any, cache: SlotCache):
+        from unstereo.models.lm_head import last_hidden
+
+        mask = masks if self.window is not None else masks["full_attention"]
+        out = self.body(
+            input_ids=ids,
+            attention_mask=mask,
+            position_ids=positions,
+            past_key_values=cache,
+            use_cache=True,
+            cache_position=positions[0],
+        )
+        return last_hidden(out)
+
+    def _logits(self, hidden: Any):
+        """fp32 logits ``[n, vocabulary]`` of hidden states ``[n, hidden]``: the head, its scale and soft cap."""
+        import torch.nn.functional as F
+
+        from unstereo.models.onednn import linear
+
+        head = self.head
+        out = (
+            linear(hidden, head.weight, head.bias)
+            if self.onednn
+            else F.linear(hidden, head.weight, head.bias)
+        )
+        return head.scale_and_cap_(out.float())
+
+
+ATTENTION = "unstereo_decode"
+
+
+def _decode_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+    """Attention of one new token per row (``query`` ``[rows, heads, 1, dim]``) over a cache ``[rows, kv heads,
+    length, dim]`` with an additive mask: two batched products with the query heads grouped by their key head,
+    where ``sdpa`` first copies every key and value head once per query head (grouped-query attention). Anything
+    else (a prompt's pass, no ``scaling`` given) goes to transformers' ``sdpa``."""
+    import torch
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    rows, heads, q, dim = query.shape
+    kv_heads = key.shape[1]
+    if q != 1 or scaling is None or attention_mask is None or heads % kv_heads:
+        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout,
+                                      scaling=scaling, **kwargs)  # fmt: skip
+    grouped = query.view(rows, kv_heads, heads // kv_heads, dim)
+    scores = (
+        torch.matmul(grouped, key.transpose(-1, -2)).mul_(scaling).add_(attention_mask)
+    )  # [r, kv, g, len]
+    probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
+    out = torch.matmul(probs, value)  # [rows, kv heads, group, dim]
+    return out.reshape(rows, 1, heads, dim), None
+
+
+@contextlib.contextmanager
+def _decode_attention_for(model: Any):
+    """Route a model that uses ``sdpa`` through :func:`_decode_attention` while the block runs."""
+    config = getattr(model, "config", None)
+    if getattr(config, "_attn_implementation", None) != "sdpa":
+        yield
+        return
+    from transformers import AttentionInterface
+
+    AttentionInterface.register(ATTENTION, _decode_attention)
+    config._attn_implementation = ATTENTION
+    try:
+        yield
+    finally:
+        config._attn_implementation = "sdpa"
+
+
+def _chunks(prompts: list[tuple[int, ...]], cells: int) -> list[list[tuple[int, ...]]]:
+    """``prompts`` in consecutive groups of rows x longest <= ``cells`` (at least one prompt each)."""
+    out: list[list[tuple[int, ...]]] = []
+    width = 0
+    for p in prompts:
+        if out and (len(out[-1]) + 1) * max(width, len(p)) <= cells:
+            out[-1].append(p)
+            width = max(width, len(p))
+        else:
+            out.append([p])
+            width = len(p)
+    return out
+
+
+def eos_ids(model: Any, tok: Any) -> set[int]:
+    """The ids that end a row: the generation config's end-of-sequence ids, else the tokenizer's."""
+    config = getattr(model, "generation_config", None)
+    eos = config.eos_token_id if config is not None else None
+    eos = eos if eos is not None else tok.eos_token_id
+    return set(eos if isinstance(eos, list) else [eos]) - {None}

@@ -1,0 +1,21 @@
+"""The ``generate`` config section: validation with defaults against generate/generate.schema.yaml."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from unstereo import config
+
+
+def load_section(
+    section: dict[str, Any] | None = None, schema_dir: str | Path | None = None
+) -> dict[str, Any]:
+    """Validate a ``generate`` section (a copy) and fill in every default; errors name ``generate.<key>``."""
+    return config.load_section("generate", section, schema_dir)
+
+
+def read_settings_arg(value: str | None) -> dict[str, Any]:
+    """``--settings``: inline JSON, or a YAML/JSON file (a whole config with a ``generate`` key, or the section);
+    :func:`unstereo.config.read_section_arg`."""
+    return config.read_section_arg(value, "generate")

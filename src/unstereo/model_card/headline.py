@@ -1,0 +1,62 @@
+"""Headline metrics: the one number (with its interval) per model that each bias method reports.
+
+Every method declares its headline metrics (:class:`HeadlineMetric`: name, label, which way is more biased) and a
+function that reads them from its finished outputs into a :data:`HEADLINE` table, one row per (method, model,
+metric). The cross-method model card stacks those tables, so methods with opposite conventions (US: higher = more
+neutral; FairPair F: higher = more biased; Stereotype Score: 50 = unbiased) can be shown side by side and ranked
+the same way through :meth:`HeadlineMetric.bias`.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from unstereo.headline_metric import DIRECTIONS, HeadlineMetric
+from unstereo.tables import Column, TableSchema, validate
+
+__all__ = ["DIRECTIONS", "HEADLINE", "HeadlineMetric", "first_present", "headline_table", "model_names"]
+
+HEADLINE = TableSchema(
+    "headline",
+    "one row per (method, model, metric): a method's headline metric for one model with its interval",
+    (
+        Column("method", "str", "the method's registry name (e.g. `unstereoeval`, `fairpair`)"),
+        Column("model", "str", "the model's short name, as the method's config names it"),
+        Column("metric", "str", "the headline metric's name (HeadlineMetric.name)"),
+        Column("value", "float", "the metric's value", nullable=True),
+        Column("ci_low", "float", "low end of its interval (NaN when the method gives none)", nullable=True),
+        Column("ci_high", "float", "high end of its interval", nullable=True),
+        Column("interval", "str", "what the interval is, e.g. `95% bootstrap` or `±1 std` (empty: none)"),
+        Column("n", "int", "the number of units (pairs, prompts, tests) behind the value", nullable=True),
+        Column("scope", "str", "what the value covers, e.g. `benchmark USE-5, eta = inf` (the choices made)"),
+    ),
+    unique=("method", "model", "metric"),
+)
+
+
+def headline_table(rows: list[dict]) -> pd.DataFrame:
+    """A validated :data:`HEADLINE` table from row dicts (an empty one, typed, from no rows). A row without an
+    interval (both ends NaN, e.g. a bootstrap of 0 rounds) gets ``interval=""``, so no label claims one."""
+    df = pd.DataFrame(rows, columns=HEADLINE.names)
+    # A label a row leaves out is empty (an all-missing column would be float NaN).
+    for text in ("interval", "scope"):
+        df[text] = df[text].astype(object).where(df[text].notna(), "")
+    df.loc[df["ci_low"].isna() & df["ci_high"].isna(), "interval"] = ""
+    return validate(df.astype({"n": "Int64"}) if len(df) else df, HEADLINE)
+
+
+def first_present(preferred, available) -> str | None:
+    """The first of ``preferred`` (a config list, in its order) found in ``available``; else the smallest of
+    ``available`` (so a table the config does not describe still gives one deterministic choice); None if empty."""
+    available = [a for a in available if a is not None]
+    for p in preferred or ():
+        if p in available:
+            return p
+    return min(available) if available else None
+
+
+def model_names(section) -> list[str]:
+    """Short model names of a method's ``models`` config: the keys of a mapping, or a list's items."""
+    if not section:
+        return []
+    return list(section.keys()) if isinstance(section, dict) else [str(m) for m in section]

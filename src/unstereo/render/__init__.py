@@ -1,0 +1,1 @@
+"""Rendering of tables (CSV, Markdown, LaTeX, HTML) shared by the methods' reports."""

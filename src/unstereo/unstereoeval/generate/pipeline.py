@@ -1,0 +1,530 @@
+"""The USE-k generation pipeline (docs/methods.md#use-k-generation): generation -> check -> revision ->
+pairing -> template -> filter.
+
+Beyond the paper: an optional length check after revision (about k words), deduplication of templates before the
+semantic filter (on by default: a repeated template costs two filter calls and adds no pair), and a flag for other
+gendered words (``gendered_words``), see :mod:`.filters`.
+
+Every sentence the LLM produced becomes one row of the full table with its ``status`` (``kept``, ``unnatural`` or
+``discarded``) and ``reason``; nothing is dropped silently. Each step sends all its requests at once through
+:meth:`LLMClient.chat_many` (parallel HTTP calls or batched local generation), and every finished call is cached.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, fields
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from unstereo.generation.filters import first_occurrences, gendered_words, length_ok, load_gendered_words
+from unstereo.generation.parse import (
+    has_pronoun,
+    has_word,
+    is_refusal,
+    parse_likelihood,
+    parse_numbered_list,
+    parse_single,
+)
+from unstereo.generation.prompts import PromptSet
+from unstereo.log import get_logger
+from unstereo.templates import fill_template, has_placeholder, templatize_male, words
+from unstereo.unstereoeval.generate.minimal import RULES, check_minimal_pair, rule_of
+from unstereo.unstereoeval.generate.naturalness import chat_reply, repetition, task_ngrams, token_logprob
+from unstereo.unstereoeval.generate.pairing import (
+    direct_female_to_male,
+    has_female_pronoun,
+    has_male_pronoun,
+    modifications,
+)
+
+log = get_logger("generate")
+
+PRONOUNS = ("he", "she")
+# The {group} value of the revision and editing prompts: the whole pronoun family, written as the released USE-5
+# data shows it (a revised sentence there echoes the prompt: "one of the pronouns 'she/her/her/herself'", and
+# another "he/his/him/himself"); the generation prompt gets the bare pronoun.
+GROUP = {"he": "he/his/him/himself", "she": "she/her/her/herself"}
+
+FULL_COLUMNS = [
+    "benchmark", "k", "word", "target_word", "sample", "item", "raw_sentence", "sentence", "has_word",
+    "has_pronoun", "is_revised", "revision_calls", "revision_prompt", "pairing", "sentence_male", "modifications",
+    "template", "has_placeholder", "gendered_words", "logprob_male", "logprob_female", "likely_under", "likely_male",
+    "likely_female", "is_natural", "status", "reason", "pair_id",
+]  # fmt: skip
+
+
+# keys of the config's ``naturalness`` mapping -> GenerateSettings fields (model and cache go to the scorer)
+NATURALNESS_KEYS = {"chat_reply": "chat_reply_filter", "min_token_logprob": "min_token_logprob",
+                    "start_logprob": "start_logprob", "llm_filter": "llm_semantic_filter"}  # fmt: skip
+
+
+@dataclass
+class GenerateSettings:
+    """Parameters of one generation run (config section ``generate``; paper values as defaults)."""
+
+    n_sentences: int = 5
+    temperature_generation: float = 0.7
+    temperature_revision: float = 0.7
+    temperature_editing: float = 0.0
+    temperature_semantic_filter: float = 0.0
+    top_p: float = 1.0
+    max_tokens_generation: int = 400
+    max_tokens_revision: int = 100
+    max_tokens_editing: int = 100
+    max_tokens_semantic_filter: int = 5
+    revision_max_tries: int = 10
+    revision_max_calls: int | None = None  # budget per sentence (None: 4 prompts x revision_max_tries)
+    generation_max_tries: int = 3
+    pairing: str = "auto"
+    strip_quotes: bool = True
+    pronoun_check: str = "family"
+    dedup: bool = True
+    length_tolerance: int | None = None
+    chat_reply_filter: bool = True
+    min_token_logprob: float | None = None  # None: no log-likelihood filter
+    start_logprob: float = (
+        0.0  # subtracted from ln p before dividing by the tokens (.naturalness.token_logprob)
+    )
+    llm_semantic_filter: bool = True
+    seed: int = 0
+
+    @classmethod
+    def from_config(cls, cfg: dict[str, Any], seed: int | None = None) -> GenerateSettings:
+        """From a validated ``generate`` config section (nested ``temperatures``/``max_tokens`` mappings)."""
+        kw: dict[str, Any] = {}
+        names = {f.name for f in fields(cls)}
+        for key, value in cfg.items():
+            if key == "naturalness" and isinstance(value, dict):
+                kw.update({NATURALNESS_KEYS[k]: v for k, v in value.items() if k in NATURALNESS_KEYS})
+            elif key in ("temperatures", "max_tokens") and isinstance(value, dict):
+                prefix = "temperature" if key == "temperatures" else "max_tokens"
+                kw.update({f"{prefix}_{k}": v for k, v in value.items() if f"{prefix}_{k}" in names})
+            elif key in names:
+                kw[key] = value
+        if seed is not None:
+            kw["seed"] = seed
+        if kw.get("seed") is None:
+            kw.pop("seed", None)
+        return cls(**kw)
+
+
+def _req(prompt_text: str, temperature: float, max_tokens: int, top_p: float, seed: int, tag: str):
+    from unstereo.llm import ChatRequest
+
+    return ChatRequest.user(
+        prompt_text, temperature=temperature, max_tokens=max_tokens, top_p=top_p, seed=seed, tag=tag
+    )
+
+
+def _word_pronoun_ok(sentence: str, word: str, pronoun: str, s: GenerateSettings) -> bool:
+    return has_word(sentence, word) and has_pronoun(sentence, pronoun, s.pronoun_check)
+
+
+def _missing(sentence: str, word: str, pronoun: str, s: GenerateSettings) -> str:
+    miss = [f"word '{word}'"] if not has_word(sentence, word) else []
+    if not has_pronoun(sentence, pronoun, s.pronoun_check):
+        miss.append(f"pronoun '{pronoun}'")
+    return " and ".join(miss)
+
+
+def generate_benchmark(
+    seed_words: list[str],
+    k: int,
+    client: Any,
+    prompts: PromptSet,
+    settings: GenerateSettings | None = None,
+    benchmark: str | None = None,
+    scorer: Any = None,
+) -> pd.DataFrame:
+    """Run the pipeline for sentences of at most ``k`` words; return the full table (one row per sentence).
+
+    A seed word listed twice is generated twice (distinct seeds), as in the released USE data. ``scorer`` (a
+    :mod:`unstereo.scoring` scorer, see :func:`.naturalness.make_scorer`) gives the log-likelihoods of the
+    naturalness filter; it is needed when ``settings.min_token_logprob`` is set.
+
+    The steps below work on one list of row dicts; a row whose ``status`` is set (discarded, unnatural, kept) is
+    out of the later steps.
+    """
+    s = settings or GenerateSettings()
+    benchmark = benchmark or f"USE-{k}"
+    tag = benchmark
+    rows = _generate(seed_words, k, client, prompts, s, benchmark, tag)
+    _revise(rows, client, prompts, s, tag)
+    _check_length(rows, k, s)
+    _pair(rows, client, prompts, s, tag)
+    _templatize(rows)
+    _check_minimal(rows, s)
+    _naturalness(rows, client, prompts, s, tag, scorer)
+    return _full_table(rows, benchmark)
+
+
+def _alive(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows still in the pipeline (no status yet)."""
+    return [r for r in rows if r["status"] is None]
+
+
+def _generate(
+    seed_words: list[str],
+    k: int,
+    client: Any,
+    prompts: PromptSet,
+    s: GenerateSettings,
+    benchmark: str,
+    tag: str,
+) -> list[dict[str, Any]]:
+    """1. generation: per seed word (occurrence) and pronoun; retry answers without a usable list. One row per
+    generated sentence, or one discarded row (item -1) per job that never gave a list."""
+    occurrence: Counter[str] = Counter()
+    jobs = []
+    for word in seed_words:
+        for pronoun in PRONOUNS:
+            jobs.append({"word": word, "target_word": pronoun, "sample": occurrence[word]})
+        occurrence[word] += 1
+    lists: dict[int, list[str]] = {}
+    failure: dict[int, str] = {}
+    pending = list(range(len(jobs)))
+    for attempt in range(max(1, s.generation_max_tries)):
+        if not pending:
+            break
+        reqs = []
+        for i in pending:
+            job = jobs[i]
+            text = prompts.generation.format(
+                num_sentences=s.n_sentences, attribute=job["word"], group=job["target_word"], num_words=k
+            )
+            seed = s.seed + job["sample"] + 100_000 * attempt
+            reqs.append(
+                _req(text, s.temperature_generation, s.max_tokens_generation, s.top_p, seed, "generation")
+            )
+        answers = client.chat_many(reqs, desc=f"{tag} generation (try {attempt + 1})")
+        still = []
+        for i, ans in zip(pending, answers, strict=True):
+            items = parse_numbered_list(ans.text, s.strip_quotes)
+            if items:
+                if len(items) > s.n_sentences:
+                    log.info("%s/%s: %d items, keeping the first %d", jobs[i]["word"], jobs[i]["target_word"],
+                             len(items), s.n_sentences)  # fmt: skip
+                lists[i] = items[: s.n_sentences]
+            else:
+                failure[i] = "refusal" if is_refusal(ans.text) else "no numbered list in the answer"
+                still.append(i)
+        pending = still
+
+    rows: list[dict[str, Any]] = []
+    for i, job in enumerate(jobs):
+        base = {"benchmark": benchmark, "k": k, **job}
+        if i not in lists:
+            tries = max(1, s.generation_max_tries)
+            rows.append({**base, "item": -1, "status": "discarded",
+                         "reason": f"generation: {failure[i]} ({tries} tries)"})  # fmt: skip
+            continue
+        for j, sent in enumerate(lists[i]):
+            rows.append({**base, "item": j, "raw_sentence": sent, "sentence": sent, "is_revised": False,
+                         "revision_calls": 0, "status": None, "reason": None})  # fmt: skip
+    return rows
+
+
+def _revise(
+    rows: list[dict[str, Any]], client: Any, prompts: PromptSet, s: GenerateSettings, tag: str
+) -> None:
+    """2. revision: the 4 prompts round robin (each at most revision_max_tries times) on the original sentence;
+    then every sentence's word and pronoun checks."""
+    need = [r for r in _alive(rows) if not _word_pronoun_ok(r["sentence"], r["word"], r["target_word"], s)]
+    for r in need:
+        r["reason"] = f"missing {_missing(r['sentence'], r['word'], r['target_word'], s)}"
+    n_prompts = len(prompts.revision)
+    tries = n_prompts * max(0, s.revision_max_tries)
+    if (
+        s.revision_max_calls is not None
+    ):  # a budget knob for quick runs: the first prompts of the round robin only
+        tries = min(tries, s.revision_max_calls)
+    for t in range(tries):
+        if not need:
+            break
+        prompt = prompts.revision[t % n_prompts]
+        reqs = [
+            _req(
+                prompt.format(sentence=r["raw_sentence"], attribute=r["word"], group=GROUP[r["target_word"]]),
+                s.temperature_revision, s.max_tokens_revision, s.top_p, s.seed + t, "revision",
+            )
+            for r in need
+        ]  # fmt: skip
+        answers = client.chat_many(reqs, desc=f"{tag} revision {t + 1}")
+        still = []
+        for r, ans in zip(need, answers, strict=True):
+            revised = parse_single(ans.text, s.strip_quotes)
+            if revised and _word_pronoun_ok(revised, r["word"], r["target_word"], s):
+                r.update(
+                    sentence=revised,
+                    is_revised=True,
+                    revision_calls=t + 1,
+                    revision_prompt=prompt.id,
+                    reason=None,
+                )
+            else:
+                still.append(r)
+        need = still
+    for r in need:
+        r["revision_calls"] = tries
+        r.update(status="discarded", reason=f"revision: {r['reason']}; no valid revision in {tries} tries")
+
+    for r in rows:
+        if r.get("sentence"):
+            r["has_word"] = has_word(r["sentence"], r["word"])
+            r["has_pronoun"] = has_pronoun(r["sentence"], r["target_word"], s.pronoun_check)
+
+
+def _check_length(rows: list[dict[str, Any]], k: int, s: GenerateSettings) -> None:
+    """2b. optional length check: about k words (after revision, before any editing call)."""
+    if s.length_tolerance is None:
+        return
+    for r in _alive(rows):
+        if not length_ok(r["sentence"], k, s.length_tolerance):
+            n_words = len(words(r["sentence"]))
+            r.update(status="discarded",
+                     reason=f"length: {n_words} words, not {k} +- {s.length_tolerance}")  # fmt: skip
+
+
+def _pair(rows: list[dict[str, Any]], client: Any, prompts: PromptSet, s: GenerateSettings, tag: str) -> None:
+    """3. pairing: the male version of every she-sentence (directly, else by the editing prompt)."""
+    to_edit = []
+    for r in _alive(rows):
+        if r["target_word"] == "he":
+            r.update(pairing="identity", sentence_male=r["sentence"])
+            continue
+        direct = direct_female_to_male(r["sentence"]) if s.pairing == "auto" else None
+        if direct is not None:
+            r.update(pairing="direct", sentence_male=direct)
+        else:
+            to_edit.append(r)
+    if to_edit:
+        reqs = [
+            _req(
+                prompts.editing.format(from_group=GROUP["she"], to_group=GROUP["he"], sentence=r["sentence"]),
+                s.temperature_editing, s.max_tokens_editing, s.top_p, s.seed, "editing",
+            )
+            for r in to_edit
+        ]  # fmt: skip
+        for r, ans in zip(to_edit, client.chat_many(reqs, desc=f"{tag} editing"), strict=True):
+            male = parse_single(ans.text, s.strip_quotes)
+            if not male:
+                r.update(status="discarded", reason="editing: no sentence in the answer")
+            elif has_female_pronoun(male) or not has_male_pronoun(male):
+                r.update(status="discarded", reason=f"editing: not a male version: {male!r}")
+            else:
+                r.update(pairing="editing", sentence_male=male)
+    for r in _alive(rows):
+        if r["target_word"] == "she":
+            r["modifications"] = modifications(r["sentence_male"], r["sentence"])
+
+
+def _templatize(rows: list[dict[str, Any]]) -> None:
+    """4. template: the male sentence with its pronouns as placeholders."""
+    for r in _alive(rows):
+        r["template"] = templatize_male(r["sentence_male"])
+        r["has_placeholder"] = has_placeholder(r["template"])
+        if not r["has_placeholder"]:
+            r.update(status="discarded", reason="template: no pronoun placeholder")
+
+
+def _check_minimal(rows: list[dict[str, Any]], s: GenerateSettings) -> None:
+    """4b. post-conditions: a true minimal pair (.minimal); the she-sentence must be its template's female filling
+    ("hers" has no placeholder; an edited male version may have changed other words), and an edited male version
+    must keep the seed word; then (``dedup``) one row per template."""
+    gendered = frozenset().union(*load_gendered_words())
+    for r in _alive(rows):
+        r["gendered_words"] = ", ".join(gendered_words(r["template"])) or None
+        male, female = fill_template(r["template"], "male"), fill_template(r["template"], "female")
+        why = check_minimal_pair(male, female, r["template"], gendered)
+        if why is None and r["target_word"] == "she" and female != r["sentence"]:
+            why = f"not the template's filling: the she-sentence {r['sentence']!r} is not {female!r}"
+        if why is not None:
+            r.update(status="discarded", reason=f"minimal pair: {why}")
+        elif not has_word(male, r["word"]):
+            r.update(status="discarded", reason=f"editing: the male version lost the word {r['word']!r}")
+    if s.dedup:
+        live = _alive(rows)
+        index = {id(r): i for i, r in enumerate(rows)}
+        for r, first in zip(live, first_occurrences([r["template"] for r in live]), strict=True):
+            if first is not None:
+                r.update(
+                    status="discarded", reason=f"duplicate: same template as row {index[id(live[first])]}"
+                )
+
+
+def _naturalness(
+    rows: list[dict[str, Any]], client: Any, prompts: PromptSet, s: GenerateSettings, tag: str, scorer: Any
+) -> None:
+    """5. naturalness, cheapest first: chat-reply detector, log-likelihood under a second model, the paper's
+    semantic filter (the generator's own verdict on both fillings). Every row still alive ends kept or
+    unnatural."""
+    if s.chat_reply_filter:
+        _chat_reply_filter(rows, prompts)
+    if s.min_token_logprob is not None:
+        _logprob_filter(rows, s, scorer)
+    live = _alive(rows)
+    if not s.llm_semantic_filter:
+        for r in live:
+            r.update(status="kept", reason=None)
+        live = []
+    _semantic_filter(live, client, prompts, s, tag)
+
+
+def _chat_reply_filter(rows: list[dict[str, Any]], prompts: PromptSet) -> None:
+    """A filling that reads as a chat reply (echoes the task) or is degenerate (repetition) is unnatural."""
+    grams = task_ngrams(prompts)
+    for r in _alive(rows):
+        for g in ("male", "female"):
+            text = fill_template(r["template"], g)
+            why = chat_reply(text, grams)
+            if why:
+                r.update(status="unnatural", reason=f"chat reply: {g} {why}")
+                break
+            why = repetition(text)
+            if why:
+                r.update(status="unnatural", reason=f"degenerate: {g} {why}")
+                break
+
+
+def _logprob_filter(rows: list[dict[str, Any]], s: GenerateSettings, scorer: Any) -> None:
+    """A filling whose token log-likelihood under ``scorer`` is below ``min_token_logprob`` is unnatural."""
+    if scorer is None:
+        raise ValueError(
+            "min_token_logprob needs a scorer (unstereo.unstereoeval.generate.naturalness.make_scorer)"
+        )
+    live = _alive(rows)
+    texts = [fill_template(r["template"], g) for r in live for g in ("male", "female")]
+    lps = token_logprob(scorer, texts, s.start_logprob) if texts else []
+    for n, r in enumerate(live):
+        r["logprob_male"], r["logprob_female"] = lps[2 * n], lps[2 * n + 1]
+        low = [
+            (g, v) for g, v in (("male", lps[2 * n]), ("female", lps[2 * n + 1])) if v < s.min_token_logprob
+        ]
+        if low:
+            r.update(status="unnatural", reason="log-likelihood: " + ", ".join(
+                f"{g} {v:.2f} < {s.min_token_logprob:g}" for g, v in low))  # fmt: skip
+
+
+def _semantic_filter(
+    live: list[dict[str, Any]], client: Any, prompts: PromptSet, s: GenerateSettings, tag: str
+) -> None:
+    """The paper's semantic filter on ``live``: kept when the generator calls both fillings likely."""
+    reqs = [
+        _req(
+            prompts.semantic_filter.format(sentence=fill_template(r["template"], g)),
+            s.temperature_semantic_filter, s.max_tokens_semantic_filter, s.top_p, s.seed, "semantic_filter",
+        )
+        for r in live
+        for g in ("male", "female")
+    ]  # fmt: skip
+    answers = client.chat_many(reqs, desc=f"{tag} semantic filter") if reqs else []
+    for n, r in enumerate(live):
+        male, female = (parse_likelihood(a.text) for a in answers[2 * n : 2 * n + 2])
+        r["likely_male"], r["likely_female"] = male, female
+        r["likely_under"] = str({"male": male or "invalid", "female": female or "invalid"})
+        r["is_natural"] = male == "likely" and female == "likely"
+        if r["is_natural"]:
+            r.update(status="kept", reason=None)
+        else:
+            bad = [g for g, v in (("male", male), ("female", female)) if v != "likely"]
+            r.update(status="unnatural", reason="semantic filter: " + ", ".join(
+                f"{g} {'unparsable' if v is None else v}" for g, v in zip(bad, [male if g == "male" else female for g in bad], strict=True)
+            ))  # fmt: skip
+
+
+_BOOL_COLUMNS = ("is_revised", "has_word", "has_pronoun", "has_placeholder", "is_natural")
+_INT_COLUMNS = ("k", "sample", "item", "revision_calls")
+_FLOAT_COLUMNS = ("logprob_male", "logprob_female")
+
+
+def _full_table(rows: list[dict[str, Any]], benchmark: str) -> pd.DataFrame:
+    """The rows as the full table: every FULL_COLUMNS column, typed, a pair_id on each kept row."""
+    df = pd.DataFrame(rows)
+    for col in FULL_COLUMNS:
+        if col not in df.columns:
+            df[col] = None
+    df["pair_id"] = [f"{benchmark}:{i}" if st == "kept" else None for i, st in enumerate(df["status"])]
+    for col in _BOOL_COLUMNS:
+        df[col] = df[col].astype("boolean")
+    for col in _INT_COLUMNS:
+        df[col] = df[col].fillna(0).astype("int64")
+    for col in _FLOAT_COLUMNS:
+        df[col] = df[col].astype("float64")
+    for col in df.columns:
+        if col not in (*_BOOL_COLUMNS, *_INT_COLUMNS, *_FLOAT_COLUMNS):
+            df[col] = df[col].astype(object).where(df[col].notna(), None)
+    return df[FULL_COLUMNS]
+
+
+def to_pairs(full: pd.DataFrame, source: str) -> pd.DataFrame:
+    """The kept rows as a PAIRS table (max_pmi / max_pmi_word null: the benchmarks stage adds them). A kept row
+    that is not a minimal pair (:func:`.minimal.check_minimal_pair`) is an error: the pipeline never keeps one."""
+    kept = full[full["status"] == "kept"]
+    for pid, t in zip(kept["pair_id"], kept["template"], strict=True):
+        why = check_minimal_pair(fill_template(t, "male"), fill_template(t, "female"), t)
+        if why is not None:
+            raise ValueError(f"kept pair {pid} ({t!r}) is not a minimal pair: {why}")
+    return pd.DataFrame(
+        {
+            "pair_id": kept["pair_id"].astype(str).tolist(),
+            "benchmark": kept["benchmark"].astype(str).tolist(),
+            "template": kept["template"].astype(str).tolist(),
+            "sentence_female": [fill_template(t, "female") for t in kept["template"]],
+            "sentence_male": [fill_template(t, "male") for t in kept["template"]],
+            "seed_word": kept["word"].astype(str).tolist(),
+            "max_pmi": np.full(len(kept), np.nan),
+            "max_pmi_word": pd.Series([None] * len(kept), dtype=object),
+            "source": source,
+        }
+    )
+
+
+def _rule_counts(reason: pd.Series) -> dict[str, int]:
+    """Rows per broken minimal-pair rule (reasons "minimal pair: <rule>: ..."), every rule listed, and the total."""
+    prefix = "minimal pair: "
+    rules = Counter(rule_of(x[len(prefix) :]) for x in reason.dropna() if x.startswith(prefix))
+    return {rule: int(rules[rule]) for rule in RULES} | {"total": int(sum(rules.values()))}
+
+
+def summarize(full: pd.DataFrame, n_seed_words: int) -> dict[str, Any]:
+    """Counts per step (and per pronoun) of one benchmark's full table."""
+    sent = full[full["item"] >= 0]
+    reasons = full["reason"].fillna("").str.split(":").str[0]
+
+    def by_pronoun(mask: pd.Series) -> dict[str, int]:
+        return {p: int((mask & (full["target_word"] == p)).sum()) for p in PRONOUNS} | {
+            "total": int(mask.sum())
+        }
+
+    return {
+        "seed_words": int(n_seed_words),
+        "generation_prompts": int(full[["word", "target_word", "sample"]].drop_duplicates().shape[0]),
+        "generation_failed": by_pronoun(full["item"] < 0),
+        "sentences_generated": by_pronoun(full["item"] >= 0),
+        "passed_check_directly": by_pronoun(
+            (full["item"] >= 0)
+            & (full["is_revised"] == False)  # noqa: E712
+            & (reasons != "revision")
+        ),  # fmt: skip
+        "revised": by_pronoun(full["is_revised"] == True),  # noqa: E712
+        "revision_failed": by_pronoun(reasons == "revision"),
+        "paired_direct": int((full["pairing"] == "direct").sum()),
+        "paired_editing": int((full["pairing"] == "editing").sum()),
+        "editing_failed": int((reasons == "editing").sum()),
+        "no_placeholder": int((reasons == "template").sum()),
+        "length_failed": int((reasons == "length").sum()),
+        "duplicates": int((reasons == "duplicate").sum()),
+        "semantic_filter_checked": int(full["likely_under"].notna().sum()),
+        "unnatural": by_pronoun(full["status"] == "unnatural"),
+        "kept": by_pronoun(full["status"] == "kept"),
+        "kept_with_gendered_words": int(((full["status"] == "kept") & full["gendered_words"].notna()).sum()),
+        "minimal_pair_rejected": _rule_counts(full["reason"]),
+        "chat_reply": int((reasons == "chat reply").sum()),
+        "degenerate": int((reasons == "degenerate").sum()),
+        "low_log_likelihood": int((reasons == "log-likelihood").sum()),
+        "semantic_filter_rejected": int((reasons == "semantic filter").sum()),
+        "yield_per_sentence": round(float((full["status"] == "kept").sum()) / max(1, len(sent)), 4),
+    }

@@ -1,0 +1,297 @@
+"""``unstereo report ...``: ingest the released scores, build tables and figures, check against the paper."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import click
+
+from unstereo import cli_options
+from unstereo.cli_options import EXISTING_FILE
+from unstereo.defaults import PAPER_BENCHMARKS
+from unstereo.io import write_text
+from unstereo.log import get_logger
+from unstereo.models.registry import load_registry
+from unstereo.tables import read_table, write_table
+
+log = get_logger("report.cli")
+
+
+@click.group("report")
+def group() -> None:
+    """Tables, figures and the reproduction check of the paper."""
+
+
+@group.command("ingest")
+@click.argument("results_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--benchmark",
+    required=True,
+    type=click.Choice(PAPER_BENCHMARKS),
+    help="which released benchmark to read",
+)
+@cli_options.output("SCORES parquet")
+@cli_options.registry
+def ingest(results_dir: Path, benchmark: str, output: Path, registry: Path) -> None:
+    """Read the released per-model score files under RESULTS_DIR (``unstereo-eval/results``) into one SCORES table.
+
+    Model ids come from the registry's reference_name -> id mapping (others: ``__`` -> ``/``). All rows are kept
+    (for USE-k also the pairs the naturalness filter removed; the pair table decides what is scored).
+    """
+    from unstereo.models.registry import name_map
+    from unstereo.unstereoeval.metrics.released import ingest_released
+
+    table = ingest_released(results_dir, benchmark, name_map(load_registry(registry)))
+    write_table(table, output, "scores")
+    log.info("wrote %d rows to %s", len(table), output)
+
+
+@group.command("tables")
+@click.argument("metrics_file", type=EXISTING_FILE)
+@cli_options.output(kind="dir", dest="out_dir", flag="--out-dir")
+@click.option(
+    "--paper/--generic",
+    default=False,
+    show_default=True,
+    help="the paper's Tables 1-3 and 8-22, or a table per registered metric (US, PD, AuFC, ...) and eta and a "
+    "gap table for any models",
+)
+@cli_options.registry
+def tables(metrics_file: Path, out_dir: Path, paper: bool, registry: Path) -> None:
+    """Write each table of METRICS_FILE as CSV (full precision), Markdown, LaTeX and HTML into OUT_DIR."""
+    from unstereo.render.formats import write_table_files
+    from unstereo.render.table import generic_tables, paper_tables
+
+    metrics = read_table(metrics_file, "metrics")
+    reg = load_registry(registry)
+    built = paper_tables(metrics, reg) if paper else generic_tables(metrics, reg)
+    for table in built.values():
+        write_table_files(table, out_dir)
+    log.info("wrote %d tables to %s", len(built), out_dir)
+
+
+@group.command("figures")
+@click.argument("curves_file", type=EXISTING_FILE)
+@cli_options.output("stem: writes .png .pdf .csv")
+@click.option("--eta", default="inf", show_default=True, help="which eta's curves to draw")
+@click.option("--title", default=None, help="figure title")
+@cli_options.registry
+def figures(curves_file: Path, output: Path, eta: str, title: str | None, registry: Path) -> None:
+    """Fairness curves (US vs eps) per model and benchmark, deduplicated models dashed (the paper's Figure 6)."""
+    from unstereo.eta import parse_eta
+    from unstereo.unstereoeval.report.figures import figure_data, plot_fairness_curves
+
+    curves = read_table(curves_file)
+    data = figure_data(curves, load_registry(registry), parse_eta(eta))
+    stem = output.with_suffix("") if output.suffix in (".png", ".pdf", ".csv") else output
+    paths = plot_fairness_curves(data, stem, title)
+    log.info("wrote %s", ", ".join(map(str, paths)))
+
+
+@group.command("table7")
+@click.argument(
+    "props_paths", metavar="PROPERTIES.json...", nargs=-1, required=True, type=click.Path(exists=True)
+)
+@click.option("-o", "--out-dir", required=True, type=click.Path(file_okay=False), help="writes table07.*")
+def table7_cmd(props_paths: tuple[str, ...], out_dir: str) -> None:
+    """Table 7 of the paper (benchmark properties) from the JSON files of `benchmarks card`."""
+    from unstereo.render.formats import write_table_files
+    from unstereo.unstereoeval.benchmarks.properties import read_properties
+    from unstereo.unstereoeval.report.table7 import properties_table
+
+    for path in write_table_files(properties_table(read_properties(props_paths)), out_dir):
+        click.echo(str(path))
+
+
+@group.command("generation")
+@click.argument(
+    "generate_dirs",
+    metavar="GENERATE_DIR...",
+    nargs=-1,
+    required=True,
+    type=click.Path(exists=True, file_okay=False),
+)
+@click.option(
+    "-o", "--out-dir", required=True, type=click.Path(file_okay=False),
+    help="writes generation.html and generation_filters.{csv,md,tex,html}",
+)  # fmt: skip
+def generation_cmd(generate_dirs: tuple[str, ...], out_dir: str) -> None:
+    """The generation section: counts of every filter and the kept pairs of the generate stage's benchmark folders
+    (results/generate/USE-k, each with summary.json and full.parquet)."""
+    from unstereo.errors import InputError
+    from unstereo.render.formats import write_table_files
+    from unstereo.unstereoeval.report.generation import filter_table, generation_html, read_generate_dir
+
+    dirs = {}
+    for d in generate_dirs:
+        if not (Path(d) / "summary.json").is_file():
+            raise InputError("not a generate benchmark folder (no summary.json)", path=d)
+        summary, full = read_generate_dir(d)
+        dirs[summary.get("benchmark", Path(d).name)] = (summary, full)
+    for path in write_table_files(filter_table({b: s for b, (s, _) in dirs.items()}), out_dir):
+        click.echo(str(path))
+    page = Path(out_dir) / "generation.html"
+    write_text(page, generation_html(dirs))
+    click.echo(str(page))
+
+
+@group.command("compare")
+@click.argument("metrics_file", type=EXISTING_FILE)
+@click.option(
+    "--published",
+    required=True,
+    type=EXISTING_FILE,
+    help="the paper's numbers (data/paper/published.csv)",
+)
+@click.option(
+    "--known",
+    type=EXISTING_FILE,
+    default=None,
+    help="diagnoses of known differences (data/paper/known_differences.csv)",
+)
+@click.option(
+    "--clean",
+    type=EXISTING_FILE,
+    default=None,
+    help="metrics computed with the reference switches off, summarised for contrast",
+)
+@cli_options.output("reproduction.md")
+@click.option(
+    "--csv",
+    "csv_out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="every cell as CSV",
+)
+@click.option(
+    "--summary",
+    "summary_out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="the summary (cells compared, within rounding, explained, unexplained) as reStructuredText",
+)
+@click.option(
+    "--properties",
+    "properties",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="properties.json of `benchmarks card` (repeatable): adds Table 7 to the comparison",
+)
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="exit with status 1 when a cell is off and unexplained, or a known difference explains no cell",
+)
+@cli_options.registry
+def compare_cmd(
+    metrics_file, published, known, clean, output, csv_out, summary_out, properties, strict, registry
+) -> None:
+    """Compare every published number with the reproduced cell; write reproduction.md (and the cells as CSV)."""
+    from unstereo.render.table import paper_tables
+    from unstereo.unstereoeval.report.compare import (
+        compare,
+        load_known,
+        load_published,
+        reproduction_markdown,
+        stale_known,
+        summary_rst,
+        without_table,
+    )
+
+    reg = load_registry(registry)
+    pub, kn = load_published(published), load_known(known)
+    metrics = read_table(metrics_file, "metrics")
+    extra = {}
+    if properties:
+        from unstereo.unstereoeval.benchmarks.properties import read_properties
+        from unstereo.unstereoeval.report.table7 import properties_table
+
+        extra[7] = properties_table(read_properties(properties))
+    else:  # no properties given: Table 7 (its published cells and known differences) is not part of this comparison
+        pub, kn = without_table(pub, kn, 7)
+    result = compare({**paper_tables(metrics, reg), **extra}, pub, kn)
+    clean_result = None
+    if clean is not None:
+        clean_result = compare({**paper_tables(read_table(clean, "metrics"), reg), **extra}, pub, kn)
+    head = metrics[
+        (metrics["model"] == "EleutherAI/gpt-j-6b")
+        & (metrics["benchmark"] == "USE-5")
+        & (metrics["eta"] == math.inf)
+    ]
+    headline = None
+    if len(head):
+        h = head.iloc[0]
+        headline = {
+            "US": f"{h['us']:.4f} %",
+            "std": f"{h['us_std']:.4f}",
+            "PD": f"{h['pd']:+.2f}",
+            "AuFC": f"{h['aufc']:.5f}",
+        }
+    write_text(output, reproduction_markdown(result, clean_result, headline))
+    if csv_out is not None:
+        write_table(result, csv_out)
+    if summary_out is not None:
+        write_text(summary_out, summary_rst(result))
+    within = int(result["within_rounding"].sum())
+    unexplained = int((result["diagnosis"] == "unexplained").sum())
+    stale = stale_known(result, kn)
+    log.info("%d of %d cells within rounding; %d off and unexplained", within, len(result), unexplained)
+    for k in stale.itertuples(index=False):
+        log.warning("known difference explains no cell: table %s, %s, %s (expects %s)", k.table, k.row, k.column,
+                    k.reproduced)  # fmt: skip
+    if strict and (unexplained or len(stale)):
+        raise click.ClickException(
+            f"{unexplained} published number(s) not reproduced and unexplained, {len(stale)} known difference(s) "
+            f"that explain no cell; see {output}"
+        )
+
+
+@group.command("model-card")
+@click.option(
+    "--configfile",
+    type=EXISTING_FILE,
+    help="the workflow's config (validated, defaults filled in); says which methods ran and where their tables are",
+)
+@click.option(
+    "--config-json",
+    help="the validated config as JSON instead of --configfile (what the workflow's rule passes)",
+)
+@cli_options.output("MODEL_CARD parquet (results/model_card.parquet)")
+@click.option("--tau", "tau_out", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="MODEL_CARD_TAU parquet: Kendall tau-b between every two methods' model rankings")  # fmt: skip
+@click.option("--pages-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="write per model {model}.html, .md and .png and the tau table (tau.html, tau.md) here")  # fmt: skip
+@click.option("--model", "models", multiple=True,
+              help="models to write pages for (repeatable; default every model on the card)")  # fmt: skip
+def model_card(
+    configfile: Path | None,
+    config_json: str | None,
+    output: Path,
+    tau_out: Path,
+    pages_dir: Path | None,
+    models: tuple[str, ...],
+) -> None:
+    """The cross-method model card: every enabled method's headline metric per model with its interval, the
+    models' rank per metric (1 = most biased) and Kendall's tau-b between the methods' rankings."""
+    import json
+
+    from unstereo.config import load_config
+    from unstereo.model_card.card import enabled_methods, write_card
+
+    if (configfile is None) == (config_json is None):
+        raise click.UsageError("give exactly one of --configfile and --config-json")
+    if configfile is not None:
+        config = load_config(configfile)
+    else:
+        try:
+            config = json.loads(config_json)
+        except json.JSONDecodeError as exc:
+            raise click.BadParameter(f"not JSON: {exc}", param_hint="--config-json") from exc
+    if not enabled_methods(config):
+        raise click.ClickException(
+            "no method with headline metrics is enabled in the config: nothing to card"
+        )
+    card, tau = write_card(config, output, tau_out, pages_dir, list(models) if models else None)
+    log.info("wrote %d headline rows of %d model(s) to %s, %d tau row(s) to %s", len(card), card["model"].nunique(),
+             output, len(tau), tau_out)  # fmt: skip

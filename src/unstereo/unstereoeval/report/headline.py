@@ -1,0 +1,81 @@
+"""UnStereoEval's headline: Unstereo Score (with its Bernoulli standard error) and AuFC of one benchmark at
+eta = inf, from ``results/metrics/metrics.parquet``.
+
+Which benchmark: the first of the config's metrics benchmarks (``metrics.benchmarks``, else ``score.benchmarks``)
+that the table holds. The card shows one benchmark rather than pooling them: benchmarks may share pairs (the same
+pairs under two deltas), so a pooled share would count them twice, and AuFC has no pooled form. (It lives in
+``report``, beside UnStereoEval's report tables, because ``metrics`` never imports ``report``.)
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from unstereo.errors import InputError
+from unstereo.model_card.headline import first_present, headline_table
+from unstereo.tables import read_table
+from unstereo.unstereoeval.method import METHOD as DECLARED
+from unstereo.unstereoeval.report.rules import metrics_benchmarks, metrics_models
+
+METHOD_NAME = DECLARED.name  # the HEADLINE rows' `method`
+# The metrics are declared once, in the method's registry entry.
+METRICS = DECLARED.headline
+
+
+def enabled(config: dict) -> bool:
+    """On the card when the metrics stage runs: ``metrics.enabled`` with models and benchmarks (as rule all)."""
+    cfg = {"metrics": {}, **config}
+    return bool(cfg["metrics"].get("enabled") and models(config) and metrics_benchmarks(cfg))
+
+
+def models(config: dict) -> list[str]:
+    return metrics_models({"metrics": {}, **config})
+
+
+def sources(config: dict) -> list[str]:
+    """The finished tables the headline reads."""
+    return [str(Path(config["results_dir"]) / "metrics" / "metrics.parquet")]
+
+
+def headline(config: dict):
+    """One row per (model, metric): US (interval: ±1 Bernoulli standard error, the table's ``us_std``) and AuFC
+    (no interval) of the chosen benchmark at eta = inf."""
+    path = sources(config)[0]
+    table = read_table(path)
+    for col in ("model", "benchmark", "eta", "n", "us", "us_std", "aufc"):
+        if col not in table.columns:
+            raise InputError(f"metrics table lacks column {col!r}", path=path)
+    table = table[table["eta"] == math.inf]
+    bench = first_present(metrics_benchmarks({"metrics": {}, **config}), table["benchmark"].unique())
+    rows = []
+    for r in table[table["benchmark"] == bench].sort_values("model").itertuples(index=False):
+        scope = f"benchmark {bench}, eta = inf"
+        us, se = float(r.us), float(r.us_std)
+        rows.append(
+            dict(
+                method=METHOD_NAME,
+                model=r.model,
+                metric="us",
+                value=us,
+                ci_low=us - se,
+                ci_high=us + se,
+                interval="±1 s.e. (Bernoulli)",
+                n=int(r.n),
+                scope=scope,
+            )  # fmt: skip
+        )
+        rows.append(
+            dict(
+                method=METHOD_NAME,
+                model=r.model,
+                metric="aufc",
+                value=float(r.aufc),
+                ci_low=math.nan,
+                ci_high=math.nan,
+                interval="",
+                n=int(r.n),
+                scope=scope,
+            )  # fmt: skip
+        )
+    return headline_table(rows)

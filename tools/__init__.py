@@ -1,0 +1,1 @@
+"""Test and developer tools (not part of the package)."""
