@@ -9,9 +9,9 @@ Generated blocks sit between markers in the Markdown files (and, as ``#`` commen
 Block kinds:
 
 - ``config-section NAME``: one table of config section ``NAME`` (key, dotted for nested objects; type, with the enum
-  values; default; description), rendered from the section's schema, which the method registry names
-  (:func:`unstereo.method_registry.config_sections`); ``config-section top-level``: the shared keys of
-  ``config.schema.yaml``;
+  values; default, given below the table when it is long; description), rendered from the section's schema, which
+  the method registry names (:func:`unstereo.method_registry.config_sections`); ``config-section top-level``: the
+  shared keys of ``config.schema.yaml``;
 - ``gpu-rules``: the rules that run a model and request a GPU when their section's ``device`` is ``cuda``, with that
   config key (:func:`gpu_rules`).
 
@@ -110,9 +110,22 @@ class _Resolver:
         return doc, resolver, file
 
 
-def _code(value: Any) -> str:
-    """A value as inline Markdown code, in YAML flow style (``null``, ``[a, b]``, ``{k: v}``)."""
+def _has_control(value: Any) -> bool:
     if isinstance(value, str):
+        return any(not ch.isprintable() for ch in value)
+    if isinstance(value, Mapping):
+        return any(_has_control(k) or _has_control(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(_has_control(v) for v in value)
+    return False
+
+
+def _code(value: Any) -> str:
+    """A value as inline Markdown code, in YAML flow style (``null``, ``[a, b]``, ``{k: v}``); a value holding a
+    control character (a newline) in JSON, also valid YAML, so that it stays on one line (``["\\n"]``)."""
+    if _has_control(value):
+        text = json.dumps(value)
+    elif isinstance(value, str):
         text = value if value else '""'
         if value and (value != value.strip() or value[0] in "[{'\"&*!|>%@`" or ": " in value):
             text = json.dumps(value)
@@ -199,11 +212,15 @@ def _rows(schema: Mapping[str, Any], resolver: _Resolver, prefix: str) -> Iterat
             yield from _rows(sub, sub_resolver, f"{key}.")
             continue
         default = _code(sub["default"]) if "default" in sub else ""
-        yield Row(key, _type_cell(sub, model_spec), default, _cell(sub.get("description", "")))
-        if isinstance(values, Mapping):  # a map NAME -> entry: the entry's keys as KEY.NAME.x
+        entry = None
+        if isinstance(values, Mapping):  # a map NAME -> entry
             entry, entry_resolver, entry_model = _merge(values, sub_resolver)
-            if entry.get("properties"):
-                yield from _rows(entry, entry_resolver, f"{key}.NAME.")
+        type_cell = _type_cell(sub, model_spec)
+        if entry is not None and entry_model and not entry.get("properties"):
+            type_cell = "object: NAME -> [model spec](#model-spec)"  # a map of plain model specs
+        yield Row(key, type_cell, default, _cell(sub.get("description", "")))
+        if entry is not None and entry.get("properties"):  # the entry's keys as KEY.NAME.x
+            yield from _rows(entry, entry_resolver, f"{key}.NAME.")
 
 
 def section_rows(schema_path: str | Path, shared_dir: str | Path | None = None) -> list[Row]:
@@ -213,10 +230,23 @@ def section_rows(schema_path: str | Path, shared_dir: str | Path | None = None) 
     return list(_rows(schema, resolver, ""))
 
 
+#: A default longer than this (characters of its cell) is written below the table, so that the column stays narrow.
+LONG_DEFAULT = 200
+
+
 def render_table(rows: list[Row]) -> str:
-    """Markdown table of ``rows``."""
+    """Markdown table of ``rows``; a default longer than :data:`LONG_DEFAULT` is given after the table (its cell
+    says "below")."""
     lines = ["| key | type | default | description |", "| --- | --- | --- | --- |"]
-    lines += [f"| `{r.key}` | {r.type} | {r.default} | {r.description} |" for r in rows]
+    long = []
+    for r in rows:
+        default = r.default
+        if len(default) > LONG_DEFAULT:
+            long.append(f"Default of `{r.key}`: {default}")
+            default = "below the table"
+        lines.append(f"| `{r.key}` | {r.type} | {default} | {r.description} |")
+    for note in long:
+        lines += ["", note]
     return "\n".join(lines)
 
 
