@@ -151,17 +151,13 @@ def test_regenerate_replaces_only_the_blocks():
         gd.regenerate("<!-- generated: x -->\nold\n", render)
 
 
-#: The sections whose hand-kept table config/README.md still has (their table cells hold prose the schemas'
-#: descriptions do not yet say; each moves here from the list once its prose is carried over).
-HAND_KEPT = {"score"}
-
-
 def test_every_section_has_a_block():
-    """config/README.md shows every registered section's table (and the shared keys'), generated, except the
-    hand-kept ones still to convert."""
+    """config/README.md shows every registered section's table (and the shared keys'), generated, and no table
+    written by hand beside them (the old `| key | default | meaning |` tables)."""
     text = (REPO / "config" / "README.md").read_text()
     for section in [*config_sections(), "top-level"]:
-        assert (f"<!-- generated: config-section {section} -->" in text) != (section in HAND_KEPT), section
+        assert f"<!-- generated: config-section {section} -->" in text, section
+    assert "| key | default | meaning |" not in text
 
 
 def test_generated_docs_are_current():
