@@ -220,6 +220,26 @@ def test_shared_packages_import_no_method():
     assert not bad, "shared package imports a method package: " + ", ".join(f"{m} -> {t}" for m, t in bad)
 
 
+def test_logger_names_are_real_modules():
+    """Each ``get_logger("NAME")`` names a module or package that exists (``unstereo.NAME``), so a move
+    carries the names of its loggers along (after issue 40's move `llm.engine`, `corpus.count`, ... named old
+    homes)."""
+    modules = set(module_graph())
+    names = {}
+    for path in SRC.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "id", None) == "get_logger"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+            ):
+                names[f"{path.relative_to(SRC)}:{node.lineno}"] = node.args[0].value
+    assert len(names) > 30
+    stale = {where: n for where, n in names.items() if f"unstereo.{n}" not in modules and n not in modules}
+    assert not stale, f"logger names of no module: {stale}"
+
+
 _BLOCKER = textwrap.dedent(
     """
     import importlib.abc, sys

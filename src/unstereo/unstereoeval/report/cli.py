@@ -15,7 +15,7 @@ from unstereo.log import get_logger
 from unstereo.models.registry import load_registry
 from unstereo.tables import read_table, write_table
 
-log = get_logger("report.cli")
+log = get_logger("unstereoeval.report.cli")
 
 
 @click.group("report")
