@@ -11,11 +11,11 @@ import pytest
 from test_metrics import _tiny
 
 from unstereo.models.registry import DEFAULT_REGISTRY, load_registry
-from unstereo.render.table import generic_tables
 from unstereo.tables import METRICS, Column, validate
 from unstereo.unstereoeval.metrics import compute_metrics
 from unstereo.unstereoeval.metrics.registry import Metric, all_metrics, get, register, registered, unregister
 from unstereo.unstereoeval.report.rules import generic_table_keys, table_descriptions
+from unstereo.unstereoeval.report.table_builders import generic_tables
 
 
 def _female_more_likely(a, b, **_):

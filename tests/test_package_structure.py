@@ -1,5 +1,6 @@
-"""Package structure: no import cycle between stages, every `--help` with the core dependencies only, package data
-found without a checkout, and (slow) a non-editable install that runs the CLI and validates a config."""
+"""Package structure: no import cycle between stages, no shared package importing a method package, every
+`--help` with the core dependencies only, package data found without a checkout, and (slow) a non-editable
+install that runs the CLI and validates a config."""
 
 from __future__ import annotations
 
@@ -172,6 +173,71 @@ def test_no_import_cycle_between_modules():
     graph = module_graph()
     assert len(graph) > 150 and "unstereo.cli" in graph
     assert find_cycle(graph) is None, f"import cycle between modules: {' -> '.join(find_cycle(graph))}"
+
+
+# What several methods share (issue 40); a method is a package with a method.py.
+SHARED_PACKAGES = ("render", "models", "engine", "llm", "generation", "model_card", "config", "scoring")
+
+
+def layer_violations(
+    graph: dict[str, set[str]], shared: set[str], methods: set[str]
+) -> list[tuple[str, str]]:
+    """(importer, imported) for each module of a shared package (``unstereo.<shared>...``) that imports a module of
+    a method package (``unstereo.<method>...``), sorted."""
+
+    def top(module: str) -> str:
+        parts = module.split(".")
+        return parts[1] if len(parts) > 1 else ""
+
+    return sorted(
+        (m, t) for m, targets in graph.items() if top(m) in shared for t in targets if top(t) in methods
+    )
+
+
+def test_layer_violations_on_a_hand_made_graph():
+    graph = {
+        "unstereo.render.table": {"unstereo.unstereoeval.metrics.registry", "unstereo.tables"},
+        "unstereo.render": set(),
+        "unstereo.models.load": {"unstereo.fairpair", "unstereo.render.table"},
+        "unstereo.unstereoeval.report.cli": {"unstereo.render.table", "unstereo.fairpair.report"},
+        "unstereo.fairpair.report": {"unstereo.render.table"},
+    }
+    assert layer_violations(graph, {"render", "models"}, {"unstereoeval", "fairpair"}) == [
+        ("unstereo.models.load", "unstereo.fairpair"),
+        ("unstereo.render.table", "unstereo.unstereoeval.metrics.registry"),
+    ]
+
+
+def test_shared_packages_import_no_method():
+    """The layers: a method package may import the shared packages, a shared package never a method package (the
+    paper's table builders, which read UnStereoEval's metrics, live in its report stage, not in render/)."""
+    methods = {p.parent.name for p in SRC.glob("*/method.py")}
+    assert {"unstereoeval", "fairpair", "sentiment", "biastest"} <= methods
+    assert all((SRC / s / "__init__.py").is_file() for s in SHARED_PACKAGES) and not methods & set(
+        SHARED_PACKAGES
+    )
+    bad = layer_violations(module_graph(), set(SHARED_PACKAGES), methods)
+    assert not bad, "shared package imports a method package: " + ", ".join(f"{m} -> {t}" for m, t in bad)
+
+
+def test_logger_names_are_real_modules():
+    """Each ``get_logger("NAME")`` names a module or package that exists (``unstereo.NAME``), so a move
+    carries the names of its loggers along (after issue 40's move `llm.engine`, `corpus.count`, ... named old
+    homes)."""
+    modules = set(module_graph())
+    names = {}
+    for path in SRC.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "id", None) == "get_logger"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+            ):
+                names[f"{path.relative_to(SRC)}:{node.lineno}"] = node.args[0].value
+    assert len(names) > 30
+    stale = {where: n for where, n in names.items() if f"unstereo.{n}" not in modules and n not in modules}
+    assert not stale, f"logger names of no module: {stale}"
 
 
 _BLOCKER = textwrap.dedent(

@@ -13,14 +13,6 @@ from click.testing import CliRunner
 
 from unstereo.models.registry import DEFAULT_REGISTRY, attach, load_registry
 from unstereo.render.formats import to_latex, to_markdown, write_table_files
-from unstereo.render.table import (
-    SIZE_ROW,
-    dedup_table,
-    gap_table,
-    generic_tables,
-    metric_table,
-    paper_tables,
-)
 from unstereo.tables import write_table
 from unstereo.unstereoeval.report.compare import (
     compare,
@@ -32,6 +24,14 @@ from unstereo.unstereoeval.report.compare import (
     without_table,
 )
 from unstereo.unstereoeval.report.figures import figure_data, plot_fairness_curves
+from unstereo.unstereoeval.report.table_builders import (
+    SIZE_ROW,
+    dedup_table,
+    gap_table,
+    generic_tables,
+    metric_table,
+    paper_tables,
+)
 
 REPO_DATA = Path(__file__).resolve().parents[1] / "data"
 BENCHES = ["USE-5", "USE-10", "USE-20", "Winobias", "Winogender"]

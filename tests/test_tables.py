@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from unstereo.errors import InputError
-from unstereo.tables import PAIRS, SCORES, read_delta, read_table, validate, write_table
+from unstereo.tables import PAIRS, SCORES, Column, TableSchema, read_delta, read_table, validate, write_table
 
 
 def _pairs():
@@ -131,3 +131,20 @@ def test_empty_tables_get_the_schema_kinds(tmp_path):
         s["pair_id"].dtype == object and s["ntok_female"].dtype == "int64" and s["logp_female"].dtype == float
     )
     assert len(join_scores(s, p)) == 0
+
+
+def test_describe_is_a_markdown_table_with_pipes_escaped():
+    """The description goes through the one Markdown table writer: a ``|`` in a doc stays in its cell."""
+    schema = TableSchema(
+        "toy",
+        "one row per toy",
+        (Column("id", "str", "unique id"), Column("source", "str", "generated | released", nullable=True)),
+    )
+    assert schema.describe() == (
+        "**toy**: one row per toy\n"
+        "\n"
+        "| column | kind | meaning |\n"
+        "|---|---|---|\n"
+        "| `id` | str | unique id |\n"
+        "| `source` | str? | generated \\| released |"
+    )

@@ -17,6 +17,7 @@ import pandas as pd
 
 from unstereo.errors import InputError
 from unstereo.io import atomic_path
+from unstereo.render.formats import markdown_table
 
 
 @dataclass(frozen=True)
@@ -45,10 +46,11 @@ class TableSchema:
         return [c.name for c in self.columns]
 
     def describe(self) -> str:
-        """Markdown description of the table (used in docs and ``--help``)."""
-        lines = [f"**{self.name}**: {self.doc}", "", "| column | kind | meaning |", "|---|---|---|"]
-        lines += [f"| `{c.name}` | {c.kind}{'?' if c.nullable else ''} | {c.doc} |" for c in self.columns]
-        return "\n".join(lines)
+        """Markdown description of the table: a bold name and doc line, then a column/kind/meaning table (a ``|``
+        in a cell escaped); no trailing newline."""
+        rows = [(f"`{c.name}`", f"{c.kind}{'?' if c.nullable else ''}", c.doc) for c in self.columns]
+        table = markdown_table(["column", "kind", "meaning"], rows)
+        return f"**{self.name}**: {self.doc}\n\n" + table.removesuffix("\n")
 
 
 PAIRS = TableSchema(

@@ -1,4 +1,5 @@
-"""The local sampling engine: one decode loop for every chat and continuation request of :class:`.LocalBackend`.
+"""The local sampling engine: one decode loop for every chat and continuation request of
+:class:`~unstereo.llm.local.LocalBackend`.
 
 What transformers' ``generate`` does per step, less its overhead, plus what it cannot do:
 
@@ -31,7 +32,7 @@ from typing import Any
 
 from unstereo.log import get_logger
 
-log = get_logger("llm.engine")
+log = get_logger("engine.engine")
 
 # Prompts run together in one prefill pass: rows x longest prompt <= PREFILL_CELLS positions.
 PREFILL_CELLS = 2048

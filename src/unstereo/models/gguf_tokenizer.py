@@ -16,7 +16,7 @@ from typing import Any
 
 from unstereo.log import get_logger
 
-log = get_logger("scoring")
+log = get_logger("models")
 
 # model_type values whose GGUF tokenizer transformers converts with GGUFGemmaConverter (Unigram).
 GEMMA_TYPES = ("gemma", "gemma2", "gemma3", "gemma3_text")

@@ -10,7 +10,7 @@ vocabulary at a time (a few MB, cache-sized), folding each block into a running 
 ``base_model`` or ``get_decoder()`` body) and the logit transforms the architectures apply after the head: a multiplier (Cohere's
 ``logit_scale``, Granite's ``1 / logits_scaling``) and ``final_logit_softcapping`` (Gemma 2/3). Anything else an
 architecture might do is caught by the scorer, which checks the split against the full forward pass on a probe
-before using it (:mod:`.causal`).
+before using it (:mod:`unstereo.scoring.causal`).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ Used only where it is the same computation: fp32 weights on the CPU, plain ``tor
 e.g. quantised layers, and layers whose ``forward`` something already replaced keep theirs), and only when a probe
 product equals ``F.linear``'s (:func:`available`). The scorer switches it on around its fast paths
 (:func:`linears_through_onednn`) and checks them, on a probe, against the full forward pass, which keeps PyTorch's
-default (:mod:`.causal`).
+default (:mod:`unstereo.scoring.causal`).
 """
 
 from __future__ import annotations

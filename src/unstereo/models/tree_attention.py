@@ -1,18 +1,18 @@
 """Attention of a prefix tree in small segments, so its cost grows with the tree's size, not with its square.
 
-A prefix tree of a batch (:mod:`.prefix_tree`) is one row of ~370 positions for 32 USE-10 sentences, and its mask
-lets each node see only its ancestors (a dozen). Dense attention over the row computes all 370 x 370 scores and
-masks nearly all of them: 13 % of SmolLM2-135M's scoring time. Here the row is cut into *segments*: the largest
-subtrees of at most :data:`SEGMENT` nodes, packed in order, each segment with the shared ancestors its subtrees hang
-from (the BOS token, a first word many sentences share: they appear in every segment that needs them). Attention
-runs per segment (a batch of ``segments x S x S`` scores, S the longest segment) and the outputs go back to the row.
-Every ancestor of a node is in its segment, so this is the same attention as the dense mask's; only the linear
-layers see the row, unpadded.
+A prefix tree of a batch (:mod:`unstereo.scoring.prefix_tree`) is one row of ~370 positions for 32 USE-10
+sentences, and its mask lets each node see only its ancestors (a dozen). Dense attention over the row computes
+all 370 x 370 scores and masks nearly all of them: 13 % of SmolLM2-135M's scoring time. Here the row is cut
+into *segments*: the largest subtrees of at most :data:`SEGMENT` nodes, packed in order, each segment with the
+shared ancestors its subtrees hang from (the BOS token, a first word many sentences share: they appear in
+every segment that needs them). Attention runs per segment (a batch of ``segments x S x S`` scores, S the
+longest segment) and the outputs go back to the row. Every ancestor of a node is in its segment, so this is
+the same attention as the dense mask's; only the linear layers see the row, unpadded.
 
 It plugs into transformers' attention interface: :func:`segmented_attention` switches the model's attention
 implementation to :data:`NAME` while the body runs, and the function registered under that name reads the layout
 of the current tree from a context variable (plain SDPA when there is none). The scorer checks the result against
-the full forward pass on a probe before using it (:mod:`.causal`).
+the full forward pass on a probe before using it (:mod:`unstereo.scoring.causal`).
 """
 
 from __future__ import annotations

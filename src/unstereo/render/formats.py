@@ -15,8 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from unstereo.io import write_text
-from unstereo.tables import write_table
+from unstereo.io import atomic_path, write_text
 
 if TYPE_CHECKING:
     from unstereo.render.table import Table
@@ -136,8 +135,8 @@ def write_table_files(table: Table, out_dir: str | Path, formats=("csv", "md", "
     for fmt in formats:
         path = out_dir / f"{table.key}.{fmt}"
         if fmt == "csv":
-            wide = table.wide().reset_index()
-            write_table(wide, path)
+            with atomic_path(path) as tmp:  # not tables.write_table: tables imports this module
+                table.wide().reset_index().to_csv(tmp, index=False)
         elif fmt == "md":
             write_text(path, to_markdown(table))
         elif fmt == "tex":

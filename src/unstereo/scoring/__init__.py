@@ -1,16 +1,17 @@
-"""The score stage: sentence log-likelihoods of pair tables under causal LMs (and PLL under masked LMs).
+"""The scorers the methods share (UnStereoEval's score stage, :mod:`unstereo.unstereoeval.score`, and the
+others): sentence log-likelihoods of pair tables under causal LMs (and PLL under masked LMs).
 
 - :mod:`.causal`: :class:`CausalScorer`, BOS policy, fp32 token log-probs, the scoring paths (prefix tree,
-  padded, full forward pass); :mod:`.prefix_tree`, :mod:`.tree_attention` (the tree's attention per segment) and
-  :mod:`.lm_head` (the head only on scored positions);
+  padded, full forward pass); :mod:`.prefix_tree`, :mod:`unstereo.models.tree_attention` (the tree's attention
+  per segment) and :mod:`unstereo.models.lm_head` (the head only on scored positions);
 - :mod:`.masked`: :class:`MaskedScorer`, pseudo-log-likelihood;
 - :mod:`unstereo.models.gguf_tokenizer`: repair of the tokenizer transformers builds for Gemma GGUF files;
 - :mod:`.batching`: length sorting and the batch size that halves on out-of-memory;
 - :mod:`.texts`: :func:`score_texts`, the one scoring path: a TEXTS table (id, text) -> TEXT_SCORES (id, logp,
   ntok), resumable through :func:`unstereo.chunked_map.chunked_map`, each distinct text of a chunk scored once;
 - :mod:`.chunks`: :func:`score_pairs`, pair scoring as a thin layer on it (two texts per pair -> a SCORES table);
-- :mod:`.run`: :func:`score_file`, the whole stage for one (model, pair or text table); :mod:`.cli`:
-  ``unstereo score`` (``--texts`` for a text table).
+- :mod:`.run`: :func:`score_file`, the whole score stage for one (model, pair or text table), which
+  :mod:`unstereo.unstereoeval.score.cli` runs as ``unstereo score`` (``--texts`` for a text table).
 """
 
 from unstereo.scoring.causal import CausalScorer, load_scoring_model, resolve_prefix

@@ -18,21 +18,22 @@ Three ways to run a batch (``path``), the same scores (within 2e-3 per sentence,
   into one prefix tree (:mod:`.prefix_tree`); each distinct prefix is one position, run once with its depth as
   position id and a mask that lets it see only its ancestors. On 1,000 USE-10 pairs that is ~1.3x fewer positions
   than tokens (the BOS token, a pair's words before the pronoun, templates that start alike). The attention runs
-  per segment of the tree (subtrees of <= 32 nodes with their shared ancestors, :mod:`.tree_attention`), not over
-  the whole row: 8x fewer attention scores;
+  per segment of the tree (subtrees of <= 32 nodes with their shared ancestors,
+  :mod:`unstereo.models.tree_attention`), not over the whole row: 8x fewer attention scores;
 - ``padded``: the sentences right-padded, longest first, without their last token (it predicts nothing scored),
   the attention mask passed only when a row is padded;
 - ``full``: ``model(...).logits`` at every position, the original path; the reference the others are checked on.
-``tree`` and ``padded`` run the transformer body, then the LM head and the log-normaliser only on the positions
-whose next token is scored, a block of the vocabulary at a time (:mod:`.lm_head`). ``auto`` (the default) takes
-the first of ``tree``, ``padded``, ``full`` that the model passes: on the first batch the fast paths are checked
-against the full forward pass of each sentence alone on a probe of random tokens with shared prefixes (an
-architecture that does something else between body and head, ignores position ids or a custom 4D mask falls back,
-with a warning); batches with a sentence longer than a sliding window (:func:`attention_span`) take ``padded``.
-Batches are sorted longest first (token order for ``tree``) and the batch size halves on out-of-memory
-(:mod:`.batching`). With fp32 weights on the CPU the fast paths' linear layers and head run on oneDNN's matmul,
-1.2-1.3x faster than PyTorch's default there (:mod:`.onednn`; ``onednn=False`` keeps the default); the probe checks
-them against the full forward pass, which keeps the default.
+``tree`` and ``padded`` run the transformer body, then the LM head and the log-normaliser only on the
+positions whose next token is scored, a block of the vocabulary at a time (:mod:`unstereo.models.lm_head`).
+``auto`` (the default) takes the first of ``tree``, ``padded``, ``full`` that the model passes: on the first
+batch the fast paths are checked against the full forward pass of each sentence alone on a probe of random
+tokens with shared prefixes (an architecture that does something else between body and head, ignores position
+ids or a custom 4D mask falls back, with a warning); batches with a sentence longer than a sliding window
+(:func:`attention_span`) take ``padded``. Batches are sorted longest first (token order for ``tree``) and the
+batch size halves on out-of-memory (:mod:`.batching`). With fp32 weights on the CPU the fast paths' linear
+layers and head run on oneDNN's matmul, 1.2-1.3x faster than PyTorch's default there
+(:mod:`unstereo.models.onednn`; ``onednn=False`` keeps the default); the probe checks them against the full
+forward pass, which keeps the default.
 """
 
 from __future__ import annotations

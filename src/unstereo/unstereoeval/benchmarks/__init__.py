@@ -4,7 +4,7 @@
   -> :data:`unstereo.tables.PAIRS` (``build_pairs``).
 - :mod:`.maxpmi`: MaxPMI of a template (docs/methods.md#maxpmi-and-eta), one at a time or vectorised
   (``max_pmi``, ``add_max_pmi``).
-- :mod:`.eta`: the constraint -eta <= MaxPMI <= eta and the size table (``filter_eta``, ``eta_sizes``).
+- :mod:`.eta_filter`: the constraint -eta <= MaxPMI <= eta and the size table (``filter_eta``, ``eta_sizes``).
 - :mod:`.figure`: Figure 2 (``plot_sizes``).
 
 CLI: ``unstereo benchmarks {build,maxpmi,filter,sizes,figure}``; rules: ``rules/benchmarks.smk``.

@@ -9,7 +9,7 @@ from pathlib import Path
 from unstereo.errors import InputError
 from unstereo.log import get_logger
 
-log = get_logger("benchmarks")
+log = get_logger("unstereoeval.benchmarks")
 
 ON_BAD_ROW = ("error", "drop")
 

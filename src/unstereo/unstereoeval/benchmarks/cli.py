@@ -12,7 +12,7 @@ from unstereo.errors import InputError
 from unstereo.log import get_logger
 from unstereo.tables import PAIRS, read_delta, read_table, write_table
 
-log = get_logger("benchmarks")
+log = get_logger("unstereoeval.benchmarks")
 ETAS_HELP = "eta values [default: inf 1.0 0.8 0.65 0.5 0.3]"
 
 

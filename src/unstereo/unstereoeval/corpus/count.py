@@ -15,7 +15,7 @@ from unstereo.log import get_logger
 from unstereo.unstereoeval.corpus.fast import FastCounter
 from unstereo.unstereoeval.corpus.naive import Counts, count_naive
 
-log = get_logger("corpus.count")
+log = get_logger("unstereoeval.corpus.count")
 
 # a guess of the vocabulary from the input's size (on disk) for the hash table's first size: 1 GB of web text
 # holds ~1M distinct words (a PILE-like synthetic shard of 1.25 GB: 1.9M); too high costs only unused table

@@ -24,7 +24,7 @@ from unstereo.log import get_logger
 from unstereo.unstereoeval.corpus import tokenize as tk
 from unstereo.unstereoeval.corpus.naive import Counts, _arrow_tables, pairs_in_document
 
-log = get_logger("corpus.count")  # the logger's name as before the counter had its own module
+log = get_logger("unstereoeval.corpus.count")  # the logger's name as before the counter had its own module
 
 
 class HashCollisionError(RuntimeError):

@@ -39,7 +39,7 @@ from unstereo.unstereoeval.corpus.parts import (
 )
 from unstereo.unstereoeval.corpus.runs import check_run, merge_runs
 
-log = get_logger("corpus.merge")
+log = get_logger("unstereoeval.corpus.merge")
 
 KEYS = {UNI: ["word"], CO: ["word", "target"]}
 # stats that must agree between the parts of a merge (counting settings)

@@ -24,7 +24,7 @@ from unstereo.errors import InputError
 from unstereo.log import get_logger
 from unstereo.unstereoeval.corpus.tokenize import EncodedBatch
 
-log = get_logger("corpus.readers")
+log = get_logger("unstereoeval.corpus.readers")
 
 BLOCK = 1 << 18  # compressed bytes read per call: zstd output stays in cache (1 MB: ~0.3 s/GB slower)
 MAX_LOGGED = 20  # bad lines logged one by one per file; the rest only counted

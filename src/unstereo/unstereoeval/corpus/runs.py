@@ -41,7 +41,7 @@ from unstereo.unstereoeval.corpus.parts import (
     sum_codes,
 )
 
-log = get_logger("corpus.runs")
+log = get_logger("unstereoeval.corpus.runs")
 
 RUN_CO = "cooccurrence.arrow"
 _IPC = pa.ipc.IpcWriteOptions(compression="lz4")

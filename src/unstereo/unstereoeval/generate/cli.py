@@ -94,7 +94,7 @@ def run(seed_words_path, benchmark, k, out_dir, settings, model, api_key_env, ex
         to_pairs,
     )
 
-    log = get_logger("generate")
+    log = get_logger("unstereoeval.generate")
     overrides = {"model": model, "cache": cache, "max_seed_words": max_seed_words, "seed": seed,
                  "prompts_dir": prompts_dir}  # fmt: skip
     cfg = read_settings_arg(settings)

@@ -3,11 +3,12 @@ pairing -> template -> filter.
 
 Beyond the paper: an optional length check after revision (about k words), deduplication of templates before the
 semantic filter (on by default: a repeated template costs two filter calls and adds no pair), and a flag for other
-gendered words (``gendered_words``), see :mod:`.filters`.
+gendered words (``gendered_words``), see :mod:`unstereo.generation.filters`.
 
 Every sentence the LLM produced becomes one row of the full table with its ``status`` (``kept``, ``unnatural`` or
 ``discarded``) and ``reason``; nothing is dropped silently. Each step sends all its requests at once through
-:meth:`LLMClient.chat_many` (parallel HTTP calls or batched local generation), and every finished call is cached.
+:meth:`~unstereo.llm.client.LLMClient.chat_many` (parallel HTTP calls or batched local generation), and every
+finished call is cached.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from unstereo.unstereoeval.generate.pairing import (
     modifications,
 )
 
-log = get_logger("generate")
+log = get_logger("unstereoeval.generate")
 
 PRONOUNS = ("he", "she")
 # The {group} value of the revision and editing prompts: the whole pronoun family, written as the released USE-5

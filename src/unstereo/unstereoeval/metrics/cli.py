@@ -16,7 +16,7 @@ from unstereo.log import get_logger
 from unstereo.tables import METRICS, read_table, write_table
 from unstereo.unstereoeval.metrics.compute import curves_from_joined, join_scores, metrics_from_joined
 
-log = get_logger("metrics.cli")
+log = get_logger("unstereoeval.metrics.cli")
 
 DEFAULT_ETAS = tuple(eta_label(e) for e in PAPER_ETAS)
 

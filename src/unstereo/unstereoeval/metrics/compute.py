@@ -20,7 +20,7 @@ from unstereo.tables import METRICS, PAIRS, SCORES, validate
 from unstereo.unstereoeval.metrics import registry
 from unstereo.unstereoeval.metrics.core import DEFAULT_EPS, aufc_in_log10, default_eps_grid, fairness_curve
 
-log = get_logger("metrics")
+log = get_logger("unstereoeval.metrics")
 
 ETA_INF = INF
 

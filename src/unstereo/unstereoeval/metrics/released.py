@@ -22,7 +22,7 @@ from unstereo.errors import InputError
 from unstereo.log import get_logger
 from unstereo.tables import SCORES, validate
 
-log = get_logger("metrics.released")
+log = get_logger("unstereoeval.metrics.released")
 
 BENCHMARK_DIRS = {
     "USE-5": "5words",

@@ -15,7 +15,7 @@ from unstereo.log import get_logger
 from unstereo.models.registry import load_registry
 from unstereo.tables import read_table, write_table
 
-log = get_logger("report.cli")
+log = get_logger("unstereoeval.report.cli")
 
 
 @click.group("report")
@@ -61,7 +61,7 @@ def ingest(results_dir: Path, benchmark: str, output: Path, registry: Path) -> N
 def tables(metrics_file: Path, out_dir: Path, paper: bool, registry: Path) -> None:
     """Write each table of METRICS_FILE as CSV (full precision), Markdown, LaTeX and HTML into OUT_DIR."""
     from unstereo.render.formats import write_table_files
-    from unstereo.render.table import generic_tables, paper_tables
+    from unstereo.unstereoeval.report.table_builders import generic_tables, paper_tables
 
     metrics = read_table(metrics_file, "metrics")
     reg = load_registry(registry)
@@ -188,7 +188,6 @@ def compare_cmd(
     metrics_file, published, known, clean, output, csv_out, summary_out, properties, strict, registry
 ) -> None:
     """Compare every published number with the reproduced cell; write reproduction.md (and the cells as CSV)."""
-    from unstereo.render.table import paper_tables
     from unstereo.unstereoeval.report.compare import (
         compare,
         load_known,
@@ -198,6 +197,7 @@ def compare_cmd(
         summary_rst,
         without_table,
     )
+    from unstereo.unstereoeval.report.table_builders import paper_tables
 
     reg = load_registry(registry)
     pub, kn = load_published(published), load_known(known)

@@ -17,7 +17,8 @@ from pathlib import Path
 import pandas as pd
 
 from unstereo.errors import InputError
-from unstereo.render.table import SIZE_ROW, Table
+from unstereo.render.table import Table
+from unstereo.unstereoeval.report.table_builders import SIZE_ROW
 
 TOL = 1e-9
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from unstereo.render.table import Table, _ordered_benchmarks
+from unstereo.render.table import Table
 from unstereo.unstereoeval.benchmarks.properties import (
     COUNT_ROWS,
     DECIMALS,
@@ -18,6 +18,7 @@ from unstereo.unstereoeval.benchmarks.properties import (
     TABLE7_ROWS,
     TABLE7_STATS,
 )
+from unstereo.unstereoeval.report.table_builders import _ordered_benchmarks
 
 
 def properties_table(props: dict[str, dict[str, Any]]):

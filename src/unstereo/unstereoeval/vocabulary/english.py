@@ -28,7 +28,7 @@ import pandas as pd
 from unstereo.errors import ConfigError, ResourceError
 from unstereo.log import get_logger, progress
 
-log = get_logger("vocabulary")
+log = get_logger("unstereoeval.vocabulary")
 
 LidFn = Callable[[str], tuple[str, float]]  # word -> (language code, confidence)
 WordNetFn = Callable[[str], int]  # word -> number of synsets

@@ -28,7 +28,7 @@ import pandas as pd
 from unstereo.errors import ConfigError, InputError
 from unstereo.log import get_logger
 
-log = get_logger("vocabulary")
+log = get_logger("unstereoeval.vocabulary")
 
 PAPER_SEEDS = (9123, 19223, 8172361, 91283, 72613)
 REGIONS = ("bound", "bin")

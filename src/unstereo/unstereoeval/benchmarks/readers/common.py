@@ -15,7 +15,7 @@ from unstereo.unstereoeval.benchmarks.badrows import BadRows
 from unstereo.unstereoeval.benchmarks.pairs import TemplateRow, to_pairs
 from unstereo.unstereoeval.benchmarks.textio import csv_records, jsonl_records
 
-log = get_logger("benchmarks")
+log = get_logger("unstereoeval.benchmarks")
 
 SPLITS = ("dev", "test")
 
@@ -76,7 +76,8 @@ def cell_text(value: Any) -> str | None:
 
 
 def finish(rows: list[TemplateRow], name: str, bad: BadRows, reference_quirks: bool) -> pd.DataFrame:
-    """The rows checked and filled into a PAIRS table (:func:`..pairs.to_pairs`); logs the bad rows and the count."""
+    """The rows checked and filled into a PAIRS table
+    (:func:`~unstereo.unstereoeval.benchmarks.pairs.to_pairs`); logs the bad rows and the count."""
     df = to_pairs(rows, name, bad, reference_quirks)
     bad.log_summary(name)
     log.info("%s: %d pair(s)", name, len(df))
