@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # scripts/slurm/test.sh - end-to-end test of workflow/profiles/slurm on a real single-node Slurm cluster.
 #
-#   bash scripts/slurm/test.sh          (as root; .ci/run calls it; 2-3 minutes)
+#   bash scripts/slurm/test.sh          (as root; about 9 minutes on the 2-core CI machine, the workflow run 8 of them)
+#
+# .ci/run runs each .test config end to end only this way (then `python -m unstereo.outputs_check` on the results
+# it leaves), falling back to a local run where no Slurm cluster can be started.
 #
 # 1. starts the cluster (scripts/slurm/start.sh: munged, slurmctld, slurmd on localhost, no accounting);
 # 2. deletes the test config's results_dir and runs the whole workflow on it with the Slurm executor and profile:
