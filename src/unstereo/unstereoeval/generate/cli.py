@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+import unstereo.models.request as model_request
 from unstereo import cli_options
 from unstereo.errors import InputError
 
@@ -150,3 +151,91 @@ def run(seed_words_path, benchmark, k, out_dir, settings, model, api_key_env, ex
         client.close()
     log.info("%s: %d sentences, %d pairs kept (%.1fs); %s", benchmark, int((full["item"] >= 0).sum()), len(pairs),
              elapsed, client.usage.total())  # fmt: skip
+
+
+def read_sentences(path: str | Path, column: str = "sentence") -> list[str]:
+    """Sentences from a .txt file (one a line; blank lines skipped) or a .parquet/.csv/.jsonl table's ``column``."""
+    from unstereo.tables import read_table
+
+    path = Path(path)
+    if path.suffix == ".txt":
+        return [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    df = read_table(path)
+    if column not in df.columns:
+        raise InputError(
+            f"no column {column!r} (has {list(df.columns)}); choose one with --column", path=path
+        )
+    bad = [i for i, s in enumerate(df[column]) if not isinstance(s, str) or not s.strip()]
+    if bad:
+        raise InputError(f"column {column!r}: empty or non-text sentence", path=path, line=bad[0] + 2)
+    return [s.strip() for s in df[column]]
+
+
+@group.command("judge", epilog=cli_options.MODEL_FORMS)
+@click.argument("model")
+@click.argument("sentences", type=cli_options.EXISTING_FILE)
+@cli_options.output("table to write (.parquet or .csv): sentence, p_yes, keep")
+@click.option("--column", default="sentence", show_default=True, help="the sentence column of a table input")
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0, 1),
+    default=None,
+    help="a sentence is kept when P(Yes) >= THRESHOLD [default: unstereo.generation.judge.DEFAULT_THRESHOLD, 0.5]",
+)
+@click.option(
+    "--batch-size", type=click.IntRange(1), default=16, show_default=True, help="sentences per pass"
+)
+@click.option(
+    "--question", default=None, help="the question, with a {sentence} field [default: the built-in one]"
+)
+@click.option("--system", default=None, help="a system turn [default: the chat template's own]")
+@model_request.device_option()
+@model_request.dtype_option()
+@cli_options.threads
+@cli_options.model_options
+def judge(model, sentences, output, column, threshold, batch_size, question, system, device, dtype, threads,
+          api_key_env, external_dir) -> None:  # fmt: skip
+    """Judge whether each sentence of SENTENCES is natural, sensible English with MODEL (an instruct model with a
+    chat template): P(Yes) of its answer token, renormalised over Yes/No (docs: unstereo.generation.judge).
+
+    \b
+    SENTENCES: a .txt file (one sentence a line) or a .parquet/.csv/.jsonl table with a sentence column.
+    Output columns: sentence, p_yes, keep (p_yes >= THRESHOLD).
+    """
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+    import pandas as pd
+
+    from unstereo.errors import UnstereoError
+    from unstereo.generation.judge import DEFAULT_THRESHOLD, QUESTION, JudgeSettings, load_judge
+    from unstereo.log import get_logger
+    from unstereo.tables import write_table
+
+    log = get_logger("generate")
+    spec = model_request.resolve_cli_model(model, api_key_env, external_dir)
+    if spec.is_remote:
+        raise click.BadParameter(
+            "the judge reads next-token logits: it needs a local model", param_hint="MODEL"
+        )
+    texts = read_sentences(sentences, column)
+    try:
+        settings = JudgeSettings(
+            question=question or QUESTION,
+            system=system,
+            threshold=DEFAULT_THRESHOLD if threshold is None else threshold,
+            batch_size=batch_size,
+        )
+    except UnstereoError as exc:
+        raise click.UsageError(str(exc)) from exc
+    t0 = time.time()
+    judge_ = load_judge(spec, settings, dtype=dtype, device=device)
+    loaded = time.time() - t0
+    scored = judge_.judge(texts)
+    seconds = time.time() - t0 - loaded
+    df = pd.DataFrame({"sentence": texts, "p_yes": [p for p, _ in scored], "keep": [k for _, k in scored]})
+    write_table(df, output)
+    log.info("%s: %d sentences judged by %s, %d kept at P(Yes) >= %g (load %.1fs, judge %.1fs: %.2fs a sentence)",
+             output, len(df), spec.to_arg(), int(df["keep"].sum()), settings.threshold, loaded, seconds,
+             seconds / max(len(df), 1))  # fmt: skip
