@@ -69,13 +69,14 @@ def tiny_client(batch_size: int) -> LLMClient:
 
 def bench_sampling(args) -> None:
     from unstereo.llm import make_client
+    from unstereo.models.request import model_request
 
     p = RulePerturbation({"John": "Jane"}, {**PRONOUNS_MALE_TO_FEMALE, "man": "woman"})
     prompts = common_sents(OCCUPATIONS, [("John", "Jane")], [("man", "woman")], p, max_prompts=args.prompts)
     client = (
         tiny_client(args.batch_size)
         if args.model == "tiny"
-        else make_client(args.model, batch_size=args.batch_size)
+        else make_client(model_request({"model": args.model, "batch_size": args.batch_size}))
     )
     settings = SampleSettings(n=args.n, top_p=0.9, max_new_tokens=args.max_new_tokens, seed=0)
     import tempfile

@@ -195,9 +195,12 @@ def test_cache_is_shared_by_threads(tmp_path):
 @pytest.mark.slow
 def test_local_backend_seeded_sampling_is_batch_independent(resource):
     from unstereo.llm.local import LocalChatBackend
+    from unstereo.models.request import model_request
 
     d = resource("smollm2")
-    be = LocalChatBackend(str(d / "SmolLM2-135M-Instruct.Q4_1.gguf"), batch_size=4)
+    be = LocalChatBackend(
+        model_request({"model": str(d / "SmolLM2-135M-Instruct.Q4_1.gguf"), "batch_size": 4})
+    )
     a = ChatRequest.user("Name a fruit.", temperature=0.9, max_tokens=6, seed=11)
     b = ChatRequest.user(
         "Write a long sentence about the sea and the sky.", temperature=0.9, max_tokens=6, seed=5

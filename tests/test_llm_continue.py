@@ -18,6 +18,7 @@ from unstereo.engine.sampler import sample_rows
 from unstereo.llm import ChatCache, ChatRequest, ContinuationRequest, LLMClient, make_client
 from unstereo.llm.local import LocalBackend, cut_at_stop
 from unstereo.llm.sample import SampleSettings, continue_prompts, sample_continuations
+from unstereo.models.request import ModelRequest
 from unstereo.models.spec import ModelSpec
 
 PROMPTS = pd.DataFrame(
@@ -197,9 +198,9 @@ def test_base_model_has_no_chat_but_continues(loaded):
 
 
 def test_local_backend_loads_a_spec_and_caches(tiny_dir, tmp_path):
-    client = make_client(
-        ModelSpec(path=str(tiny_dir)), cache=tmp_path / "c.sqlite", device="cpu", batch_size=4
-    )
+    request = ModelRequest(spec=ModelSpec(path=str(tiny_dir)), device="cpu", batch_size=4)
+    client = make_client(request, cache=tmp_path / "c.sqlite")
+    assert client.backend.request is request and client.backend.batch_size == 4
     reqs = [ContinuationRequest(p, max_tokens=5, seed=s) for p in PROMPTS["prompt"][:3] for s in (0, 1)]
     first = client.continue_many(reqs, show_progress=False)
     again = client.continue_many(reqs, show_progress=False)

@@ -116,10 +116,6 @@ def generate_cmd(
     spec, out_dir, settings, model, api_key_env, external_dir, cache, seed, reference_dir, threads
 ) -> None:
     """Generate test-sentence pairs for SPEC with a chat model (paper Algorithm 1); every call is cached."""
-    if threads:
-        import torch
-
-        torch.set_num_threads(threads)
     from pathlib import Path
 
     from unstereo.biastest.generate import GenerationSettings, generate_pairs
@@ -133,14 +129,19 @@ def generate_cmd(
     g = section["generate"]
     ref = _reference_dir(reference_dir, external_dir)
     s, _ = _spec(spec, ref)
-    spec_model = model_request.resolve_cli_model(model, api_key_env, external_dir) if model else None
-    from unstereo.models.spec import resolve_model
-
-    spec_model = spec_model or resolve_model(g["model"], external_dir, key="biastest.generate.model",
-                                             api_key_env=api_key_env)  # fmt: skip
+    # The chat model's request: --model (a usage error names MODEL) or the section's model, with the section's
+    # device, dtype and batch size and --threads.
+    values = {"device": g["device"], "dtype": g["dtype"], "batch_size": g["batch_size"], "threads": threads}
+    if model:
+        request = model_request.request_from_cli(
+            model, {**values, "external_dir": external_dir, "api_key_env": api_key_env}
+        )
+    else:
+        request = model_request.model_request({**values, "model": g["model"]}, key="biastest.generate.model",
+                                              external_dir=external_dir, api_key_env=api_key_env)  # fmt: skip
+    request.apply_threads()
     out = Path(out_dir)
-    client = make_client(spec_model, cache=cache or g["cache"] or str(out / "llm-cache.sqlite"),
-                         device=g["device"], dtype=g["dtype"], batch_size=g["batch_size"])  # fmt: skip
+    client = make_client(request, cache=cache or g["cache"] or str(out / "llm-cache.sqlite"))
     settings_ = GenerationSettings(
         t=g["t"], max_tries=g["max_tries"], temperature=g["temperature"], rewrite_temperature=g["rewrite_temperature"],
         max_tokens=g["max_tokens"], pairing=g["pairing"], case_sensitive=g["case_sensitive"],

@@ -139,18 +139,17 @@ def sample_cmd(model, prompts_dir, out_dir, n, temperature, top_p, max_new_token
     from unstereo.llm.sample import SampleSettings
     from unstereo.tables import read_table, write_table
 
-    if threads:
-        import torch
-
-        torch.set_num_threads(threads)
     pdir = Path(prompts_dir)
     prompts = read_table(pdir / "prompts.parquet", PROMPTS)
     perturbation = read_perturbation(pdir / "perturbation.json")
-    spec = model_request.resolve_cli_model(model, api_key_env, external_dir)
+    # The model options, whole: the sampled model's request (and the perturbing model's, with the same options).
+    values = {"device": device, "dtype": dtype, "batch_size": batch_size, "threads": threads,
+              "external_dir": external_dir, "api_key_env": api_key_env}  # fmt: skip
+    request = model_request.request_from_cli(model, values)
+    request.apply_threads()
     settings = SampleSettings(n, temperature, top_p, max_new_tokens, (), seed)
     out = Path(out_dir)
-    client = make_client(spec, external_dir=external_dir, cache=cache, batch_size=batch_size,
-                         concurrency=concurrency, device=device, dtype=dtype)  # fmt: skip
+    client = make_client(request, cache=cache, concurrency=concurrency)
     try:
         samples = sample_fairpairs(client, prompts, out / "continuations.parquet", settings,
                                    chunk_size=chunk_size, source=pdir / "prompts.parquet")  # fmt: skip
@@ -158,9 +157,8 @@ def sample_cmd(model, prompts_dir, out_dir, n, temperature, top_p, max_new_token
     finally:
         client.close()
     if llm_model:
-        pspec = model_request.resolve_cli_model(llm_model, api_key_env, external_dir, param="--llm-perturb")
-        pclient = make_client(pspec, external_dir=external_dir, cache=cache, batch_size=batch_size,
-                              concurrency=concurrency, device=device, dtype=dtype)  # fmt: skip
+        prequest = model_request.request_from_cli(llm_model, values, param="--llm-perturb")
+        pclient = make_client(prequest, cache=cache, concurrency=concurrency)
         try:
             psettings = LLMPerturbSettings(groups[0], groups[1], llm_max_tokens, max_dissimilarity)
             samples, perturbations = map_llm(samples, prompts, pclient, psettings)

@@ -53,9 +53,9 @@ def chat(model, message, system, temperature, top_p, max_tokens, seed, as_json, 
     from unstereo.llm.client import make_client
     from unstereo.llm.types import ChatRequest
 
-    spec = model_request.resolve_cli_model(model, api_key_env, external_dir)
-    client = make_client(spec, cache=cache, timeout=timeout, max_retries=max_retries, batch_size=1,
-                         device=device, dtype=dtype)  # fmt: skip
+    options = {"device": device, "dtype": dtype, "external_dir": external_dir, "api_key_env": api_key_env}
+    request = model_request.request_from_cli(model, {**options, "batch_size": 1})
+    client = make_client(request, cache=cache, timeout=timeout, max_retries=max_retries)
     try:
         messages = ((("system", system),) if system else ()) + (("user", message),)
         req = ChatRequest(messages, temperature=temperature, max_tokens=max_tokens, top_p=top_p, seed=seed)
@@ -122,14 +122,16 @@ def continue_(model, prompts, output, n, temperature, top_p, max_new_tokens, sto
     from unstereo.llm.client import make_client
     from unstereo.llm.sample import SampleSettings, read_prompts, sample_continuations
 
-    spec = model_request.resolve_cli_model(model, api_key_env, external_dir)
+    options = {"device": device, "dtype": dtype, "external_dir": external_dir, "api_key_env": api_key_env}
+    request = model_request.request_from_cli(model, {**options, "batch_size": batch_size})
     table = read_prompts(prompts)
     try:
         settings = SampleSettings(n, temperature, top_p, max_new_tokens, tuple(stop), seed)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
-    client = make_client(spec, cache=cache, timeout=timeout, max_retries=max_retries, batch_size=batch_size,
-                         concurrency=concurrency, device=device, dtype=dtype)  # fmt: skip
+    client = make_client(
+        request, cache=cache, timeout=timeout, max_retries=max_retries, concurrency=concurrency
+    )
     try:
         df = sample_continuations(client, table, output, settings, chunk_size=chunk_size, source=prompts)
         if usage_path:

@@ -17,7 +17,7 @@ from unstereo.io import write_json
 from unstereo.llm.cache import ChatCache
 from unstereo.llm.types import ChatRequest, ChatResult, ContinuationRequest, LLMRequest, Usage
 from unstereo.log import get_logger, progress
-from unstereo.models.spec import ModelSpec, resolve_model
+from unstereo.models.spec import ModelSpec
 
 if TYPE_CHECKING:
     from unstereo.models.request import ModelRequest
@@ -151,7 +151,7 @@ class LLMClient:
 
 
 def make_client(
-    model: ModelSpec | str | Mapping[str, Any] | ModelRequest,
+    model: ModelRequest | ModelSpec | str | Mapping[str, Any],
     *,
     external_dir: str | Path | None = None,
     cache: str | Path | None = None,
@@ -161,22 +161,20 @@ def make_client(
     backoff_base: float = 1.0,
     backoff_max: float = 60.0,
     send_seed: bool = True,
-    device: str = "auto",
-    dtype: str = "auto",
-    batch_size: int = 8,
     price_prompt_per_1m: float | None = None,
     price_completion_per_1m: float | None = None,
 ) -> LLMClient:
-    """A client for ``model`` (any model spec, see :mod:`unstereo.models.spec`, or a whole
-    :class:`~unstereo.models.request.ModelRequest`, whose device, dtype and batch size then stand): an endpoint spec
-    gets the OpenAI-compatible HTTP backend, anything else the local transformers backend."""
-    from unstereo.models.request import ModelRequest
+    """A client for ``model``: an endpoint spec gets the OpenAI-compatible HTTP backend, anything else the local
+    transformers backend (:class:`~unstereo.llm.local.LocalBackend`), which takes the request whole.
 
-    if isinstance(model, ModelRequest):
-        spec, device, dtype = model.spec, model.device, model.dtype
-        batch_size = batch_size if model.batch_size == "auto" else int(model.batch_size)
-    else:
-        spec = resolve_model(model, external_dir)
+    ``model`` is a :class:`~unstereo.models.request.ModelRequest` (from
+    :func:`~unstereo.models.request.model_request`: the spec resolved once, with the local backend's device, dtype
+    and batch size), or a model spec with the request's defaults: a resolved
+    :class:`~unstereo.models.spec.ModelSpec` (taken as is), or its string/mapping form (see
+    :mod:`unstereo.models.spec`), resolved here, once, against ``external_dir``. The other arguments configure
+    the client and the HTTP backend."""
+    request = as_request(model, external_dir)
+    spec = request.spec
     if spec.is_remote:
         from unstereo.llm.http import OpenAICompatBackend
 
@@ -193,10 +191,24 @@ def make_client(
     else:
         from unstereo.llm.local import LocalBackend
 
-        be = LocalBackend(spec, device=device, dtype=dtype, batch_size=batch_size)
+        be = LocalBackend(request)
     return LLMClient(
         be,
         cache=ChatCache(cache),
         concurrency=concurrency,
         usage=Usage(price_prompt_per_1m, price_completion_per_1m),
     )
+
+
+def as_request(
+    model: ModelRequest | ModelSpec | str | Mapping[str, Any], external_dir: str | Path | None = None
+) -> ModelRequest:
+    """``model`` as a :class:`~unstereo.models.request.ModelRequest`: a request as is, a resolved spec wrapped with
+    the request's defaults, a string or mapping resolved (once) by :func:`~unstereo.models.request.model_request`."""
+    from unstereo.models.request import ModelRequest, model_request
+
+    if isinstance(model, ModelRequest):
+        return model
+    if isinstance(model, ModelSpec):
+        return ModelRequest(spec=model)
+    return model_request({"model": model}, external_dir=external_dir)

@@ -12,11 +12,15 @@ rounding of the forward pass); T = 0 is greedy."""
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
 from unstereo.engine.sampler import sample_rows
 from unstereo.llm.types import ChatRequest, ChatResult, ContinuationRequest
 from unstereo.log import get_logger
-from unstereo.models.spec import ModelSpec, resolve_model
+from unstereo.models.spec import ModelSpec
+
+if TYPE_CHECKING:
+    from unstereo.models.request import ModelRequest
 
 log = get_logger("llm.local")
 
@@ -104,20 +108,32 @@ def cut_at_stop(text: str, stops: tuple[str, ...]) -> tuple[str, bool]:
 
 
 class LocalBackend:
-    """transformers backend for chat (needs a chat template) and continuation (any causal LM); loaded on first use."""
+    """transformers backend for chat (needs a chat template) and continuation (any causal LM); loaded on first use.
+
+    It takes a :class:`~unstereo.models.request.ModelRequest` whole (built once by
+    :func:`~unstereo.models.request.model_request`; its spec is loaded as is, never resolved again): the model is
+    loaded on the request's device with its dtype, and the engine runs ``batch_size`` rows at once (the request's
+    batch size; ``auto``: :attr:`DEFAULT_BATCH_SIZE`)."""
 
     name = "local"
     # Requests per call, as a multiple of the batch size: the engine keeps its batch_size slots full from them.
     CALLS_PER_BATCH = 8
+    #: Rows generated at once for a request whose batch size is ``auto``.
+    DEFAULT_BATCH_SIZE = 8
 
-    def __init__(
-        self, model: ModelSpec | str, device: str = "auto", dtype: str = "auto", batch_size: int = 8
-    ):
-        self.spec = resolve_model(model)
+    def __init__(self, request: ModelRequest):
+        from unstereo.models.request import ModelRequest
+
+        if not isinstance(request, ModelRequest):
+            what = type(request).__name__
+            raise TypeError(
+                f"LocalBackend takes a ModelRequest (unstereo.models.request.model_request), not {what}"
+            )
+        self.request = request
+        self.spec = request.spec
         self.model = self.spec.label
-        self.device = device
-        self.dtype = dtype
-        self.batch_size = max(1, int(batch_size))  # rows generated at once (the engine's slots)
+        size = self.DEFAULT_BATCH_SIZE if request.batch_size == "auto" else request.batch_size
+        self.batch_size = max(1, int(size))  # rows generated at once (the engine's slots)
         self._lm = None
         self._tok = None
         self._engine = None  # the SamplingEngine once checked; False: this model takes generate
@@ -134,7 +150,9 @@ class LocalBackend:
     @classmethod
     def from_loaded(cls, lm, tok, label: str, batch_size: int = 8) -> LocalBackend:
         """A backend around an already loaded (model, tokenizer) (tests, benchmarks)."""
-        be = cls(ModelSpec(path=label), batch_size=batch_size)
+        from unstereo.models.request import ModelRequest
+
+        be = cls(ModelRequest(spec=ModelSpec(path=label), batch_size=batch_size))
         be._lm, be._tok = lm, tok
         be._prepare()
         return be
@@ -149,7 +167,8 @@ class LocalBackend:
             from unstereo.models.load import load_causal_lm
 
             log.info("loading local model %s", self.model)
-            self._lm, self._tok = load_causal_lm(self.spec, dtype=self.dtype, device=self.device)
+            request = self.request
+            self._lm, self._tok = load_causal_lm(request.spec, dtype=request.dtype, device=request.device)
             self._prepare()
 
     def complete(self, requests: list[ChatRequest], on_retry=None) -> list[ChatResult]:

@@ -3,8 +3,12 @@ batch size, threads) built in one place, :func:`model_request`, from a config se
 (the same keys: :data:`REQUEST_KEYS`), and the one click decorator that declares those options, :func:`options`.
 
 The request travels whole: :func:`unstereo.scoring.registry.scorer_for` turns it into (run description, scorer
-factory) for any scorer kind, :func:`unstereo.models.load.load_causal_lm` and the local LLM backend load its spec as is.
-:func:`unstereo.models.spec.resolve_model` runs once per request, here.
+factory) for any scorer kind; :func:`unstereo.llm.make_client` hands it to the local LLM backend
+(:class:`unstereo.llm.local.LocalBackend`: its device, dtype and batch size), or an endpoint's spec to the HTTP
+backend. The scorers and the local backend load its spec as is (:func:`unstereo.models.load.load_causal_lm`).
+:func:`unstereo.models.spec.resolve_model` runs once per request, here; the commands that run a model (score,
+robustness, BiasTestGPT score and generation, the generate stage, sentiment sample and debias, FairPair sample
+and ``unstereo llm``) build their requests with :func:`model_request` / :func:`request_from_cli` and pass them on whole.
 
 This module imports only click, the standard library and :mod:`unstereo.cli_options` at import time (every stage
 CLI imports it).
@@ -14,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -86,7 +91,7 @@ def model_request(
     values: Mapping[str, Any],
     *,
     key: str = "model",
-    external_dir: str | None = None,
+    external_dir: str | Path | None = None,
     api_key_env: str | None = None,
     model: Any = None,
 ) -> ModelRequest:

@@ -16,13 +16,6 @@ TEMPLATES_HELP = (
 )
 
 
-def _threads(threads: int | None) -> None:
-    if threads:
-        import torch
-
-        torch.set_num_threads(threads)
-
-
 def _templates_dir(templates_dir: str | None, external_dir: str | None) -> Path:
     from unstereo.models.spec import external_dir_default
     from unstereo.sentiment.templates import templates_dir as default_dir
@@ -74,14 +67,14 @@ def sample_cmd(model, output, settings, templates_dir, opinion_lexicon, cache, s
     from unstereo.sentiment.sampling import run_sampling
     from unstereo.sentiment.settings import read_settings, resource_path
 
-    _threads(threads)
     cfg = read_settings(settings)
-    spec = model_request.resolve_cli_model(model, api_key_env, external_dir)
+    request = model_request.request_from_cli(model, {
+        "device": cfg["device"], "dtype": cfg["dtype"], "batch_size": cfg["batch_size"], "threads": threads,
+        "external_dir": external_dir, "api_key_env": api_key_env,
+    })  # fmt: skip
+    request.apply_threads()
     seed = seed if seed is not None else (cfg["seed"] or 0)
-    client = make_client(
-        spec, external_dir=external_dir, cache=cache or cfg["cache"], device=cfg["device"], dtype=cfg["dtype"],
-        batch_size=cfg["batch_size"],
-    )  # fmt: skip
+    client = make_client(request, cache=cache or cfg["cache"])
     try:
         df = run_sampling(
             client,
@@ -95,7 +88,7 @@ def sample_cmd(model, output, settings, templates_dir, opinion_lexicon, cache, s
         client.write_usage(Path(output).with_name("usage.json"), {"continuations": len(df)})
     finally:
         client.close()
-    write_json(Path(output).with_name("settings.json"), {"model": spec.to_arg(), "seed": seed, **cfg})
+    write_json(Path(output).with_name("settings.json"), {"model": request.spec.to_arg(), "seed": seed, **cfg})
     click.echo(f"{len(df)} continuations -> {output}")
 
 
@@ -182,17 +175,20 @@ def debias_cmd(model, out_dir, method, lam, settings, templates_dir, base, cache
                external_dir, threads) -> None:  # fmt: skip
     """Fine-tune MODEL with counterfactual embedding or sentiment regularisation (Huang et al. 2020, section 4),
     then measure I.F./G.F., perplexity and semantic similarity (resumable: checkpoint.pt in the run's folder)."""
-    from unstereo.models.load import resolve_device
     from unstereo.sentiment.debias_eval import run_debias
     from unstereo.sentiment.settings import read_settings
 
-    _threads(threads)
     cfg = read_settings(settings)
-    spec = model_request.resolve_cli_model(model, api_key_env, external_dir)
+    # The fine-tuning runs in float32 (the request says so); --device overrides the settings' device.
+    request = model_request.request_from_cli(model, {
+        "device": device or cfg["device"], "dtype": "float32", "threads": threads, "external_dir": external_dir,
+        "api_key_env": api_key_env,
+    })  # fmt: skip
+    request.apply_threads()
     quality = run_debias(
-        spec, cfg, _templates_dir(templates_dir, external_dir), out_dir, method=method, lam=lam,
+        request, cfg, _templates_dir(templates_dir, external_dir), out_dir, method=method, lam=lam,
         seed=seed if seed is not None else (cfg["seed"] or 0), external_dir=external_dir,
-        cache=cache or cfg["cache"], device=resolve_device(device or cfg["device"]), base_continuations=base,
+        cache=cache or cfg["cache"], base_continuations=base,
     )  # fmt: skip
     click.echo(quality.to_string(index=False))
 

@@ -12,7 +12,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -28,6 +28,9 @@ from unstereo.sentiment.sampling import classifier_names, run_sampling
 from unstereo.sentiment.settings import resource_path
 from unstereo.sentiment.templates import load_templates
 from unstereo.tables import Column, TableSchema, read_table, write_table
+
+if TYPE_CHECKING:
+    from unstereo.models.request import ModelRequest
 
 log = get_logger("sentiment.debias")
 
@@ -61,7 +64,7 @@ def run_label(section: Mapping[str, Any], method: str, lam: float) -> str:
 
 
 def run_debias(
-    spec: Any,
+    request: ModelRequest,
     section: Mapping[str, Any],
     templates_dir: str | Path,
     out_dir: str | Path,
@@ -71,17 +74,18 @@ def run_debias(
     seed: int,
     external_dir: str | Path | None = None,
     cache: str | Path | None = None,
-    device: str = "cpu",
     base_continuations: str | Path | None = None,
 ) -> pd.DataFrame:
     """Fine-tune (unless ``method`` is none), sample, evaluate; write ``quality.parquet`` (and the run's
     ``continuations.parquet``, ``fairness.parquet``, ``history.json``) into ``out_dir``; return the QUALITY rows.
 
+    ``request``: the model (its spec, loaded as is), its weights dtype (``unstereo sentiment debias`` asks for
+    float32) and its device, on which the training, the perplexities and the sentence encoder run too.
     ``base_continuations``: for ``none``, the stage's continuations of the base model (not sampled again)."""
     from unstereo.llm import LLMClient
     from unstereo.llm.cache import ChatCache
     from unstereo.llm.local import LocalBackend
-    from unstereo.models.load import load_causal_lm
+    from unstereo.models.load import load_causal_lm, resolve_device
 
     d = section["debias"]
     out_dir = Path(out_dir)
@@ -94,7 +98,8 @@ def run_debias(
         sentences, terms, d["max_sentences"], d["heldout_fraction"], seed
     )
     log.info("%d training sentences, %d + %d held out", len(examples), len(held_s), len(held))
-    model, tok = load_causal_lm(spec, dtype="float32", device=device)
+    device = resolve_device(request.device)
+    model, tok = load_causal_lm(request.spec, dtype=request.dtype, device=device)
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
     history: list[dict[str, float]] = []
@@ -126,7 +131,7 @@ def run_debias(
 
         cont = read_table(base_continuations, CONTINUATIONS)
     else:
-        label = f"{spec.label}|{run_label(section, method, lam)}"
+        label = f"{request.spec.label}|{run_label(section, method, lam)}"
         backend = LocalBackend.from_loaded(model, tok, label=label, batch_size=section["batch_size"])
         client = LLMClient(backend, cache=ChatCache(cache))
         try:

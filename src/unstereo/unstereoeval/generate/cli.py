@@ -85,7 +85,6 @@ def run(seed_words_path, benchmark, k, out_dir, settings, model, api_key_env, ex
     from unstereo.llm import make_client
     from unstereo.log import get_logger
     from unstereo.models.request import model_request
-    from unstereo.models.spec import resolve_model
     from unstereo.tables import PAIRS, write_table
     from unstereo.unstereoeval.generate.naturalness import make_scorer
     from unstereo.unstereoeval.generate.pipeline import (
@@ -119,16 +118,17 @@ def run(seed_words_path, benchmark, k, out_dir, settings, model, api_key_env, ex
         price_prompt_per_1m=cfg["prices"]["prompt_per_1m"], price_completion_per_1m=cfg["prices"]["completion_per_1m"],
     )  # fmt: skip
     s = GenerateSettings.from_config(cfg)
-    scorer = nat_spec = None
+    scorer = nat_request = None
     nat = cfg["naturalness"]
     if nat["model"] is None:
         s = dataclasses.replace(s, min_token_logprob=None)
     elif s.min_token_logprob is not None:
         score_cache = nat["cache"] or str(out.parent.parent / "score-cache.sqlite")
-        nat_spec = resolve_model(nat["model"], external_dir, key="generate.naturalness.model")
-        scorer = make_scorer(nat_spec, score_cache, external_dir)
+        nat_request = model_request({"model": nat["model"]}, key="generate.naturalness.model",
+                                    external_dir=external_dir)  # fmt: skip
+        scorer = make_scorer(nat_request, score_cache)
         log.info("%s: naturalness under %s, >= %g per token, score cache %s", benchmark,
-                 nat_spec.to_arg(), s.min_token_logprob, score_cache)  # fmt: skip
+                 nat_request.spec.to_arg(), s.min_token_logprob, score_cache)  # fmt: skip
     log.info("%s: %d seed words, k=%d, %s, cache %s", benchmark, len(words), k, client.model_id, cache_path)
     t0 = time.time()
     try:
@@ -143,7 +143,7 @@ def run(seed_words_path, benchmark, k, out_dir, settings, model, api_key_env, ex
         # provenance for `benchmarks export`: the decoding settings and filters of this run, and the prompts folder
         summary["settings"] = dataclasses.asdict(s) | {"prompts_dir": str(cfg["prompts_dir"] or "")}
         summary["naturalness_model"] = (
-            nat_spec.to_arg() if nat_spec is not None and scorer is not None else None
+            nat_request.spec.to_arg() if nat_request is not None and scorer is not None else None
         )
         write_json(out / "summary.json", summary)
         client.write_usage(out / "usage.json", {"benchmark": benchmark, "seconds": round(elapsed, 1)})

@@ -108,13 +108,18 @@ def token_logprob(scorer: Any, sentences: list[str], start_logprob: float = 0.0)
 
 
 def make_scorer(model: Any, cache: str | None, external_dir: str | None = None) -> Any:
-    """A cached causal scorer for ``model`` (a model spec mapping or string), loaded on the first uncached text;
-    ``cache`` is a score-cache SQLite file (:class:`unstereo.scoring.cache.ScoreCache`), None for none."""
-    from unstereo.models.request import model_request
+    """A cached causal scorer for ``model``, loaded on the first uncached text; ``cache`` is a score-cache SQLite
+    file (:class:`unstereo.scoring.cache.ScoreCache`), None for none. ``model`` is a
+    :class:`~unstereo.models.request.ModelRequest` (taken whole; ``external_dir`` unused) or a model spec mapping or
+    string, resolved here into one (against ``external_dir``)."""
+    from unstereo.models.request import ModelRequest, model_request
     from unstereo.scoring.cache import CachedScorer, ScoreCache
     from unstereo.scoring.registry import scorer_for
 
-    request = model_request({"model": model}, key="generate.naturalness.model", external_dir=external_dir)
+    if isinstance(model, ModelRequest):
+        request = model
+    else:
+        request = model_request({"model": model}, key="generate.naturalness.model", external_dir=external_dir)
     run, factory = scorer_for(request)
     if cache is None:
         return factory()
