@@ -39,7 +39,7 @@ def dry_run(config: Path) -> str:
            "--cores", "1", "--dry-run", "--forceall", "--printshellcmds", "--nolock"]  # fmt: skip
     env = {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"]}
     run = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
-    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
     return run.stdout + run.stderr
 
 

@@ -52,7 +52,7 @@ rule biastest_generate:
         ),
     params:
         spec=lambda wc: bt.spec_arg(BT_SPECS[wc.bt_spec], wc.bt_spec),
-        settings=BT_SETTINGS,
+        settings=lambda wc: BT_SETTINGS,
         reference=lambda wc, input: bt.reference_option(
             config, input.reference[0] if input.reference else None
         ),
@@ -91,7 +91,7 @@ rule biastest_pairs:
         generated=lambda wc, input: (
             f"--generated {input.generated[0]}" if input.generated else ""
         ),
-        settings=BT_SETTINGS,
+        settings=lambda wc: BT_SETTINGS,
     shell:
         "unstereo biastest pairs {params.spec:q} -o {output:q} {params.reference} {params.generated}"
         " --settings {params.settings:q} > {log} 2>&1"
@@ -165,7 +165,7 @@ rule biastest_summary:
         pairs=lambda wc, input: " ".join(f"--pairs {p}" for p in input.pairs),
         scores=lambda wc, input: " ".join(f"--scores {p}" for p in input.scores),
         out_dir=lambda wc, output: Path(output.summary).parent,
-        settings=BT_SETTINGS,
+        settings=lambda wc: BT_SETTINGS,
     shell:
         "unstereo biastest summary {params.pairs} {params.scores} -o {params.out_dir} --page {output.page}"
         " --settings {params.settings:q} > {log} 2>&1"

@@ -2,7 +2,8 @@
 # helpers in unstereo.fairpair.rules): prompts x / p(x) -> n continuations of each per model -> B, V, F per
 # prompt -> summary -> Table 3 and Figures 3-6 in the report. Models come from config `fairpair.models` (model
 # specs). Every command gets the section as --settings JSON (fairpair_rules.settings); paths, the model argument,
-# --threads and the cache stay on the command line.
+# --threads and the cache stay on the command line. The JSON is a function's value: Snakemake reads a plain string
+# param as a wildcard pattern, and the section's prompt template holds {name}, {descriptor}, {occupation}.
 from unstereo.fairpair import rules as fairpair_rules
 
 FAIRPAIR = config["fairpair"]
@@ -27,7 +28,7 @@ rule fairpair_prompts:
     params:
         out_dir=lambda wc, output: Path(output.prompts).parent,
         source=lambda wc, input: fairpair_rules.prompt_file_option(input),
-        settings=fairpair_rules.settings(FAIRPAIR),
+        settings=lambda wc: fairpair_rules.settings(FAIRPAIR),
     shell:
         "unstereo fairpair prompts -o {params.out_dir:q} {params.source} --settings {params.settings:q}"
         " > {log} 2>&1"
@@ -62,7 +63,7 @@ rule fairpair_sample:
             FAIRPAIR["models"][wc.model], input.model, f"fairpair.models.{wc.model}"
         ),
         llm_perturb=lambda wc, input: fairpair_rules.llm_perturb_option(FAIRPAIR, input),
-        settings=fairpair_rules.settings(
+        settings=lambda wc: fairpair_rules.settings(
             FAIRPAIR, seed=section_seed(FAIRPAIR, "fairpair")
         ),
         cache=FAIRPAIR["cache"] or results("llm-cache.sqlite"),
@@ -93,7 +94,7 @@ rule fairpair_metrics:
         runtime=60,
     params:
         out_dir=lambda wc, output: Path(output.per_prompt).parent,
-        settings=fairpair_rules.settings(FAIRPAIR),
+        settings=lambda wc: fairpair_rules.settings(FAIRPAIR),
     shell:
         "unstereo fairpair metrics {input.samples:q} -o {params.out_dir:q} --model {wildcards.model:q}"
         " --settings {params.settings:q} > {log} 2>&1"
@@ -117,7 +118,9 @@ rule fairpair_summary:
         runtime=10,
     params:
         # the bootstrap seed is the stage's derived one (not the section's sampling seed)
-        settings=fairpair_rules.settings(FAIRPAIR, seed=stage_seed("fairpair")),
+        settings=lambda wc: fairpair_rules.settings(
+            FAIRPAIR, seed=stage_seed("fairpair")
+        ),
     shell:
         "unstereo fairpair summary {input:q} -o {output:q} --settings {params.settings:q} > {log} 2>&1"
 
@@ -177,7 +180,7 @@ rule fairpair_report:
         ),
         curves=lambda wc, input: " ".join(f"--curves {p}" for p in input.curves),
         ngrams=lambda wc, input: " ".join(f"--ngrams {p}" for p in input.ngrams),
-        settings=fairpair_rules.settings(FAIRPAIR),
+        settings=lambda wc: fairpair_rules.settings(FAIRPAIR),
     shell:
         "unstereo fairpair report {input.summary:q} {params.per_prompt} {params.curves} {params.ngrams}"
         " -o {params.out_dir:q} --settings {params.settings:q} > {log} 2>&1"

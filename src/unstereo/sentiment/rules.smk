@@ -39,7 +39,7 @@ rule sentiment_sample:
         model=lambda wc, input: model_rules.model_arg(
             SENTIMENT["models"][wc.model], input.model, f"sentiment.models.{wc.model}"
         ),
-        settings=SENTIMENT_SETTINGS,
+        settings=lambda wc: SENTIMENT_SETTINGS,
         templates=sentiment_rules.templates_dir(EXTERNAL),
         external_dir=EXTERNAL,
         cache=SENTIMENT["cache"] or results("llm-cache.sqlite"),
@@ -67,7 +67,7 @@ rule sentiment_metrics:
         mem_mb=4000,
         runtime=60,
     params:
-        settings=SENTIMENT_SETTINGS,
+        settings=lambda wc: SENTIMENT_SETTINGS,
     shell:
         "unstereo sentiment metrics {input:q} -o {output.fairness:q} --parity {output.parity:q}"
         " --settings {params.settings:q} > {log} 2>&1"
@@ -109,7 +109,7 @@ rule sentiment_report:
         mem_mb=4000,
         runtime=30,
     params:
-        settings=SENTIMENT_SETTINGS,
+        settings=lambda wc: SENTIMENT_SETTINGS,
         out_dir=lambda wc, output: Path(output.figure1).parent,
     shell:
         "unstereo sentiment report {input.continuations:q} --fairness {input.fairness:q} --parity {input.parity:q}"
@@ -154,7 +154,7 @@ rule sentiment_debias:
         model=lambda wc, input: model_rules.model_arg(
             SENTIMENT["models"][wc.model], input.model, f"sentiment.models.{wc.model}"
         ),
-        settings=SENTIMENT_SETTINGS,
+        settings=lambda wc: SENTIMENT_SETTINGS,
         templates=sentiment_rules.templates_dir(EXTERNAL),
         external_dir=EXTERNAL,
         cache=SENTIMENT["cache"] or results("llm-cache.sqlite"),
@@ -198,7 +198,7 @@ rule sentiment_debias_summary:
         mem_mb=2000,
         runtime=30,
     params:
-        settings=SENTIMENT_SETTINGS,
+        settings=lambda wc: SENTIMENT_SETTINGS,
     shell:
         "unstereo sentiment debias-summary {input:q} -o {output.table:q} --table {output.table1:q}"
         " --figure {output.figure6:q} --settings {params.settings:q} > {log} 2>&1"

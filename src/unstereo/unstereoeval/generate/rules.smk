@@ -48,7 +48,7 @@ rule generate_use:
         **model_rules.job_resources(GENERATE, mem_mb=8000, runtime=24 * 60),
     params:
         # the section, the stage's seed folded in; paths, the cache and the model's resource folder stay flags
-        settings=model_rules.settings_json(
+        settings=lambda wc: model_rules.settings_json(
             GENERATE, seed=section_seed(GENERATE, "generate"), drop=()
         ),
         cache=GENERATE["cache"] or results("llm-cache.sqlite"),
