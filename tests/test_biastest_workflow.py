@@ -4,6 +4,7 @@ scored on a tiny random GPT-2 and a tiny random BERT (masked LM)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -61,17 +62,17 @@ def test_rule_helpers(tmp_path):
     assert bt.spec_arg(specs["mine"], "mine") == f"{tmp_path / 's.yaml'}:mine"
     assert bt.spec_inputs(specs["mine"]) == [str(tmp_path / "s.yaml")] and bt.spec_inputs("X") == []
     assert bt.score_options(config, "b").endswith("--causal-score mean --masked --masked-scorer biastestgpt")
-    assert "--reference-quirks" not in bt.pairs_options(config, "X", 3) and bt.summary_options(config) == ""
+    settings = json.loads(bt.settings_json(config, seed=3))  # --settings of generate, pairs and summary
+    assert settings["seed"] == 3 and "models" not in settings and settings["reference_quirks"] is False
     quirky = validate_config({"biastest": {"reference_quirks": True, "masked_scorer": "crows-pairs",
                                            "models": {"b": {"path": "bert", "masked": True}}}})  # fmt: skip
-    assert bt.pairs_options(quirky, "X", 3).endswith("--reference-quirks")
-    assert bt.summary_options(quirky) == "--reference-quirks"
+    assert json.loads(bt.settings_json(quirky))["reference_quirks"] is True
     assert bt.score_options(quirky, "b").endswith("--masked-scorer crows-pairs")
     assert (
         bt.reference_option(config, "ext/reference/RESOURCE.json")
         == "--reference-dir ext/reference/biastestgpt"
     )
-    assert "--runs 1,2,3,4,5" in bt.pairs_options(config, "X", 3)
+    assert settings["released"]["runs"] == [1, 2, 3, 4, 5]
     # the model argument and the key errors name: biastest.models, else (empty) the score stage's models
     assert bt.model_arg(config, "b", []) == "bert" and bt.model_key(config, "b") == "biastest.models.b"
     shared = validate_config({"score": {"models": {"s": {"path": "org/m", "revision": "r"}}}})

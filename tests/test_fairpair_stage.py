@@ -4,6 +4,7 @@ of the stage's rules."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -295,14 +296,13 @@ def test_rule_helpers():
     class Inputs:
         reference = "ext/reference/RESOURCE.json"
 
-    opts = rules.prompt_options(fp, Inputs())
-    assert opts.startswith(
-        "--occupations ext/reference/winogender/data/occupations-stats.tsv --name John:Jane"
+    assert (
+        rules.prompt_file_option(Inputs())
+        == "--occupations ext/reference/winogender/data/occupations-stats.tsv"
     )
-    assert "--word Mr:Ms" in opts and opts.endswith("--default-pronouns --max-prompts 3")
-    sample = rules.sample_options(fp, 11, "res/llm-cache.sqlite", "ext/qwen-coder/q.gguf")
-    assert sample.startswith("-n 4 --temperature 1.0 --top-p 0.9 --max-new-tokens 128 --seed 11")
-    assert "--llm-perturb ext/qwen-coder/q.gguf" in sample and "--max-dissimilarity 0.15" in sample
+    assert json.loads(rules.settings(fp, seed=11))["seed"] == 11 and "models" not in json.loads(
+        rules.settings(fp)
+    )
     assert rules.perturb_model(fp) == {
         "resource": "qwen-coder",
         "gguf_file": "qwen2.5-coder-0.5b-instruct.gguf",
@@ -313,11 +313,73 @@ def test_rule_helpers():
 
     assert rules.perturb_arg(fp, SampleInputs()) == "ext/qwen-coder/qwen2.5-coder-0.5b-instruct.gguf"
     assert rules.perturb_arg({**fp, "perturbation": {**fp["perturbation"], "method": "rules"}}, None) is None
-    assert rules.metrics_options(fp) == (
-        "-n 4 --folds 2 --phi jaccard --phi sentiment --max-ngram 4 --top-ngrams 15"
+    assert (
+        rules.llm_perturb_option(fp, SampleInputs())
+        == "--llm-perturb ext/qwen-coder/qwen2.5-coder-0.5b-instruct.gguf"
     )
     with pytest.raises(ConfigError, match="fairpair.folds"):
         rules.check({**fp, "folds": [5]})
+
+
+def _received(command, args, monkeypatch):
+    """The values ``command`` hands its body for ``args`` (the body replaced by a recorder)."""
+    from unstereo.fairpair import cli
+
+    seen = {}
+
+    def record(**kwargs):
+        seen.update(kwargs)
+
+    keys = command.callback.settings_keys
+    required = ("n",) if command.name in ("metrics", "report") else ()
+    monkeypatch.setattr(command, "callback", cli.fairpair_settings(required=required)(record))
+    assert command.callback.settings_keys == keys
+    result = CliRunner().invoke(command, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    seen.pop("settings", None)
+    return seen
+
+
+def test_settings_give_the_commands_what_the_former_flags_gave(tmp_path, monkeypatch):
+    """Each fairpair command gets from the rule's --settings JSON the values the flags the rules passed before gave
+    it (the flags as rules.py built them from the section)."""
+    from unstereo.fairpair import cli
+
+    fp = validate_config({"fairpair": {
+        "models": {"g2": "openai-community/gpt2"}, "n": 4, "folds": [2], "temperature": 1, "level": 0.9,
+        "perturbation": {"words": [["Mr", "Ms"]], "default_pronouns": False,
+                         "llm": {"groups": ["m", "f"], "max_tokens": 9}},
+        "prompts": {"max_prompts": 3, "names": [["John", "Jane"], ["Bob", "Alice"]], "descriptors": []},
+        "ngrams": {"max_n": 3, "top": 7}, "bootstrap": 50, "cache": None,
+    }})["fairpair"]  # fmt: skip
+    occ = tmp_path / "occ.tsv"
+    occ.write_text("occupation\nnurse\n")
+    (tmp_path / "prompts").mkdir()
+    samples = tmp_path / "s.parquet"
+    samples.write_text("")
+    cases = [
+        (cli.prompts_cmd, ["-o", str(tmp_path), "--occupations", str(occ)],
+         ["--name", "John:Jane", "--name", "Bob:Alice", "--word", "Mr:Ms", "--template", fp["prompts"]["template"],
+          "--no-default-pronouns", "--max-prompts", "3"], None),
+        (cli.sample_cmd, ["m", str(tmp_path / "prompts"), "-o", str(tmp_path), "--cache", "c.sqlite", "--threads", "2",
+                          "--llm-perturb", "q"],
+         ["-n", "4", "--temperature", "1", "--top-p", "0.9", "--max-new-tokens", "128", "--seed", "11",
+          "--batch-size", "8", "--concurrency", "4", "--chunk-size", "64", "--device", "auto", "--dtype", "auto",
+          "--llm-max-tokens", "9", "--max-dissimilarity", "0.15", "--group", "m", "f"], 11),
+        (cli.metrics_cmd, [str(samples), "-o", str(tmp_path), "--model", "g2"],
+         ["-n", "4", "--folds", "2", "--phi", "jaccard", "--phi", "sentiment", "--max-ngram", "3", "--top-ngrams", "7"],
+         None),
+        (cli.summary_cmd, [str(samples), "-o", "x.parquet"], ["--bootstrap", "50", "--level", "0.9", "--seed", "5"], 5),
+        (cli.report_cmd, [str(samples), "--per-prompt", str(samples), "--curves", str(samples), "--ngrams",
+                          str(samples), "-o", str(tmp_path)], ["-n", "4"], None),
+    ]  # fmt: skip
+    for command, base, flags, seed in cases:
+        via_flags = _received(command, [*base, *flags], monkeypatch)
+        via_settings = _received(command, [*base, "--settings", rules.settings(fp, seed=seed)], monkeypatch)
+        assert via_settings == via_flags, command.name
+        assert {k: type(v) for k, v in via_settings.items()} == {k: type(v) for k, v in via_flags.items()}
+    with pytest.raises(Exception, match="Missing option"):
+        _received(cli.report_cmd, cases[-1][1], monkeypatch)
 
 
 @pytest.mark.slow

@@ -24,7 +24,7 @@ def _capture_command():
     @model_request.options()
     @click.option("--chunk-size", default=500, type=int)
     @cli_options.reference_quirks("quirks")
-    @cli_options.section_settings("score")
+    @cli_options.settings("score")
     def cmd(model, chunk_size, reference_quirks, **values):
         seen["request"] = model_request.request_from_cli(model, values)
         seen["other"] = (chunk_size, reference_quirks)
@@ -122,3 +122,43 @@ def test_biastest_score_settings_give_the_flags_request(monkeypatch):
             assert isinstance(result.exception, Stop), result.output
     assert seen[0] == seen[1] and seen[2] == seen[3]
     assert seen[0].scorer == "crows-pairs" and seen[0].batch_size == 3 and seen[2].scorer == "causal"
+
+
+def _received(command, args, monkeypatch, decorate):
+    """The values ``command`` hands its body for ``args`` (the body replaced by a recorder under ``decorate``)."""
+    seen = {}
+
+    def record(**kwargs):
+        seen.update(kwargs)
+
+    monkeypatch.setattr(command, "callback", decorate(record))
+    result = CliRunner().invoke(command, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    seen.pop("settings", None)
+    return seen
+
+
+def test_biastest_settings_give_pairs_and_summary_the_former_flags(tmp_path, monkeypatch):
+    """The biastest rules' --settings JSON (the stage's seed folded in) gives `biastest pairs` and `summary` the
+    values the flags the rules passed before gave them (nested keys: released.*, bootstrap.*)."""
+    import unstereo.biastest.rules as bt
+    from unstereo.biastest import cli
+
+    config = validate_config({"biastest": {
+        "sources": ["template"], "released": {"runs": [1, 3], "generator": "megatron"}, "max_pairs_per_spec": 5,
+        "reference_quirks": True, "bootstrap": {"rounds": 7, "per_attribute": 2},
+    }})  # fmt: skip
+    settings = bt.settings_json(config, seed=9)
+    table = tmp_path / "t.parquet"
+    table.write_text("")
+    cases = [
+        (cli.pairs_cmd, ["SPEC", "-o", "p.parquet"],
+         ["--sources", "template", "--template", "release", "--generator", "megatron", "--runs", "1,3",
+          "--seed", "9", "--max-pairs-per-spec", "5", "--reference-quirks"]),
+        (cli.summarize_cmd, ["--pairs", str(table), "--scores", str(table), "-o", str(tmp_path)],
+         ["--rounds", "7", "--per-attribute", "2", "--seed", "9", "--reference-quirks"]),
+    ]  # fmt: skip
+    for command, base, flags in cases:
+        via_flags = _received(command, [*base, *flags], monkeypatch, cli.biastest_settings)
+        via_settings = _received(command, [*base, "--settings", settings], monkeypatch, cli.biastest_settings)
+        assert via_settings == via_flags, command.name

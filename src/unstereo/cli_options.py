@@ -11,7 +11,9 @@ imports it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -144,55 +146,98 @@ def seed(default: int | None = 0, help: str = "random seed"):
     return click.option("--seed", type=int, default=default, show_default=default is not None, help=help)
 
 
-def settings(section: str):
-    """``--settings``, the one road from the config to a stage that takes its section whole: inline JSON, or a
-    YAML/JSON file holding the section or a whole config (read by :func:`unstereo.config.read_section_arg`,
-    validated by :func:`unstereo.config.load_section`)."""
-    return click.option(
-        "--settings",
-        default=None,
-        help=f"{section} config section: inline JSON or a YAML/JSON file (a whole config or the section)",
-    )
+def settings(
+    section: str,
+    *,
+    keys: Mapping[str, str | None] | None = None,
+    required: Iterable[str] = (),
+):
+    """``--settings``, the one road from the config to a stage's command: the config section ``section`` as inline
+    JSON, or a YAML/JSON file holding the section or a whole config (read by
+    :func:`unstereo.config.read_section_arg`; the workflow writes it with :func:`unstereo.models.rules.settings_json`).
 
-
-def section_settings(section: str):
-    """``--settings`` (:func:`settings`) for a command whose options mirror its config section: every option left at
-    its default takes the section's value of the same name (a null value is skipped); an option given on the
-    command line overrides the section. The one road from the workflow to such a command
-    (:func:`unstereo.models.rules.settings_json` writes the section). A command with a ``settings`` parameter still
-    receives the raw value."""
+    Every option left at its default takes the section's value of the same name, or of the dotted path ``keys``
+    gives for it (``{"n_boot": "bootstrap", "names": "prompts.names"}``; None: an option the section does not give,
+    although it holds a key of its name); a null value is skipped; an option given on the command line overrides the
+    section. ``required``: options that must have a value once the section is read
+    (declare them optional: the section may give them). A command with a ``settings`` parameter still receives the
+    raw value (to read the rest of the section itself, validated by its schema)."""
     import functools
     import inspect
+
+    paths = dict(keys or {})
+    needed = tuple(required)
 
     def decorate(f):
         takes_settings = "settings" in inspect.signature(f).parameters
 
         @functools.wraps(f)
         def wrapper(*args, **kwargs):
-            value = kwargs.pop("settings", None) if not takes_settings else kwargs.get("settings")
+            value = kwargs.get("settings") if takes_settings else kwargs.pop("settings", None)
+            ctx = click.get_current_context()
             if value:
-                kwargs = section_values(click.get_current_context(), section, value, kwargs)
+                kwargs = section_values(ctx, section, value, kwargs, paths)
+            for name in needed:
+                if kwargs.get(name) in (None, ()):
+                    param = next(p for p in ctx.command.params if p.name == name)
+                    raise click.MissingParameter(ctx=ctx, param=param)
             return f(*args, **kwargs)
 
-        return settings(section)(wrapper)
+        wrapper.settings_section = section
+        wrapper.settings_keys = paths
+        return click.option(
+            "--settings",
+            default=None,
+            help=f"{section} config section: inline JSON or a YAML/JSON file (a whole config or the section); "
+            "options not given take its values",
+        )(wrapper)
 
     return decorate
 
 
-def section_values(ctx: click.Context, section: str, value: str, values: dict) -> dict:
+def section_key(name: str, keys: Mapping[str, str | None] | None = None) -> str | None:
+    """The dotted path in the section of option ``name``: its own name unless ``keys`` maps it (None: none)."""
+    return (keys or {}).get(name, name)
+
+
+def lookup(data: Mapping[str, Any], path: str, missing: Any = None) -> Any:
+    """``data``'s value at the dotted ``path`` (``missing`` when a step is absent)."""
+    for step in path.split("."):
+        if not isinstance(data, Mapping) or step not in data:
+            return missing
+        data = data[step]
+    return data
+
+
+def section_values(
+    ctx: click.Context, section: str, value: str, values: dict, keys: Mapping[str, str | None] | None = None
+) -> dict:
     """``values`` (a command's options) with each one left at its default replaced by ``section``'s value of the
-    same name from ``--settings`` ``value`` (:func:`unstereo.config.read_section_arg`)."""
+    same name (or at its path in ``keys``) from ``--settings`` ``value`` (:func:`unstereo.config.read_section_arg`),
+    processed as the option processes a value typed on the command line (its type, its callback): a section value
+    and the same value as a flag give the command the same thing."""
     from click.core import ParameterSource
 
     from unstereo.config import read_section_arg
 
     data = read_section_arg(value, section)
+    params = {p.name: p for p in ctx.command.params}
     out = dict(values)
     for name in values:
-        if name == "settings" or data.get(name) is None:
+        path = section_key(name, keys)
+        if name == "settings" or path is None:
+            continue
+        given = lookup(data, path)
+        if given is None:
             continue
         if ctx.get_parameter_source(name) in (None, ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP):
-            out[name] = data[name]
+            param = params.get(name)
+            try:
+                out[name] = given if param is None else param.process_value(ctx, given)
+            except click.BadParameter as exc:
+                raise click.BadParameter(
+                    f"{exc.message} (--settings {section}.{path})", ctx=ctx, param=param
+                ) from exc
     return out
 
 

@@ -15,6 +15,35 @@ QUIRKS_HELP = (
 )
 
 
+class _CommaList(click.ParamType):
+    """A comma-separated list on the command line (``1,2,3``), a list in the config section (``[1, 2, 3]``): the
+    command gets the comma-separated text either way."""
+
+    name = "LIST"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, (list, tuple)):
+            return ",".join(str(v) for v in value)
+        return str(value)
+
+
+COMMA_LIST = _CommaList()
+
+#: Where the commands' options sit in the biastest section (``--settings``; an option not listed takes the
+#: section's key of its own name).
+SECTION_KEYS = {
+    "generator": "released.generator",
+    "runs": "released.runs",
+    "rounds": "bootstrap.rounds",
+    "per_attribute": "bootstrap.per_attribute",
+}
+
+
+def biastest_settings(f):
+    """``--settings``: the biastest section (the workflow passes it; :func:`unstereo.cli_options.settings`)."""
+    return cli_options.settings("biastest", keys=SECTION_KEYS)(f)
+
+
 def _reference_dir(reference_dir: str | None, external_dir: str | None) -> str:
     from pathlib import Path
 
@@ -66,20 +95,22 @@ def specs_cmd(reference_dir, external_dir) -> None:
 @group.command("pairs")
 @click.argument("spec")
 @cli_options.output("pairs parquet to write (pair_id, spec, attribute, group_term_a/b, sentence_a/b, ...).")
-@click.option("--sources", default="released,template", show_default=True,
+@click.option("--sources", type=COMMA_LIST, default="released,template", show_default=True,
               help="comma-separated: released (the release's generated pairs), template (manual templates)")  # fmt: skip
 @click.option("--generated", type=click.Path(exists=True, dir_okay=False), default=None,
               help="generated pairs (from `unstereo biastest generate`) to include")  # fmt: skip
 @click.option("--template", type=click.Choice(["release", "spec"]), default="release", show_default=True,
               help="template baseline: the release's filled templates, or the specification's templates")  # fmt: skip
 @click.option("--generator", type=click.Choice(["gpt-3.5", "megatron"]), default="gpt-3.5", show_default=True)
-@click.option("--runs", default="1,2,3,4,5", show_default=True, help="the release's generation runs to load")
+@click.option("--runs", type=COMMA_LIST, default="1,2,3,4,5", show_default=True,
+              help="the release's generation runs to load")  # fmt: skip
 @click.option("--max-pairs-per-spec", type=click.IntRange(1), default=None,
               help="at most N pairs per source, attribute terms balanced (default: all)")  # fmt: skip
 @cli_options.seed(0, "seed of the sub-sampling")
 @cli_options.reference_quirks(QUIRKS_HELP)
 @click.option("--reference-dir", default=None, type=click.Path(file_okay=False), help=REFERENCE_HELP)
 @cli_options.external_dir
+@biastest_settings
 def pairs_cmd(spec, output, sources, generated, template, generator, runs, max_pairs_per_spec, seed,
               reference_quirks, reference_dir, external_dir) -> None:  # fmt: skip
     """Build the pair table of SPEC: a release name (Math_Arts_vs_Male_Female), an app tag (male_female__math_arts)
@@ -105,7 +136,7 @@ def pairs_cmd(spec, output, sources, generated, template, generator, runs, max_p
 @click.argument("spec")
 @cli_options.output("writes generated.parquet (pairs), generations.parquet (every try), usage.json", kind="dir",
                     dest="out_dir", flag="--out-dir")  # fmt: skip
-@cli_options.settings("biastest")
+@biastest_settings
 @click.option("--model", default=None, help="the chat model, overrides settings; " + cli_options.MODEL_FORMS)
 @cli_options.model_options
 @click.option("--cache", default=None, type=click.Path(dir_okay=False), help="SQLite cache of the LLM calls")
@@ -172,7 +203,7 @@ def generate_cmd(
 )
 @cli_options.threads
 @cli_options.external_dir
-@cli_options.section_settings("biastest")
+@biastest_settings
 def score_cmd(model, pairs, outputs, name, causal_score, chunk_size, **model_options) -> None:
     """Score both sentences of every pair of each PAIRS file under MODEL (higher = more probable); the model is
     loaded once, and only when some chunk is left to score; resumable."""
@@ -209,6 +240,7 @@ def score_cmd(model, pairs, outputs, name, causal_score, chunk_size, **model_opt
               help="pairs drawn per attribute term in a bootstrap round")  # fmt: skip
 @cli_options.seed(0, "seed of the bootstrap")
 @cli_options.reference_quirks("the pairs were built with --reference-quirks (recorded in the report)")
+@biastest_settings
 def summarize_cmd(
     pairs_files, scores_files, out_dir, page, rounds, per_attribute, seed, reference_quirks
 ) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
@@ -58,23 +57,6 @@ def reference_option(config: dict[str, Any], manifest: str | None) -> str:
     return f"--reference-dir {shlex.quote(ref)}" if ref else ""
 
 
-def pairs_options(config: dict[str, Any], entry: str, seed: int) -> str:
-    b = config["biastest"]
-    opts = [f"--sources {','.join(b['sources']) or 'none'}", f"--template {b['template']}",
-            f"--generator {b['released']['generator']}", f"--runs {','.join(map(str, b['released']['runs']))}",
-            f"--seed {seed}"]  # fmt: skip
-    if b["max_pairs_per_spec"]:
-        opts.append(f"--max-pairs-per-spec {b['max_pairs_per_spec']}")
-    if b["reference_quirks"]:
-        opts.append("--reference-quirks")
-    return " ".join(opts)
-
-
-def summary_options(config: dict[str, Any]) -> str:
-    """Options of ``unstereo biastest summary`` beyond the bootstrap ones."""
-    return "--reference-quirks" if config["biastest"]["reference_quirks"] else ""
-
-
 def model_key(config: dict[str, Any], name: str) -> str:
     """The config key of model ``name`` (``biastest.models.<name>``, or ``score.models.<name>`` when the stage
     takes the score stage's models), for error messages."""
@@ -110,5 +92,9 @@ def score_options(config: dict[str, Any], name: str) -> str:
     return " ".join(opts)
 
 
-def settings_json(config: dict[str, Any]) -> str:
-    return json.dumps({"biastest": config["biastest"]})
+def settings_json(config: dict[str, Any], seed: int | None = None) -> str:
+    """``--settings`` of ``unstereo biastest generate``, ``pairs`` and ``summary``: the biastest section as JSON
+    (without ``models``; :func:`unstereo.models.rules.settings_json`), ``seed`` (the stage's, derived by the rule)
+    folded in. The commands find each option at its key (:data:`unstereo.biastest.cli.SECTION_KEYS`); the rules
+    pass no config value as a flag beside it."""
+    return model_rules.settings_json(config["biastest"], seed=seed)

@@ -14,6 +14,9 @@ BT_SPECS = bt.specs(config) if BT["enabled"] else {}
 BT_GENERATED = bt.generated_specs(config) if BT["enabled"] else []
 BT_MODELS = bt.models(config) if BT["enabled"] else {}
 BT_SEED = section_seed(BT, "biastest")
+# --settings of every command: the section as JSON with the stage's seed folded in (biastest score: with the model
+# entry's own options, bt.score_settings); paths, the model argument, --threads and the cache stay on the command line.
+BT_SETTINGS = bt.settings_json(config, seed=BT_SEED)
 BT_REFERENCE = [] if BT["reference_dir"] else [resource_manifest("reference")]
 BT_GEN_MODEL_INPUT = model_rules.model_inputs(
     BT["generate"]["model"], resource_manifest, "biastest.generate.model"
@@ -49,18 +52,16 @@ rule biastest_generate:
         ),
     params:
         spec=lambda wc: bt.spec_arg(BT_SPECS[wc.bt_spec], wc.bt_spec),
-        settings=bt.settings_json(config),
+        settings=lambda wc: BT_SETTINGS,
         reference=lambda wc, input: bt.reference_option(
             config, input.reference[0] if input.reference else None
         ),
         external=f"--external-dir {EXTERNAL}",
         cache=BT["generate"]["cache"] or results("llm-cache.sqlite"),
         out_dir=lambda wc, output: Path(output.pairs).parent,
-        seed=BT_SEED,
     shell:
         "unstereo biastest generate {params.spec:q} -o {params.out_dir} --settings {params.settings:q}"
-        " {params.reference} {params.external} --cache {params.cache:q} --seed {params.seed}"
-        " --threads {threads} > {log} 2>&1"
+        " {params.reference} {params.external} --cache {params.cache:q} --threads {threads} > {log} 2>&1"
 
 
 rule biastest_pairs:
@@ -90,10 +91,10 @@ rule biastest_pairs:
         generated=lambda wc, input: (
             f"--generated {input.generated[0]}" if input.generated else ""
         ),
-        options=lambda wc: bt.pairs_options(config, BT_SPECS[wc.bt_spec], BT_SEED),
+        settings=lambda wc: BT_SETTINGS,
     shell:
         "unstereo biastest pairs {params.spec:q} -o {output:q} {params.reference} {params.generated}"
-        " {params.options} > {log} 2>&1"
+        " --settings {params.settings:q} > {log} 2>&1"
 
 
 rule biastest_score:
@@ -122,10 +123,10 @@ rule biastest_score:
     params:
         model=lambda wc, input: bt.model_arg(config, wc.bt_model, input.model),
         outputs=lambda wc, output: " ".join(f"-o {o}" for o in output),
-        options=lambda wc: bt.score_options(config, wc.bt_model),
+        settings=lambda wc: bt.score_settings(config, wc.bt_model),
     shell:
         "unstereo biastest score {params.model} {input.pairs} {params.outputs} --name {wildcards.bt_model:q}"
-        " --threads {threads} {params.options} > {log} 2>&1"
+        " --threads {threads} --settings {params.settings:q} > {log} 2>&1"
 
 
 rule biastest_summary:
@@ -164,14 +165,10 @@ rule biastest_summary:
         pairs=lambda wc, input: " ".join(f"--pairs {p}" for p in input.pairs),
         scores=lambda wc, input: " ".join(f"--scores {p}" for p in input.scores),
         out_dir=lambda wc, output: Path(output.summary).parent,
-        rounds=BT["bootstrap"]["rounds"],
-        per_attribute=BT["bootstrap"]["per_attribute"],
-        seed=BT_SEED,
-        options=bt.summary_options(config),
+        settings=lambda wc: BT_SETTINGS,
     shell:
         "unstereo biastest summary {params.pairs} {params.scores} -o {params.out_dir} --page {output.page}"
-        " --rounds {params.rounds} --per-attribute {params.per_attribute} --seed {params.seed} {params.options}"
-        " > {log} 2>&1"
+        " --settings {params.settings:q} > {log} 2>&1"
 
 
 if BT["enabled"]:

@@ -15,14 +15,58 @@ from unstereo.errors import InputError
 PAIR = "ORIGINAL:PERTURBED"
 
 
-def _pairs(values: tuple[str, ...], option: str) -> list[tuple[str, str]]:
-    out = []
-    for v in values:
-        a, sep, b = v.partition(":")
-        if not sep or not a.strip() or not b.strip():
-            raise click.BadParameter(f"{v!r} is not {PAIR}", param_hint=option)
-        out.append((a.strip(), b.strip()))
-    return out
+class _PairType(click.ParamType):
+    """``ORIGINAL:PERTURBED`` on the command line, ``[original, perturbed]`` in the config section."""
+
+    name = PAIR
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, (list, tuple)) and len(value) == 2:
+            a, b = (str(x) for x in value)
+        elif isinstance(value, str):
+            a, sep, b = value.partition(":")
+            if not sep:
+                self.fail(f"{value!r} is not {PAIR}", param, ctx)
+        else:
+            self.fail(f"{value!r} is not {PAIR}", param, ctx)
+        if not a.strip() or not b.strip():
+            self.fail(f"{value!r} is not {PAIR}", param, ctx)
+        return a.strip(), b.strip()
+
+
+PAIR_TYPE = _PairType()
+
+
+def _pairs(values: tuple[tuple[str, str], ...], option: str) -> list[tuple[str, str]]:
+    """The pairs of a repeatable :data:`PAIR_TYPE` option (parsed by the type)."""
+    return [tuple(v) for v in values]
+
+
+#: Where each command's options sit in the fairpair section (``--settings``; an option not listed takes the
+#: section's key of its own name). ``llm_model``: the LLM perturbation's model is an argument the rule resolves
+#: (``--llm-perturb``), given only with ``perturbation.method: llm``.
+SECTION_KEYS = {
+    "prompt_file": "prompts.file",
+    "occupations": "prompts.occupations",
+    "names": "prompts.names",
+    "descriptors": "prompts.descriptors",
+    "template": "prompts.template",
+    "max_prompts": "prompts.max_prompts",
+    "words": "perturbation.words",
+    "default_pronouns": "perturbation.default_pronouns",
+    "llm_model": None,
+    "llm_max_tokens": "perturbation.llm.max_tokens",
+    "max_dissimilarity": "perturbation.llm.max_dissimilarity",
+    "groups": "perturbation.llm.groups",
+    "max_ngram": "ngrams.max_n",
+    "top_ngrams": "ngrams.top",
+    "n_boot": "bootstrap",
+}
+
+
+def fairpair_settings(*, required=()):
+    """``--settings``: the fairpair section (the workflow passes it; :func:`unstereo.cli_options.settings`)."""
+    return cli_options.settings("fairpair", keys=SECTION_KEYS, required=required)
 
 
 def read_perturbation(path: str | Path):
@@ -47,10 +91,11 @@ def group() -> None:
               help="user prompts (.csv/.jsonl/.parquet: prompt [, prompt_id, perturbed_prompt]) instead of Common Sents")  # fmt: skip
 @click.option("--occupations", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Winogender occupations-stats.tsv [default: $UNSTEREO_EXTERNAL_DIR/reference/winogender/data/...]")  # fmt: skip
-@click.option("--name", "names", multiple=True, help=f"name pair {PAIR} (repeatable) [default: John:Jane]")
-@click.option("--descriptor", "descriptors", multiple=True,
+@click.option("--name", "names", multiple=True, type=PAIR_TYPE,
+              help=f"name pair {PAIR} (repeatable) [default: John:Jane]")  # fmt: skip
+@click.option("--descriptor", "descriptors", multiple=True, type=PAIR_TYPE,
               help=f"descriptor pair {PAIR} (repeatable) [default: man:woman]")  # fmt: skip
-@click.option("--word", "words", multiple=True,
+@click.option("--word", "words", multiple=True, type=PAIR_TYPE,
               help=f"further word pair {PAIR} p replaces in any case (repeatable), e.g. pronouns")  # fmt: skip
 @click.option("--default-pronouns/--no-default-pronouns", default=True, show_default=True,
               help="add he:she, him:her, his:her, himself:herself to the words")  # fmt: skip
@@ -58,6 +103,7 @@ def group() -> None:
     "--template", default=None, help="Common Sents template with {name}, {descriptor}, {occupation}"
 )
 @click.option("--max-prompts", type=click.IntRange(1), default=None, help="keep the first N prompts")
+@fairpair_settings()
 def prompts_cmd(out_dir, prompt_file, occupations, names, descriptors, words, default_pronouns, template,
                 max_prompts) -> None:  # fmt: skip
     """Build the prompt table (x and p(x)) and the rule-based perturbation p."""
@@ -124,6 +170,7 @@ def prompts_cmd(out_dir, prompt_file, occupations, names, descriptors, words, de
 @click.option("--group", "groups", nargs=2, default=("male", "female"), show_default=True,
               help="LLM perturbation: the two groups named in the instruction")  # fmt: skip
 @cli_options.model_options
+@fairpair_settings()
 def sample_cmd(model, prompts_dir, out_dir, n, temperature, top_p, max_new_tokens, seed, batch_size, concurrency,
                chunk_size, device, dtype, cache, threads, llm_model, llm_max_tokens, max_dissimilarity, groups,
                api_key_env, external_dir) -> None:  # fmt: skip
@@ -181,7 +228,7 @@ def sample_cmd(model, prompts_dir, out_dir, n, temperature, top_p, max_new_token
 )
 @click.option("--model", "model_name", required=True, help="the model's short name (the `model` column)")
 @click.option(
-    "-n", "--n", "n", type=click.IntRange(2), required=True, help="samples per side that were drawn"
+    "-n", "--n", "n", type=click.IntRange(2), default=None, help="samples per side that were drawn [required]"
 )
 @click.option(
     "--folds", "folds", type=click.IntRange(2), multiple=True, help="further fold counts k (repeatable)"
@@ -190,6 +237,7 @@ def sample_cmd(model, prompts_dir, out_dir, n, temperature, top_p, max_new_token
               help="dissimilarities [default: both]")  # fmt: skip
 @click.option("--max-ngram", type=click.IntRange(1), default=4, show_default=True)
 @click.option("--top-ngrams", type=click.IntRange(1), default=15, show_default=True)
+@fairpair_settings(required=("n",))
 def metrics_cmd(samples, out_dir, model_name, n, folds, phis, max_ngram, top_ngrams) -> None:
     """B, V_gp, V_pg, F per prompt (k = n and each --folds k), the curves of Figures 3-4 and the n-grams of Figure 6."""
     from unstereo.fairpair.compute import over_represented, per_prompt
@@ -215,6 +263,7 @@ def metrics_cmd(samples, out_dir, model_name, n, folds, phis, max_ngram, top_ngr
     "--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95, show_default=True
 )
 @cli_options.seed(0, "bootstrap seed")
+@fairpair_settings()
 def summary_cmd(per_prompt, output, n_boot, level, seed) -> None:
     """Means over prompts per (model, phi, k), bootstrap interval of mean F and the paired t-test of B against V."""
     import pandas as pd
@@ -236,13 +285,19 @@ def summary_cmd(per_prompt, output, n_boot, level, seed) -> None:
 @click.option("--curves", multiple=True, required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("--ngrams", multiple=True, required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option(
-    "-n", "--n", "n", type=click.IntRange(2), required=True, help="samples per side (the k of Table 3)"
+    "-n",
+    "--n",
+    "n",
+    type=click.IntRange(2),
+    default=None,
+    help="samples per side (the k of Table 3) [required]",
 )
 @cli_options.output(
     "writes fairpair_table3.{csv,md,tex,html}, fairpair_f.{csv,md,tex,html} and fairpair_*.png here",
     kind="dir",
     dest="out_dir",
 )
+@fairpair_settings(required=("n",))
 def report_cmd(summary, per_prompt, curves, ngrams, n, out_dir) -> None:
     """Table 3 and Figures 3-6 of the paper for the models of SUMMARY."""
     import pandas as pd

@@ -35,24 +35,22 @@ def prompt_inputs(section: dict[str, Any], manifest: Callable[[str], str]) -> di
     return {"reference": manifest("reference")}
 
 
-def prompt_options(section: dict[str, Any], inputs: Any) -> str:
-    """Options of ``unstereo fairpair prompts``; ``inputs`` are the rule's (named) inputs."""
-    p, pert = section["prompts"], section["perturbation"]
-    opts = []
+def prompt_file_option(inputs: Any) -> str:
+    """The prompt source of ``unstereo fairpair prompts`` as the path option the rule's (named) ``inputs`` give:
+    ``--file`` (a user prompt file) or ``--occupations`` (the configured file, else the reference resource's
+    Winogender one). Every other setting travels in ``--settings`` (:func:`settings`)."""
     if getattr(inputs, "file", None):
-        opts += ["--file", str(inputs.file)]
-    elif getattr(inputs, "occupations", None):
-        opts += ["--occupations", str(inputs.occupations)]
-    else:
-        opts += ["--occupations", str(Path(str(inputs.reference)).parent / OCCUPATIONS)]
-    opts += [x for a, b in p["names"] for x in ("--name", f"{a}:{b}")]
-    opts += [x for a, b in p["descriptors"] for x in ("--descriptor", f"{a}:{b}")]
-    opts += [x for a, b in pert["words"] for x in ("--word", f"{a}:{b}")]
-    opts += ["--template", p["template"]]
-    opts.append("--default-pronouns" if pert["default_pronouns"] else "--no-default-pronouns")
-    if p["max_prompts"]:
-        opts += ["--max-prompts", str(p["max_prompts"])]
-    return " ".join(shlex.quote(o) for o in opts)
+        return f"--file {shlex.quote(str(inputs.file))}"
+    if getattr(inputs, "occupations", None):
+        return f"--occupations {shlex.quote(str(inputs.occupations))}"
+    return f"--occupations {shlex.quote(str(Path(str(inputs.reference)).parent / OCCUPATIONS))}"
+
+
+def settings(section: dict[str, Any], seed: int | None = None) -> str:
+    """``--settings`` of the fairpair commands: the section as JSON (:func:`unstereo.models.rules.settings_json`,
+    without ``models``), ``seed`` (the seed the rule derives) folded in. The commands find each option at its key
+    (:data:`unstereo.fairpair.cli.SECTION_KEYS`); the rules pass no config value as a flag beside it."""
+    return model_rules.settings_json(section, seed=seed)
 
 
 def perturb_model(section: dict[str, Any]) -> Any:
@@ -67,41 +65,11 @@ def perturb_arg(section: dict[str, Any], inputs: Any) -> str | None:
     return None if entry is None else model_rules.model_arg(entry, inputs.perturb_model, PERTURB_KEY)
 
 
-def sample_options(section: dict[str, Any], seed: int, cache: str, perturb_arg: str | None) -> str:
-    """Options of ``unstereo fairpair sample`` (``seed``: the stage's, :func:`unstereo.models.rules.seed`;
-    ``perturb_arg``: the LLM perturbation model's argument, if any)."""
-    s = section
-    opts = [
-        f"-n {s['n']}",
-        f"--temperature {s['temperature']}",
-        f"--top-p {s['top_p']}",
-        f"--max-new-tokens {s['max_new_tokens']}",
-        f"--seed {seed}",
-        f"--batch-size {s['batch_size']}",
-        f"--concurrency {s['concurrency']}",
-        f"--chunk-size {s['chunk_size']}",
-        f"--device {shlex.quote(s['device'])}",
-        f"--dtype {shlex.quote(s['dtype'])}",
-        f"--cache {shlex.quote(s['cache'] or cache)}",
-    ]
-    if perturb_arg:
-        llm = s["perturbation"]["llm"]
-        opts += [
-            f"--llm-perturb {perturb_arg}",
-            f"--llm-max-tokens {llm['max_tokens']}",
-            f"--max-dissimilarity {llm['max_dissimilarity']}",
-            "--group " + " ".join(shlex.quote(g) for g in llm["groups"]),
-        ]
-    return " ".join(opts)
-
-
-def metrics_options(section: dict[str, Any]) -> str:
-    """Options of ``unstereo fairpair metrics`` (besides the model name)."""
-    opts = [f"-n {section['n']}"]
-    opts += [f"--folds {k}" for k in section["folds"]]
-    opts += [f"--phi {p}" for p in section["phis"]]
-    opts += [f"--max-ngram {section['ngrams']['max_n']}", f"--top-ngrams {section['ngrams']['top']}"]
-    return " ".join(opts)
+def llm_perturb_option(section: dict[str, Any], inputs: Any) -> str:
+    """``--llm-perturb MODEL`` (the LLM perturbation's model argument, :func:`perturb_arg`), or nothing with the
+    rule-based perturbation."""
+    arg = perturb_arg(section, inputs)
+    return f"--llm-perturb {arg}" if arg else ""
 
 
 def check(section: dict[str, Any]) -> None:

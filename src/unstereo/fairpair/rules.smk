@@ -1,7 +1,9 @@
 # Rules of the fairpair stage (FairPair, docs/methods.md#fairpair; logic in src/unstereo/fairpair, option
 # helpers in unstereo.fairpair.rules): prompts x / p(x) -> n continuations of each per model -> B, V, F per
 # prompt -> summary -> Table 3 and Figures 3-6 in the report. Models come from config `fairpair.models` (model
-# specs).
+# specs). Every command gets the section as --settings JSON (fairpair_rules.settings); paths, the model argument,
+# --threads and the cache stay on the command line. The JSON is a function's value: Snakemake reads a plain string
+# param as a wildcard pattern, and the section's prompt template holds {name}, {descriptor}, {occupation}.
 from unstereo.fairpair import rules as fairpair_rules
 
 FAIRPAIR = config["fairpair"]
@@ -25,9 +27,11 @@ rule fairpair_prompts:
         runtime=10,
     params:
         out_dir=lambda wc, output: Path(output.prompts).parent,
-        options=lambda wc, input: fairpair_rules.prompt_options(FAIRPAIR, input),
+        source=lambda wc, input: fairpair_rules.prompt_file_option(input),
+        settings=lambda wc: fairpair_rules.settings(FAIRPAIR),
     shell:
-        "unstereo fairpair prompts -o {params.out_dir:q} {params.options} > {log} 2>&1"
+        "unstereo fairpair prompts -o {params.out_dir:q} {params.source} --settings {params.settings:q}"
+        " > {log} 2>&1"
 
 
 rule fairpair_sample:
@@ -58,17 +62,17 @@ rule fairpair_sample:
         model=lambda wc, input: model_rules.model_arg(
             FAIRPAIR["models"][wc.model], input.model, f"fairpair.models.{wc.model}"
         ),
-        options=lambda wc, input: fairpair_rules.sample_options(
-            FAIRPAIR,
-            section_seed(FAIRPAIR, "fairpair"),
-            results("llm-cache.sqlite"),
-            fairpair_rules.perturb_arg(FAIRPAIR, input),
+        llm_perturb=lambda wc, input: fairpair_rules.llm_perturb_option(FAIRPAIR, input),
+        settings=lambda wc: fairpair_rules.settings(
+            FAIRPAIR, seed=section_seed(FAIRPAIR, "fairpair")
         ),
+        cache=FAIRPAIR["cache"] or results("llm-cache.sqlite"),
         prompts_dir=lambda wc, input: Path(input.prompts).parent,
         out_dir=lambda wc, output: Path(output.samples).parent,
     shell:
         "unstereo fairpair sample {params.model} {params.prompts_dir:q} -o {params.out_dir:q}"
-        " --threads {threads} {params.options} > {log} 2>&1"
+        " --settings {params.settings:q} {params.llm_perturb} --cache {params.cache:q} --threads {threads}"
+        " > {log} 2>&1"
 
 
 rule fairpair_metrics:
@@ -90,10 +94,10 @@ rule fairpair_metrics:
         runtime=60,
     params:
         out_dir=lambda wc, output: Path(output.per_prompt).parent,
-        options=fairpair_rules.metrics_options(FAIRPAIR),
+        settings=lambda wc: fairpair_rules.settings(FAIRPAIR),
     shell:
         "unstereo fairpair metrics {input.samples:q} -o {params.out_dir:q} --model {wildcards.model:q}"
-        " {params.options} > {log} 2>&1"
+        " --settings {params.settings:q} > {log} 2>&1"
 
 
 rule fairpair_summary:
@@ -113,12 +117,12 @@ rule fairpair_summary:
         mem_mb=2000,
         runtime=10,
     params:
-        boot=FAIRPAIR["bootstrap"],
-        level=FAIRPAIR["level"],
-        seed=stage_seed("fairpair"),
+        # the bootstrap seed is the stage's derived one (not the section's sampling seed)
+        settings=lambda wc: fairpair_rules.settings(
+            FAIRPAIR, seed=stage_seed("fairpair")
+        ),
     shell:
-        "unstereo fairpair summary {input:q} -o {output:q} --bootstrap {params.boot} --level {params.level}"
-        " --seed {params.seed} > {log} 2>&1"
+        "unstereo fairpair summary {input:q} -o {output:q} --settings {params.settings:q} > {log} 2>&1"
 
 
 rule fairpair_report:
@@ -176,10 +180,10 @@ rule fairpair_report:
         ),
         curves=lambda wc, input: " ".join(f"--curves {p}" for p in input.curves),
         ngrams=lambda wc, input: " ".join(f"--ngrams {p}" for p in input.ngrams),
-        n=FAIRPAIR["n"],
+        settings=lambda wc: fairpair_rules.settings(FAIRPAIR),
     shell:
         "unstereo fairpair report {input.summary:q} {params.per_prompt} {params.curves} {params.ngrams}"
-        " -n {params.n} -o {params.out_dir:q} > {log} 2>&1"
+        " -o {params.out_dir:q} --settings {params.settings:q} > {log} 2>&1"
 
 
 if FAIRPAIR["enabled"] and FAIRPAIR["models"]:

@@ -3,11 +3,10 @@ so that the rules file stays declarative; the model layer is :mod:`unstereo.mode
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
-from unstereo.models.rules import model_inputs
+from unstereo.models.rules import model_inputs, settings_json
 from unstereo.sentiment.settings import resource_name
 from unstereo.sentiment.templates import DATASET
 
@@ -36,9 +35,11 @@ def templates_dir(external_dir: str) -> str:
     return f"{external_dir}/reference/{DATASET}"
 
 
-def settings_arg(section: dict[str, Any]) -> str:
-    """The section as the ``--settings`` JSON of the commands."""
-    return json.dumps(section, sort_keys=True)
+def settings_arg(section: dict[str, Any], seed: int | None = None) -> str:
+    """The section as the ``--settings`` JSON of the commands (models kept: ``sample`` records the section in its
+    settings.json), ``seed`` (the stage's, derived by the rule) folded in
+    (:func:`unstereo.models.rules.settings_json`)."""
+    return settings_json(section, seed=seed, drop=())
 
 
 def debias_runs(section: dict[str, Any]) -> list[str]:

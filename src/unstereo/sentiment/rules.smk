@@ -6,6 +6,9 @@ from unstereo.sentiment import rules as sentiment_rules
 
 SENTIMENT = config["sentiment"]
 SENTIMENT_SEED = section_seed(SENTIMENT, "sentiment")
+# --settings of every command: the section as JSON with the stage's seed folded in; paths, the model argument,
+# --threads and the cache stay on the command line.
+SENTIMENT_SETTINGS = sentiment_rules.settings_arg(SENTIMENT, seed=SENTIMENT_SEED)
 SENTIMENT_CATEGORY = METHODS["sentiment"].category
 
 
@@ -36,15 +39,14 @@ rule sentiment_sample:
         model=lambda wc, input: model_rules.model_arg(
             SENTIMENT["models"][wc.model], input.model, f"sentiment.models.{wc.model}"
         ),
-        settings=sentiment_rules.settings_arg(SENTIMENT),
+        settings=lambda wc: SENTIMENT_SETTINGS,
         templates=sentiment_rules.templates_dir(EXTERNAL),
         external_dir=EXTERNAL,
         cache=SENTIMENT["cache"] or results("llm-cache.sqlite"),
-        seed=SENTIMENT_SEED,
     shell:
         "unstereo sentiment sample {params.model} -o {output.continuations:q} --settings {params.settings:q}"
         " --templates-dir {params.templates:q} --external-dir {params.external_dir:q} --cache {params.cache:q}"
-        " --seed {params.seed} --threads {threads} > {log} 2>&1"
+        " --threads {threads} > {log} 2>&1"
 
 
 rule sentiment_metrics:
@@ -65,11 +67,10 @@ rule sentiment_metrics:
         mem_mb=4000,
         runtime=60,
     params:
-        settings=sentiment_rules.settings_arg(SENTIMENT),
-        seed=SENTIMENT_SEED,
+        settings=lambda wc: SENTIMENT_SETTINGS,
     shell:
         "unstereo sentiment metrics {input:q} -o {output.fairness:q} --parity {output.parity:q}"
-        " --settings {params.settings:q} --seed {params.seed} > {log} 2>&1"
+        " --settings {params.settings:q} > {log} 2>&1"
 
 
 rule sentiment_report:
@@ -108,7 +109,7 @@ rule sentiment_report:
         mem_mb=4000,
         runtime=30,
     params:
-        settings=sentiment_rules.settings_arg(SENTIMENT),
+        settings=lambda wc: SENTIMENT_SETTINGS,
         out_dir=lambda wc, output: Path(output.figure1).parent,
     shell:
         "unstereo sentiment report {input.continuations:q} --fairness {input.fairness:q} --parity {input.parity:q}"
@@ -153,17 +154,16 @@ rule sentiment_debias:
         model=lambda wc, input: model_rules.model_arg(
             SENTIMENT["models"][wc.model], input.model, f"sentiment.models.{wc.model}"
         ),
-        settings=sentiment_rules.settings_arg(SENTIMENT),
+        settings=lambda wc: SENTIMENT_SETTINGS,
         templates=sentiment_rules.templates_dir(EXTERNAL),
         external_dir=EXTERNAL,
         cache=SENTIMENT["cache"] or results("llm-cache.sqlite"),
-        seed=SENTIMENT_SEED,
         out_dir=lambda wc, output: Path(output[0]).parent,
     shell:
         "unstereo sentiment debias {params.model} --out-dir {params.out_dir:q} --method {wildcards.method}"
         " --lam {wildcards.lam} --continuations {input.continuations:q} --settings {params.settings:q}"
         " --templates-dir {params.templates:q} --external-dir {params.external_dir:q} --cache {params.cache:q}"
-        " --seed {params.seed} --threads {threads} > {log} 2>&1"
+        " --threads {threads} > {log} 2>&1"
 
 
 rule sentiment_debias_summary:
@@ -198,7 +198,7 @@ rule sentiment_debias_summary:
         mem_mb=2000,
         runtime=30,
     params:
-        settings=sentiment_rules.settings_arg(SENTIMENT),
+        settings=lambda wc: SENTIMENT_SETTINGS,
     shell:
         "unstereo sentiment debias-summary {input:q} -o {output.table:q} --table {output.table1:q}"
         " --figure {output.figure6:q} --settings {params.settings:q} > {log} 2>&1"

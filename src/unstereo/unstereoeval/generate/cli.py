@@ -60,7 +60,9 @@ def group() -> None:
     dest="out_dir",
     flag="--out-dir",
 )
-@cli_options.settings("generate")
+# the section's `k` lists every benchmark's (this command makes one) and its `model` is an entry: the command reads
+# both from the section itself
+@cli_options.settings("generate", keys={"k": None, "model": None})
 @click.option(
     "--model",
     default=None,

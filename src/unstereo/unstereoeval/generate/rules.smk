@@ -1,5 +1,4 @@
 # Rules of the generate stage: LLM generation of USE-k benchmarks (logic in src/unstereo/unstereoeval/generate).
-import json
 import shlex
 
 from unstereo.generation.settings import load_section
@@ -48,9 +47,11 @@ rule generate_use:
     resources:
         **model_rules.job_resources(GENERATE, mem_mb=8000, runtime=24 * 60),
     params:
-        settings=json.dumps(GENERATE),
+        # the section, the stage's seed folded in; paths, the cache and the model's resource folder stay flags
+        settings=lambda wc: model_rules.settings_json(
+            GENERATE, seed=section_seed(GENERATE, "generate"), drop=()
+        ),
         cache=GENERATE["cache"] or results("llm-cache.sqlite"),
-        seed=section_seed(GENERATE, "generate"),
         out_dir=lambda wc, output: Path(output.full).parent,
         # the folder of the offline resources, from the resource's manifest (for a `resource` model only)
         external_dir=lambda wc, input: (
@@ -62,7 +63,7 @@ rule generate_use:
         # torch takes its thread count from OMP_NUM_THREADS: the threads this rule asks for
         "OMP_NUM_THREADS={threads} unstereo generate run --seed-words {input.seed_words} --benchmark {wildcards.benchmark}"
         " -o {params.out_dir} --settings {params.settings:q} {params.external_dir}"
-        " --cache {params.cache:q} --seed {params.seed} > {log} 2>&1"
+        " --cache {params.cache:q} > {log} 2>&1"
 
 
 rule generate_report:

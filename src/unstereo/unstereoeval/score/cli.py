@@ -38,7 +38,7 @@ def scorer_options(f):
 
 
 #: ``--settings``: the score section (as the workflow passes it); the options given override it.
-score_settings = cli_options.section_settings("score")
+score_settings = cli_options.settings("score")
 
 
 @click.command("score")
