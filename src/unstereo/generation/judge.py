@@ -30,7 +30,7 @@ from typing import Any
 from unstereo.errors import UnstereoError
 from unstereo.log import get_logger
 
-log = get_logger("generate.judge")
+log = get_logger("generation.judge")
 
 #: The question; ``{sentence}`` comes last so that every prompt shares the tokens before it. Chosen on 20 hand-made
 #: sentences (10 natural, 10 nonsense such as "He was bald tomorrow.", "He bowed bowing to the sun.") under
@@ -212,12 +212,14 @@ class SenseJudge:
         return [(p, p >= t) for p in self.p_yes(sentences)]
 
 
-def load_judge(
-    model: Any, settings: JudgeSettings | None = None, dtype: str = "auto", device: str = "auto"
-) -> SenseJudge:
-    """A :class:`SenseJudge` of ``model`` (a model spec or its string: hub id, folder, .gguf, resource:NAME/FILE.gguf;
-    GGUF files are converted once per machine, see :mod:`unstereo.models.load`)."""
+def load_judge(request: Any, settings: JudgeSettings | None = None) -> SenseJudge:
+    """A :class:`SenseJudge` of ``request`` (a :class:`unstereo.models.request.ModelRequest`: its resolved spec,
+    dtype and device; or a model string, resolved once here by :func:`unstereo.models.request.model_request`).
+    GGUF files are converted once per machine, see :mod:`unstereo.models.load`."""
     from unstereo.models.load import load_causal_lm
+    from unstereo.models.request import ModelRequest, model_request
 
-    lm, tok = load_causal_lm(model, dtype=dtype, device=device)
+    if not isinstance(request, ModelRequest):
+        request = model_request({}, model=request)
+    lm, tok = load_causal_lm(request.spec, dtype=request.dtype, device=request.device)
     return SenseJudge(lm, tok, settings)

@@ -204,10 +204,6 @@ def judge(model, sentences, output, column, threshold, batch_size, question, sys
     SENTENCES: a .txt file (one sentence a line) or a .parquet/.csv/.jsonl table with a sentence column.
     Output columns: sentence, p_yes, keep (p_yes >= THRESHOLD).
     """
-    if threads:
-        import torch
-
-        torch.set_num_threads(threads)
     import pandas as pd
 
     from unstereo.errors import UnstereoError
@@ -215,8 +211,11 @@ def judge(model, sentences, output, column, threshold, batch_size, question, sys
     from unstereo.log import get_logger
     from unstereo.tables import write_table
 
-    log = get_logger("generate")
-    spec = model_request.resolve_cli_model(model, api_key_env, external_dir)
+    log = get_logger("unstereoeval.generate")
+    options = {"device": device, "dtype": dtype, "threads": threads, "external_dir": external_dir,
+               "api_key_env": api_key_env}  # fmt: skip
+    request = model_request.request_from_cli(model, options)
+    spec = request.spec
     if spec.is_remote:
         raise click.BadParameter(
             "the judge reads next-token logits: it needs a local model", param_hint="MODEL"
@@ -232,7 +231,8 @@ def judge(model, sentences, output, column, threshold, batch_size, question, sys
     except UnstereoError as exc:
         raise click.UsageError(str(exc)) from exc
     t0 = time.time()
-    judge_ = load_judge(spec, settings, dtype=dtype, device=device)
+    request.apply_threads()
+    judge_ = load_judge(request, settings)
     loaded = time.time() - t0
     scored = judge_.judge(texts)
     seconds = time.time() - t0 - loaded
