@@ -214,12 +214,11 @@ class SenseJudge:
 
 def load_judge(request: Any, settings: JudgeSettings | None = None) -> SenseJudge:
     """A :class:`SenseJudge` of ``request`` (a :class:`unstereo.models.request.ModelRequest`: its resolved spec,
-    dtype and device; or a model string, resolved once here by :func:`unstereo.models.request.model_request`).
-    GGUF files are converted once per machine, see :mod:`unstereo.models.load`."""
+    dtype and device; or a model spec, :func:`unstereo.models.request.as_request`). GGUF files are converted once
+    per machine, see :mod:`unstereo.models.load`."""
     from unstereo.models.load import load_causal_lm
-    from unstereo.models.request import ModelRequest, model_request
+    from unstereo.models.request import as_request
 
-    if not isinstance(request, ModelRequest):
-        request = model_request({}, model=request)
+    request = as_request(request)
     lm, tok = load_causal_lm(request.spec, dtype=request.dtype, device=request.device)
     return SenseJudge(lm, tok, settings)

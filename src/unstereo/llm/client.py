@@ -173,7 +173,9 @@ def make_client(
     :class:`~unstereo.models.spec.ModelSpec` (taken as is), or its string/mapping form (see
     :mod:`unstereo.models.spec`), resolved here, once, against ``external_dir``. The other arguments configure
     the client and the HTTP backend."""
-    request = as_request(model, external_dir)
+    from unstereo.models.request import as_request
+
+    request = as_request(model, external_dir=external_dir)
     spec = request.spec
     if spec.is_remote:
         from unstereo.llm.http import OpenAICompatBackend
@@ -198,17 +200,3 @@ def make_client(
         concurrency=concurrency,
         usage=Usage(price_prompt_per_1m, price_completion_per_1m),
     )
-
-
-def as_request(
-    model: ModelRequest | ModelSpec | str | Mapping[str, Any], external_dir: str | Path | None = None
-) -> ModelRequest:
-    """``model`` as a :class:`~unstereo.models.request.ModelRequest`: a request as is, a resolved spec wrapped with
-    the request's defaults, a string or mapping resolved (once) by :func:`~unstereo.models.request.model_request`."""
-    from unstereo.models.request import ModelRequest, model_request
-
-    if isinstance(model, ModelRequest):
-        return model
-    if isinstance(model, ModelSpec):
-        return ModelRequest(spec=model)
-    return model_request({"model": model}, external_dir=external_dir)

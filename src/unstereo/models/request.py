@@ -120,6 +120,19 @@ def model_request(
     return ModelRequest(spec=spec, scorer=kind, bos_policy=bos, **given)
 
 
+def as_request(model: Any, *, key: str = "model", external_dir: str | Path | None = None) -> ModelRequest:
+    """``model`` as a :class:`ModelRequest`, for library callers that may hold either: a request as is, a resolved
+    :class:`~unstereo.models.spec.ModelSpec` with the request's defaults (not resolved again), a spec's string or
+    mapping form resolved once by :func:`model_request` (against ``external_dir``; errors name ``key``)."""
+    from unstereo.models.spec import ModelSpec
+
+    if isinstance(model, ModelRequest):
+        return model
+    if isinstance(model, ModelSpec):
+        return ModelRequest(spec=model)
+    return model_request({"model": model}, key=key, external_dir=external_dir)
+
+
 def request_from_cli(model: str, values: Mapping[str, Any], param: str = "MODEL") -> ModelRequest:
     """:func:`model_request` of a command's MODEL argument and options; a bad spec is a usage error naming
     ``param``."""

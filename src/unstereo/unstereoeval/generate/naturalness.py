@@ -112,14 +112,11 @@ def make_scorer(model: Any, cache: str | None, external_dir: str | None = None) 
     file (:class:`unstereo.scoring.cache.ScoreCache`), None for none. ``model`` is a
     :class:`~unstereo.models.request.ModelRequest` (taken whole; ``external_dir`` unused) or a model spec mapping or
     string, resolved here into one (against ``external_dir``)."""
-    from unstereo.models.request import ModelRequest, model_request
+    from unstereo.models.request import as_request
     from unstereo.scoring.cache import CachedScorer, ScoreCache
     from unstereo.scoring.registry import scorer_for
 
-    if isinstance(model, ModelRequest):
-        request = model
-    else:
-        request = model_request({"model": model}, key="generate.naturalness.model", external_dir=external_dir)
+    request = as_request(model, key="generate.naturalness.model", external_dir=external_dir)
     run, factory = scorer_for(request)
     if cache is None:
         return factory()
