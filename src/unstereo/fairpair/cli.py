@@ -37,11 +37,6 @@ class _PairType(click.ParamType):
 PAIR_TYPE = _PairType()
 
 
-def _pairs(values: tuple[tuple[str, str], ...], option: str) -> list[tuple[str, str]]:
-    """The pairs of a repeatable :data:`PAIR_TYPE` option (parsed by the type)."""
-    return [tuple(v) for v in values]
-
-
 #: Where each command's options sit in the fairpair section (``--settings``; an option not listed takes the
 #: section's key of its own name). ``llm_model``: the LLM perturbation's model is an argument the rule resolves
 #: (``--llm-perturb``), given only with ``perturbation.method: llm``.
@@ -114,10 +109,10 @@ def prompts_cmd(out_dir, prompt_file, occupations, names, descriptors, words, de
     from unstereo.models.spec import external_dir_default
     from unstereo.tables import write_table
 
-    name_pairs = _pairs(names, "--name") or [("John", "Jane")]
-    desc_pairs = _pairs(descriptors, "--descriptor") or [("man", "woman")]
+    name_pairs = list(names) or [("John", "Jane")]
+    desc_pairs = list(descriptors) or [("man", "woman")]
     word_map = {**(PRONOUNS_MALE_TO_FEMALE if default_pronouns else {}), **dict(desc_pairs),
-                **dict(_pairs(words, "--word"))}  # fmt: skip
+                **dict(words)}  # fmt: skip
     try:
         p = RulePerturbation(dict(name_pairs), word_map)
     except ValueError as exc:
