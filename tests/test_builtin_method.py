@@ -37,6 +37,9 @@ BUILTIN_ENV = """
       - pip:
           - -e ../../..
 """
+#: ``git diff --numstat`` of the shared files after adding the method: one README row, the 5-line config section.
+SHARED_EDITS = ["1", "0", "README.md", "5", "0", "config/config.yaml"]
+
 README_ROW = (
     "| toy | a toy gap per item (a test of the method registry) | `unstereo toy` | `toy:` | `toy/` |\n"
 )
@@ -126,14 +129,7 @@ def test_a_builtin_method_is_one_folder_a_readme_row_and_a_config_section(tmp_pa
         for p in ("__init__.py", "method.py", "schemas.py", "cli.py", "headline.py", "toy.schema.yaml")
         + ("rules.smk", "captions/table.rst", "env.yaml")
     )
-    assert _git(checkout, "diff", "--numstat").split() == [
-        "1",
-        "0",
-        "README.md",
-        "5",
-        "0",
-        "config/config.yaml",
-    ]
+    assert _git(checkout, "diff", "--numstat").split() == SHARED_EDITS
 
     python = sys.executable
     # the CLI
@@ -172,11 +168,4 @@ def test_a_builtin_method_is_one_folder_a_readme_row_and_a_config_section(tmp_pa
     assert checked.returncode == 0 and "0 problem(s)" in checked.stdout, checked.stdout + checked.stderr
 
     # running it changed no tracked file
-    assert _git(checkout, "diff", "--numstat").split() == [
-        "1",
-        "0",
-        "README.md",
-        "5",
-        "0",
-        "config/config.yaml",
-    ]
+    assert _git(checkout, "diff", "--numstat").split() == SHARED_EDITS
