@@ -122,7 +122,7 @@ def test_pair_tests_and_findings():
     assert "even identical rankings give p = 0.333" in text[2]
     assert (
         text[-1]
-        == "Of 1 pairs of metrics from different methods, 0 agree and 0 disagree at the 0.05 level; 1 are inconclusive."
+        == "Of 1 pairs of metrics from different methods with a tau, 0 agree and 0 disagree at the 0.05 level; 1 are inconclusive."
     )
 
 
@@ -147,7 +147,9 @@ def test_findings_order_and_agreement():
     assert text[0] == "m1: X score separates all 3 models: A > B > C (most biased first)."
     assert "rank the models alike (tau = 1.00, p = 0.003, 6 models)" in text[2]
     assert "rank the models in opposite orders" in text[3]
-    assert text[-1].startswith("Of 2 pairs of metrics from different methods, 1 agree and 1 disagree")
+    assert text[-1].startswith(
+        "Of 2 pairs of metrics from different methods with a tau, 1 agree and 1 disagree"
+    )
 
 
 def test_findings_some_pairs_differ():
@@ -161,3 +163,17 @@ def test_findings_some_pairs_differ():
     text = findings(card, tests, tau=pd.DataFrame(columns=["method_a", "method_b"]), info=INFO)
     assert text[0].startswith("m1: X score: 2 of 3 pairs of models differ after Holm correction: A is more biased "
                               "than B (adjusted p = ")  # fmt: skip
+
+
+def test_findings_no_tau_in_one_sentence():
+    card = _card({("m1", "x"): {"A": 1.0}, ("m3", "z"): {"A": 2.0}})
+    tau = pd.DataFrame(
+        [dict(method_a="m1", metric_a="x", method_b="m3", metric_b="z", n_models=1, models="",
+              kendall_tau=math.nan, p_value=math.nan, note="fewer than 2 shared models (1)")]
+    )  # fmt: skip
+    empty = pair_tests(card, items_table([]), INFO)
+    text = findings(card, empty, tau, INFO)
+    assert text[-1] == (
+        "1 pair(s) of metrics have no tau (fewer than 2 shared models, or one ranking all ties; see the table): "
+        "m1: X score and m3: Z score."
+    )

@@ -227,12 +227,12 @@ def findings(
                        f"{pairs}.")  # fmt: skip
     rows = tau[tau["method_a"] != tau["method_b"]]
     agree = disagree = unknown = 0
+    no_tau: list[str] = []
     for r in rows.itertuples(index=False):
         la = f"{r.method_a}: {info[(r.method_a, r.metric_a)].label}"
         lb = f"{r.method_b}: {info[(r.method_b, r.metric_b)].label}"
         if not np.isfinite(r.kendall_tau):
-            unknown += 1
-            out.append(f"{la} and {lb}: no tau ({r.note}).")
+            no_tau.append(f"{la} and {lb}")  # one sentence for all of them, below
         elif r.p_value < alpha:
             agree, disagree = agree + (r.kendall_tau > 0), disagree + (r.kendall_tau < 0)
             word = "rank the models alike" if r.kendall_tau > 0 else "rank the models in opposite orders"
@@ -245,8 +245,11 @@ def findings(
                    f"be shown at {alpha:g}" if floor >= alpha else "")  # fmt: skip
             out.append(f"{la} and {lb}: neither agreement nor disagreement is shown (tau = {r.kendall_tau:.2f}, "
                        f"p = {_p(r.p_value)}{why}).")  # fmt: skip
-    if len(rows):
-        out.append(f"Of {len(rows)} pairs of metrics from different methods, {agree} agree and {disagree} disagree "
+    if no_tau:
+        out.append(f"{len(no_tau)} pair(s) of metrics have no tau (fewer than 2 shared models, or one ranking all "
+                   f"ties; see the table): {'; '.join(no_tau)}.")  # fmt: skip
+    if len(rows) > len(no_tau):
+        out.append(f"Of {len(rows) - len(no_tau)} pairs of metrics from different methods with a tau, {agree} agree and {disagree} disagree "
                    f"at the {alpha:g} level; {unknown} are inconclusive.")  # fmt: skip
     return out
 
