@@ -1,6 +1,8 @@
 # The cross-method model card (logic in src/unstereo/model_card/card.py): every enabled method's headline
 # metric per model with its interval, the models' rank per metric and Kendall's tau-b between the methods'
-# rankings. results/model_card.parquet, results/model_card_tau.parquet, and per model
+# rankings, and the paired permutation tests between models (Holm-adjusted) with the findings they support
+# (src/unstereo/model_card/compare.py). results/model_card.parquet, results/model_card_tau.parquet,
+# results/model_card_tests.parquet, results/model_card/comparisons.{html,md}, and per model
 # results/model_card/{model}.{html,md,png} in the report under "Model card". Built when the report is enabled
 # and at least one method with headline metrics is (every registered method whose declaration names a
 # headline_module: unstereo.model_card.card.card_methods).
@@ -15,9 +17,18 @@ rule model_card:
     """The model card: the headline metrics of every enabled method stacked, ranked and compared (Kendall tau)."""
     input:
         _model_card.card_inputs(config) if CARD_ON else [],
+        _model_card.item_inputs(config) if CARD_ON else [],
     output:
         card=results("model_card.parquet"),
         tau=results("model_card_tau.parquet"),
+        tests=results("model_card_tests.parquet"),
+        comparisons=report(
+            results("model_card", "comparisons.html"),
+            caption="../workflow/report/model_card_comparisons.rst",
+            category=_model_card.CATEGORY,
+            subcategory="Which models differ",
+        ),
+        comparisons_md=results("model_card", "comparisons.md"),
         tau_page=report(
             results("model_card", "tau.html"),
             caption="../workflow/report/model_card_tau.rst",
@@ -58,7 +69,7 @@ rule model_card:
         pages_dir=lambda wc, output: Path(output.tau_page).parent,
     shell:
         "unstereo report model-card --config-json {params.config:q} -o {output.card} --tau {output.tau}"
-        " --pages-dir {params.pages_dir} {params.models} > {log} 2>&1"
+        " --tests {output.tests} --pages-dir {params.pages_dir} {params.models} > {log} 2>&1"
 
 
 if CARD_ON:

@@ -53,7 +53,14 @@ def test_invalid_yaml_is_reported(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "name", ["config/config.yaml", "config/paper.yaml", ".test/config.yaml", ".test/config-methods.yaml"]
+    "name",
+    [
+        "config/config.yaml",
+        "config/paper.yaml",
+        "config/study.yaml",
+        ".test/config.yaml",
+        ".test/config-methods.yaml",
+    ],
 )
 def test_shipped_configs_are_valid(repo_dir, name):
     load_config(repo_dir / name)

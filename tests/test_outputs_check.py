@@ -243,5 +243,6 @@ def test_model_card_tables_at_the_results_root(tmp_path):
     res = tmp_path / "res"
     assert schema_ref(res / "model_card.parquet", res) == "unstereo.model_card.card:MODEL_CARD"
     assert schema_ref(res / "model_card_tau.parquet", res) == "unstereo.model_card.card:MODEL_CARD_TAU"
+    assert schema_ref(res / "model_card_tests.parquet", res) == "unstereo.model_card.compare:MODEL_CARD_TESTS"
     assert schema_ref(res / "model_card" / "tiny.md", res) is None  # its pages are not tables
     assert schema_ref(res / "fairpair" / "model_card.parquet", res) is None  # only at the root

@@ -142,6 +142,7 @@ SHIPPED_CONFIGS = [
     "config/config.yaml",
     "config/paper.yaml",
     "config/biastest-release.yaml",
+    "config/study.yaml",
     ".test/config.yaml",
     ".test/config-methods.yaml",
 ]

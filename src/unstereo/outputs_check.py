@@ -63,6 +63,7 @@ def tables() -> dict[str, tuple[tuple[str, str], ...]]:
 ROOT_TABLES: dict[str, str] = {
     "model_card.parquet": "unstereo.model_card.card:MODEL_CARD",
     "model_card_tau.parquet": "unstereo.model_card.card:MODEL_CARD_TAU",
+    "model_card_tests.parquet": "unstereo.model_card.compare:MODEL_CARD_TESTS",
 }
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from unstereo.biastest.method import METHOD as DECLARED
 from unstereo.biastest.schemas import SUMMARY
-from unstereo.model_card.headline import first_present, headline_table, model_names
+from unstereo.model_card.headline import first_present, headline_table, items_table, model_names
 from unstereo.tables import read_table
 
 METHOD_NAME = DECLARED.name  # the HEADLINE rows' `method`
@@ -37,14 +37,59 @@ def sources(config: dict) -> list[str]:
     return [str(Path(config["results_dir"]) / "biastest" / "summary.parquet")]
 
 
+def _choice(cfg: dict, summary) -> tuple[str | None, str | None]:
+    """(source, spec) the headline reports, from the SUMMARY table (module docstring)."""
+    table = summary[summary["attribute"] == "*"]
+    source = first_present(SOURCE_PREFERENCE, table["source"].unique())
+    spec = first_present(cfg.get("specs"), table.loc[table["source"] == source, "spec"].unique())
+    return source, spec
+
+
+def item_sources(config: dict) -> list[str]:
+    """Every specification's pairs and every model's scores of them (the headline's spec is known only from the
+    summary)."""
+    from unstereo.biastest.rules import specs
+
+    root = Path(config["results_dir"]) / "biastest"
+    names = list(specs(config))
+    return [str(root / s / "pairs.parquet") for s in names] + [
+        str(root / m / s / "scores.parquet") for m in models(config) for s in names
+    ]
+
+
+def items(config: dict):
+    """The Stereotype Score's items: per (model, pair of the headline's spec and source) 100 x ``stereotyped``
+    (1, 0, 0.5 on a tie), weighted 1 / (pairs of its attribute term), so that their weighted mean is the score (the
+    mean over attribute terms of each term's mean)."""
+    import pandas as pd
+
+    from unstereo.biastest.stats import stereotyped
+
+    cfg = config.get("biastest") or {}
+    root = Path(config["results_dir"]) / "biastest"
+    source, spec = _choice(cfg, read_table(sources(config)[0], SUMMARY))
+    if spec is None:
+        return items_table([])
+    pairs = pd.read_parquet(root / spec / "pairs.parquet")
+    pairs = pairs[pairs["source"] == source]
+    frames = []
+    for model in models(config):
+        path = root / model / spec / "scores.parquet"
+        if not path.exists():
+            continue
+        df = stereotyped(pairs, pd.read_parquet(path))
+        weight = 1.0 / df.groupby("attribute")["pair_id"].transform("count").astype(float)
+        frames.append(pd.DataFrame(dict(method=METHOD_NAME, model=model, metric="ss", item=df["pair_id"].astype(str),
+                                        value=100.0 * df["stereotyped"].astype(float), weight=weight)))  # fmt: skip
+    return items_table(pd.concat(frames, ignore_index=True) if frames else [])
+
+
 def headline(config: dict):
     """One row per model: the whole-specification Stereotype Score with [ci_low, ci_high]; n = pairs."""
     cfg = config.get("biastest") or {}
     table = read_table(sources(config)[0], SUMMARY)
-    table = table[table["attribute"] == "*"]
-    source = first_present(SOURCE_PREFERENCE, table["source"].unique())
-    table = table[table["source"] == source]
-    spec = first_present(cfg.get("specs"), table["spec"].unique())
+    source, spec = _choice(cfg, table)
+    table = table[(table["attribute"] == "*") & (table["source"] == source)]
     rows = []
     for r in table[table["spec"] == spec].sort_values("model").itertuples(index=False):
         rows.append(

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from unstereo.fairpair.method import METHOD as DECLARED
 from unstereo.fairpair.schemas import SUMMARY
-from unstereo.model_card.headline import first_present, headline_table, model_names
+from unstereo.model_card.headline import first_present, headline_table, items_table, model_names
 from unstereo.tables import read_table
 
 METHOD_NAME = DECLARED.name  # the HEADLINE rows' `method`
@@ -33,6 +33,41 @@ def sources(config: dict) -> list[str]:
     return [str(Path(config["results_dir"]) / "fairpair" / "summary.parquet")]
 
 
+def _k(cfg: dict, ks) -> tuple[int, list[int]]:
+    """(k the headline reports, the configured fold counts present) of a model's k values."""
+    ks = set(int(k) for k in ks)
+    folds = [int(k) for k in cfg.get("folds") or () if int(k) in ks]
+    # k = n (per sample) is the largest k of a model; a configured fold count below it is the k-fold variant
+    return (max(folds) if folds else max(ks)), folds
+
+
+def item_sources(config: dict) -> list[str]:
+    root = Path(config["results_dir"]) / "fairpair"
+    return [str(root / m / "per_prompt.parquet") for m in models(config)]
+
+
+def items(config: dict):
+    """F's items: per (model, prompt) the prompt's F at the headline's (phi, k); prompts with an infinite F are
+    left out, as in mean_F."""
+    import numpy as np
+    import pandas as pd
+
+    cfg = config.get("fairpair") or {}
+    table = read_table(sources(config)[0], SUMMARY)
+    phi = first_present(cfg.get("phis"), table["phi"].unique())
+    frames = []
+    for model, path in zip(models(config), item_sources(config), strict=True):
+        per = pd.read_parquet(path)
+        per = per[per["phi"] == phi]
+        if per.empty:
+            continue
+        k, _ = _k(cfg, per["k"])
+        per = per[(per["k"] == k) & np.isfinite(per["F"].astype(float))]
+        frames.append(pd.DataFrame(dict(method=METHOD_NAME, model=model, metric="f",
+                                        item=per["prompt_id"].astype(str), value=per["F"].astype(float))))  # fmt: skip
+    return items_table(pd.concat(frames, ignore_index=True) if frames else [])
+
+
 def headline(config: dict):
     """One row per model: mean_F with [F_ci_low, F_ci_high] at the chosen (phi, k); n = prompts with a finite F."""
     cfg = config.get("fairpair") or {}
@@ -41,10 +76,7 @@ def headline(config: dict):
     table = table[table["phi"] == phi]
     rows = []
     for model, group in table.groupby("model", sort=True):
-        ks = set(int(k) for k in group["k"])
-        folds = [int(k) for k in cfg.get("folds") or () if int(k) in ks]
-        # k = n (per sample) is the largest k of a model; a configured fold count below it is the k-fold variant
-        k = max(folds) if folds else max(ks)
+        k, folds = _k(cfg, group["k"])
         r = group[group["k"] == k].iloc[0]
         level = int(round(100 * float(cfg.get("level", 0.95))))
         rows.append(

@@ -101,6 +101,22 @@ def card_inputs(config: dict) -> list[str]:
     return [p for m in enabled_methods(config) for p in _api(m).sources(config)]
 
 
+def item_inputs(config: dict) -> list[str]:
+    """The per-item tables the paired tests read (methods whose headline module has ``items``)."""
+    return [
+        p for m in enabled_methods(config) if hasattr(_api(m), "items") for p in _api(m).item_sources(config)
+    ]
+
+
+def collect_items(config: dict) -> pd.DataFrame:
+    """Every enabled method's per-item headline values (an ITEMS table; methods without ``items`` add none)."""
+    from unstereo.model_card.headline import ITEMS, items_table
+
+    frames = [_api(m).items(config) for m in enabled_methods(config) if hasattr(_api(m), "items")]
+    frames = [validate(f, ITEMS) for f in frames if len(f)]
+    return items_table(pd.concat(frames, ignore_index=True)) if frames else items_table([])
+
+
 def card_models(config: dict) -> list[str]:
     """Every model short name an enabled method's config lists, in order of first appearance."""
     return list(dict.fromkeys(name for m in enabled_methods(config) for name in _api(m).models(config)))
@@ -111,7 +127,7 @@ def card_config(config: dict) -> str:
     model-card --config-json``): ``results_dir``, ``score`` (model fallbacks) and every method's section."""
     import json
 
-    keys = ["results_dir", "score", *(s for m in card_methods() for s in m.config)]
+    keys = ["results_dir", "seed", "score", *(s for m in card_methods() for s in m.config)]
     return json.dumps({k: config[k] for k in dict.fromkeys(keys) if k in config}, default=str)
 
 
@@ -397,15 +413,30 @@ def write_card(
     tau_out: str | Path,
     pages_dir: str | Path | None = None,
     models: list[str] | None = None,
+    tests_out: str | Path | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Collect the card, write it and its tau table (parquet), and under ``pages_dir`` ``tau.{html,md}`` and per
-    model (``models``, default those of the card) ``{model}.{html,md,png}``."""
+    model (``models``, default those of the card) ``{model}.{html,md,png}``. With ``tests_out``, also the paired
+    tests between models (MODEL_CARD_TESTS parquet, :mod:`unstereo.model_card.compare`) and under ``pages_dir``
+    ``comparisons.{html,md}``: the findings, the tests and the agreement table."""
+    from unstereo.model_card import compare
     from unstereo.tables import write_table
 
     card = collect(config)
     tau = kendall_table(card)
     write_table(card, out, MODEL_CARD)
     write_table(tau, tau_out, MODEL_CARD_TAU)
+    if tests_out is not None:
+        info = _metric_info()
+        tests = compare.pair_tests(card, collect_items(config), info, seed=int(config.get("seed", 0) or 0))
+        write_table(tests, tests_out, compare.MODEL_CARD_TESTS)
+        if pages_dir is not None:
+            labels = dict(zip(zip(card["method"], card["metric"], strict=True), card["label"], strict=True))
+            sentences = compare.findings(card, tests, tau, info)
+            for fmt, name in (("html", "comparisons.html"), ("md", "comparisons.md")):
+                page = compare.comparisons_page(tests, sentences, _tau_rows(tau, labels), _TAU_COLUMNS, info, fmt,
+                                                _CSS)  # fmt: skip
+                write_text(Path(pages_dir) / name, page)
     if pages_dir is not None:
         pages = Path(pages_dir)
         write_text(pages / "tau.html", tau_page(tau, card=card))

@@ -14,7 +14,16 @@ import pandas as pd
 from unstereo.headline_metric import DIRECTIONS, HeadlineMetric
 from unstereo.tables import Column, TableSchema, validate
 
-__all__ = ["DIRECTIONS", "HEADLINE", "HeadlineMetric", "first_present", "headline_table", "model_names"]
+__all__ = [
+    "DIRECTIONS",
+    "HEADLINE",
+    "ITEMS",
+    "HeadlineMetric",
+    "first_present",
+    "headline_table",
+    "items_table",
+    "model_names",
+]
 
 HEADLINE = TableSchema(
     "headline",
@@ -33,6 +42,23 @@ HEADLINE = TableSchema(
     unique=("method", "model", "metric"),
 )
 
+ITEMS = TableSchema(
+    "headline_items",
+    "one row per (method, model, metric, item): the per-item values a headline metric is the weighted mean of, for "
+    "the card's paired tests between models (a method's ``items(config)``)",
+    (
+        Column("method", "str", "the method's registry name"),
+        Column("model", "str", "the model's short name"),
+        Column("metric", "str", "the headline metric's name"),
+        Column("item", "str", "the unit the models share (pair id, prompt id)"),
+        Column(
+            "value", "float", "the item's contribution: the headline is sum(weight * value) / sum(weight)"
+        ),
+        Column("weight", "float", "the item's weight (1 for a plain mean)"),
+    ),
+    unique=("method", "model", "metric", "item"),
+)
+
 
 def headline_table(rows: list[dict]) -> pd.DataFrame:
     """A validated :data:`HEADLINE` table from row dicts (an empty one, typed, from no rows). A row without an
@@ -43,6 +69,15 @@ def headline_table(rows: list[dict]) -> pd.DataFrame:
         df[text] = df[text].astype(object).where(df[text].notna(), "")
     df.loc[df["ci_low"].isna() & df["ci_high"].isna(), "interval"] = ""
     return validate(df.astype({"n": "Int64"}) if len(df) else df, HEADLINE)
+
+
+def items_table(rows: list[dict] | pd.DataFrame) -> pd.DataFrame:
+    """A validated :data:`ITEMS` table from row dicts or a frame (``weight`` defaults to 1)."""
+    df = pd.DataFrame(rows)
+    if "weight" not in df.columns:
+        df["weight"] = 1.0
+    df = df.reindex(columns=ITEMS.names)
+    return validate(df.astype({"value": float, "weight": float}), ITEMS)
 
 
 def first_present(preferred, available) -> str | None:

@@ -264,6 +264,9 @@ def compare_cmd(
               help="write per model {model}.html, .md and .png and the tau table (tau.html, tau.md) here")  # fmt: skip
 @click.option("--model", "models", multiple=True,
               help="models to write pages for (repeatable; default every model on the card)")  # fmt: skip
+@click.option("--tests", "tests_out", type=click.Path(dir_okay=False, path_type=Path),
+              help="MODEL_CARD_TESTS parquet: paired permutation tests between the models, Holm-adjusted; with "
+              "--pages-dir also comparisons.html/.md (findings, tests, agreement)")  # fmt: skip
 def model_card(
     configfile: Path | None,
     config_json: str | None,
@@ -271,6 +274,7 @@ def model_card(
     tau_out: Path,
     pages_dir: Path | None,
     models: tuple[str, ...],
+    tests_out: Path | None,
 ) -> None:
     """The cross-method model card: every enabled method's headline metric per model with its interval, the
     models' rank per metric (1 = most biased) and Kendall's tau-b between the methods' rankings."""
@@ -292,6 +296,6 @@ def model_card(
         raise click.ClickException(
             "no method with headline metrics is enabled in the config: nothing to card"
         )
-    card, tau = write_card(config, output, tau_out, pages_dir, list(models) if models else None)
+    card, tau = write_card(config, output, tau_out, pages_dir, list(models) if models else None, tests_out)
     log.info("wrote %d headline rows of %d model(s) to %s, %d tau row(s) to %s", len(card), card["model"].nunique(),
              output, len(tau), tau_out)  # fmt: skip

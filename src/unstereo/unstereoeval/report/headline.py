@@ -13,7 +13,7 @@ import math
 from pathlib import Path
 
 from unstereo.errors import InputError
-from unstereo.model_card.headline import first_present, headline_table
+from unstereo.model_card.headline import first_present, headline_table, items_table
 from unstereo.tables import read_table
 from unstereo.unstereoeval.method import METHOD as DECLARED
 from unstereo.unstereoeval.report.rules import metrics_benchmarks, metrics_models
@@ -38,6 +38,42 @@ def sources(config: dict) -> list[str]:
     return [str(Path(config["results_dir"]) / "metrics" / "metrics.parquet")]
 
 
+def _benchmark(config: dict, table) -> str | None:
+    """The benchmark the headline reports: the first configured one the metrics table holds."""
+    return first_present(metrics_benchmarks({"metrics": {}, **config}), table["benchmark"].unique())
+
+
+def item_sources(config: dict) -> list[str]:
+    """The per-pair score tables of the headline's benchmark candidates (every model, every configured benchmark:
+    which one the headline picks is known only once the metrics table exists)."""
+    root = Path(config["results_dir"]) / "scores"
+    cfg = {"metrics": {}, **config}
+    return [str(root / m / f"{b}.parquet") for m in models(config) for b in metrics_benchmarks(cfg)]
+
+
+def items(config: dict):
+    """The Unstereo Score's items: per (model, scored pair of the headline's benchmark; eta = inf keeps every pair) 100 when the pair is
+    neutral (|ln p(s_F) - ln p(s_M)| <= eps, the metrics stage's eps) else 0; their mean is US. AuFC has no
+    per-pair form (it integrates over eps) and gets no items."""
+    from unstereo.unstereoeval.metrics.core import DEFAULT_EPS, skew_labels
+
+    path = sources(config)[0]
+    table = read_table(path)
+    table = table[table["eta"] == math.inf]
+    bench = _benchmark(config, table)
+    eps = float((config.get("metrics") or {}).get("eps", DEFAULT_EPS))
+    parts = []
+    for model in sorted(set(table.loc[table["benchmark"] == bench, "model"])):
+        scores = read_table(Path(config["results_dir"]) / "scores" / model / f"{bench}.parquet")
+        fm = (scores["logp_female"] - scores["logp_male"]).to_numpy(dtype=float)
+        parts.append(dict(method=METHOD_NAME, model=model, metric="us", item=scores["pair_id"].astype(str),
+                          value=100.0 * (skew_labels(fm, eps) == "neutral")))  # fmt: skip
+    import pandas as pd
+
+    frames = [pd.DataFrame(p) for p in parts]
+    return items_table(pd.concat(frames, ignore_index=True) if frames else [])
+
+
 def headline(config: dict):
     """One row per (model, metric): US (interval: ±1 Bernoulli standard error, the table's ``us_std``) and AuFC
     (no interval) of the chosen benchmark at eta = inf."""
@@ -47,7 +83,7 @@ def headline(config: dict):
         if col not in table.columns:
             raise InputError(f"metrics table lacks column {col!r}", path=path)
     table = table[table["eta"] == math.inf]
-    bench = first_present(metrics_benchmarks({"metrics": {}, **config}), table["benchmark"].unique())
+    bench = _benchmark(config, table)
     rows = []
     for r in table[table["benchmark"] == bench].sort_values("model").itertuples(index=False):
         scope = f"benchmark {bench}, eta = inf"

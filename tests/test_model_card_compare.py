@@ -1,0 +1,179 @@
+"""The model card's paired tests, Holm correction, Kendall floor and findings on hand-worked inputs."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from unstereo.headline_metric import HeadlineMetric
+from unstereo.model_card.compare import (
+    MODEL_CARD_TESTS,
+    findings,
+    holm,
+    kendall_min_p,
+    pair_tests,
+    paired_permutation,
+)
+from unstereo.model_card.headline import items_table
+
+
+def test_exact_permutation_three_items():
+    # a = (1, 1, 1), b = (0, 0, 0): d_obs = 1. Of the 8 swap patterns only "none" and "all" keep |d| = 1 (the
+    # other six give |d| = 1/3): p = 2/8.
+    d, p, kind = paired_permutation([1, 1, 1], [0, 0, 0])
+    assert (d, p, kind) == (1.0, 0.25, "exact")
+
+
+def test_exact_permutation_two_items_every_pattern_as_extreme():
+    # a = (2, 0), b = (0, 1): d = 1 - 0.5 = 0.5; patterns: none 0.5, swap 1st -1.5, swap 2nd 1.5, both -0.5 -> p = 1
+    d, p, _ = paired_permutation([2, 0], [0, 1])
+    assert d == 0.5 and p == 1.0
+
+
+def test_identical_models_give_p_one():
+    x = np.linspace(0, 1, 40)  # 40 items: the random branch
+    d, p, kind = paired_permutation(x, x, n_perm=199)
+    assert d == 0.0 and p == 1.0 and kind.startswith("random")
+    assert paired_permutation([3.0, 1.0], [3.0, 1.0])[1] == 1.0
+
+
+def test_random_permutation_clear_difference():
+    # 100 items, a = 1, b = 0: |d| = 1 only when no item or every item is swapped, never among 999 random patterns
+    # (probability 2 / 2**100), so p = (1 + 0) / (1 + 999).
+    d, p, _ = paired_permutation(np.ones(100), np.zeros(100), n_perm=999, seed=3)
+    assert d == 1.0 and p == pytest.approx(1 / 1000)
+
+
+def test_away_metric_orientation():
+    # Stereotype Score, ideal 50: a = (100, 100) -> SS 100, bias 50; b = (0, 100) -> SS 50, bias 0; d = 50.
+    # Swapping item 1 gives (0, 100) vs (100, 100): d = -50; swapping item 2 changes nothing: every pattern has |d| = 50
+    ss = HeadlineMetric("ss", "SS", "away", ideal=50.0)
+    d, p, _ = paired_permutation([100, 100], [0, 100], bias=ss.bias)
+    assert d == 50.0 and p == 1.0
+
+
+def test_weighted_mean_is_the_statistic():
+    # weights (1, 3): a = (4, 0) -> 1.0, b = (0, 0) -> 0; d = 1; patterns: none 1, swap 1st -1, swap 2nd 1, both -1
+    d, p, _ = paired_permutation([4, 0], [0, 0], weight=[1, 3])
+    assert d == 1.0 and p == 1.0
+
+
+def test_holm_hand_numbers():
+    # sorted 0.01, 0.03, 0.04 (m = 3): 3 * 0.01 = 0.03, 2 * 0.03 = 0.06, max(0.06, 1 * 0.04) = 0.06
+    np.testing.assert_allclose(holm([0.01, 0.04, 0.03]), [0.03, 0.06, 0.06])
+    # capped at 1, NaN left out of the family: m = 2 -> 2 * 0.6 = 1.2 -> 1; 0.7 -> max(1, 0.7) = 1
+    out = holm([0.6, math.nan, 0.7])
+    assert out[0] == 1.0 and math.isnan(out[1]) and out[2] == 1.0
+
+
+def test_kendall_hand_ranking_and_floor():
+    from scipy.stats import kendalltau
+
+    # x = 1, 2, 3, 4 and y = 1, 3, 2, 4: 5 concordant pairs, 1 discordant of 6 -> tau = 4/6. Exact null of the
+    # discordant count for n = 4: 1, 3, 5, 6, 5, 3, 1 (of 24); P(D <= 1) = 4/24, two-sided p = 8/24 = 1/3.
+    res = kendalltau([1, 2, 3, 4], [1, 3, 2, 4])
+    assert res.statistic == pytest.approx(2 / 3) and res.pvalue == pytest.approx(1 / 3)
+    # the floor: identical rankings, P(D = 0) = 1/n!, two-sided 2/n!: n = 4 -> 1/12, n = 3 -> 1/3, n = 2 -> 1
+    assert kendall_min_p(4) == pytest.approx(1 / 12)
+    assert kendall_min_p(3) == pytest.approx(1 / 3)
+    assert kendall_min_p(2) == 1.0
+
+
+INFO = {
+    ("m1", "x"): HeadlineMetric("x", "X score", "higher"),
+    ("m2", "y"): HeadlineMetric("y", "Y score", "lower"),
+    ("m3", "z"): HeadlineMetric("z", "Z score", "higher"),
+}
+
+
+def _card(values: dict[tuple[str, str], dict[str, float]]) -> pd.DataFrame:
+    rows = [
+        dict(method=k[0], metric=k[1], model=m, value=v) for k, mv in values.items() for m, v in mv.items()
+    ]
+    return pd.DataFrame(rows)
+
+
+def test_pair_tests_and_findings():
+    # m1/x: A = (1,1,1,1,1,1), B = (0,...): exact p = 2/64 = 1/32; C = A: A-C p = 1, B-C p = 1/32.
+    items = items_table(
+        [dict(method="m1", model=m, metric="x", item=f"i{i}", value=v) for m, v in (("A", 1.0), ("B", 0.0),
+         ("C", 1.0)) for i in range(6)]
+    )  # fmt: skip
+    card = _card({("m1", "x"): {"A": 1.0, "B": 0.0, "C": 1.0}, ("m2", "y"): {"A": 1.0, "B": 2.0, "C": 3.0}})
+    tests = pair_tests(card, items, INFO)
+    assert list(tests.columns) == MODEL_CARD_TESTS.names
+    got = {
+        (r.model_a, r.model_b): (r.p_value, r.p_holm, r.differs, r.more_biased) for r in tests.itertuples()
+    }
+    # Holm over 3 tests: 1/32 (x3 = 0.09375), 1/32 (x2 = 0.0625, raised to 0.09375), 1 -> nothing below 0.05
+    assert got[("A", "B")] == (1 / 32, 0.09375, False, "")
+    assert got[("B", "C")] == (1 / 32, 0.09375, False, "")
+    assert got[("A", "C")] == (1.0, 1.0, False, "")
+    tau = pd.DataFrame(
+        [dict(method_a="m1", metric_a="x", method_b="m2", metric_b="y", n_models=3, models="A, B, C",
+              kendall_tau=-0.8165, p_value=0.22, note="")]
+    )  # fmt: skip
+    text = findings(card, tests, tau, INFO)
+    assert text[0].startswith("m1: X score: no two of the 3 models differ after Holm correction")
+    assert text[1].startswith("m2: Y score: no per-item values are read")
+    assert "even identical rankings give p = 0.333" in text[2]
+    assert (
+        text[-1]
+        == "Of 1 pairs of metrics from different methods with a tau, 0 agree and 0 disagree at the 0.05 level; 1 are inconclusive."
+    )
+
+
+def test_findings_order_and_agreement():
+    # 20 items, A = 2, B = 1, C = 0 per item: every pair has p = 1/10000 (random branch, no extreme pattern),
+    # Holm x3 -> 0.0003: all differ, A > B > C.
+    items = items_table(
+        [dict(method="m1", model=m, metric="x", item=f"i{i}", value=v) for m, v in (("A", 2.0), ("B", 1.0),
+         ("C", 0.0)) for i in range(20)]
+    )  # fmt: skip
+    card = _card({("m1", "x"): {"A": 2.0, "B": 1.0, "C": 0.0}, ("m3", "z"): {"A": 5.0, "B": 4.0, "C": 1.0}})
+    tests = pair_tests(card, items, INFO)
+    assert tests["differs"].all() and list(tests["more_biased"]) == ["A", "A", "B"]
+    np.testing.assert_allclose(tests["p_holm"], 3 / 10000)
+    tau = pd.DataFrame(
+        [dict(method_a="m1", metric_a="x", method_b="m3", metric_b="z", n_models=6, models="",
+              kendall_tau=1.0, p_value=0.0028, note=""),
+         dict(method_a="m1", metric_a="x", method_b="m3", metric_b="z", n_models=6, models="",
+              kendall_tau=-1.0, p_value=0.0028, note="")]
+    )  # fmt: skip
+    text = findings(card, tests, tau, INFO)
+    assert text[0] == "m1: X score separates all 3 models: A > B > C (most biased first)."
+    assert "rank the models alike (tau = 1.00, p = 0.003, 6 models)" in text[2]
+    assert "rank the models in opposite orders" in text[3]
+    assert text[-1].startswith(
+        "Of 2 pairs of metrics from different methods with a tau, 1 agree and 1 disagree"
+    )
+
+
+def test_findings_some_pairs_differ():
+    # A = 1 on 20 items, B = C = 0: A-B and A-C p = 1/10000, B-C p = 1 -> "2 of 3 pairs differ"
+    items = items_table(
+        [dict(method="m1", model=m, metric="x", item=f"i{i}", value=v) for m, v in (("A", 1.0), ("B", 0.0),
+         ("C", 0.0)) for i in range(20)]
+    )  # fmt: skip
+    card = _card({("m1", "x"): {"A": 1.0, "B": 0.0, "C": 0.0}})
+    tests = pair_tests(card, items, INFO)
+    text = findings(card, tests, tau=pd.DataFrame(columns=["method_a", "method_b"]), info=INFO)
+    assert text[0].startswith("m1: X score: 2 of 3 pairs of models differ after Holm correction: A is more biased "
+                              "than B (adjusted p = ")  # fmt: skip
+
+
+def test_findings_no_tau_in_one_sentence():
+    card = _card({("m1", "x"): {"A": 1.0}, ("m3", "z"): {"A": 2.0}})
+    tau = pd.DataFrame(
+        [dict(method_a="m1", metric_a="x", method_b="m3", metric_b="z", n_models=1, models="",
+              kendall_tau=math.nan, p_value=math.nan, note="fewer than 2 shared models (1)")]
+    )  # fmt: skip
+    empty = pair_tests(card, items_table([]), INFO)
+    text = findings(card, empty, tau, INFO)
+    assert text[-1] == (
+        "1 pair(s) of metrics have no tau (fewer than 2 shared models, or one ranking all ties; see the table): "
+        "m1: X score and m3: Z score."
+    )
