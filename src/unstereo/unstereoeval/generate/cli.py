@@ -377,8 +377,8 @@ def judge_calibrate(labelled, output, model, questions, config_path, limit, batc
     def stop_if_incomplete(values: list[float | None]) -> None:
         if any(v is None for v in values):
             left = sum(v is None for v in values)
-            log.info("stopped after --limit: %d sentence(s) left to judge (%.2fs a sentence); rerun to resume",
-                     left, timing["seconds"] / max(timing["sentences"], 1))  # fmt: skip
+            click.echo(f"stopped after --limit: {left} sentence(s) left to judge "
+                       f"({timing['seconds'] / max(timing['sentences'], 1):.2f}s a sentence); rerun to resume", err=True)  # fmt: skip
             raise SystemExit(0)
 
     # 1. the question and threshold, on the calibration part only
