@@ -163,6 +163,18 @@ def test_evaluate_per_part():
     )
 
 
+def test_kept_by_source():
+    # held-out: natural 0.9, 0.6, 0.3 -> 2 of 3 kept at 0.55; unnatural 0.5 (source a), 0.1 (source b) -> none
+    df = pd.DataFrame({"label": LABELS * 2, "part": ["calibration"] * 5 + ["heldout"] * 5, "s": SCORES * 2,
+                       "source": ["r", "r", "r", "a", "b"] * 2})  # fmt: skip
+    got = jc.kept_by_source(df, [("f", "s", 0.55), ("g", "s", 0.4)])
+    assert got.to_dict("records") == [
+        {"label": "natural", "source": "r", "n": 3, "f": pytest.approx(2 / 3), "g": pytest.approx(2 / 3)},
+        {"label": "unnatural", "source": "a", "n": 1, "f": 0.0, "g": 1.0},
+        {"label": "unnatural", "source": "b", "n": 1, "f": 0.0, "g": 0.0},
+    ]
+
+
 def test_cache_resumes(tmp_path):
     calls = []
 

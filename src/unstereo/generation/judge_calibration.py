@@ -92,6 +92,18 @@ def evaluate(
     return rows
 
 
+def kept_by_source(
+    df: pd.DataFrame, filters: Sequence[tuple[str, str, float]], part: str = "heldout"
+) -> pd.DataFrame:
+    """Share of sentences kept per (label, source) of the ``part`` rows of ``df``, one column per filter
+    ``(name, score column, threshold)``, with the count ``n``."""
+    sub = df[df["part"] == part]
+    out = sub.groupby(["label", "source"]).size().rename("n").to_frame()
+    for name, score, threshold in filters:
+        out[name] = (sub[score] >= threshold).groupby([sub["label"], sub["source"]]).mean()
+    return out.reset_index()
+
+
 # ------------------------------------------------------------------------------------------------ the P(Yes) cache
 class PYesCache:
     """P(Yes) per (judge key, sentence) in a JSON-lines file, appended as batches finish."""

@@ -409,9 +409,15 @@ def judge_calibrate(labelled, output, model, questions, config_path, limit, batc
     write_table(df[["id", "label", "source", "part", "p_yes", "loglik"]], out / "scores.csv")
     pd.DataFrame(rows).to_csv(out / "results.csv", index=False)
     md = jc.results_markdown(rows)
+    by_source = jc.kept_by_source(df, [
+        (f"judge >= {best['threshold']:.3g}", "p_yes", best["threshold"]),
+        (f"log-likelihood >= {nat['min_token_logprob']:g}", "loglik", float(nat["min_token_logprob"])),
+    ])  # fmt: skip
+    by_source.to_csv(out / "kept_by_source.csv", index=False)
     (out / "results.md").write_text(
         f"Question: {best['question']!r}\n\nHeld-out part:\n\n{md}\n\nCalibration part:\n\n"
-        f"{jc.results_markdown(rows, 'calibration')}\n",
+        f"{jc.results_markdown(rows, 'calibration')}\n\nShare kept, held-out part:\n\n"
+        f"{by_source.to_markdown(index=False, floatfmt='.2f')}\n",
         encoding="utf-8",
     )
     if timing["sentences"]:
