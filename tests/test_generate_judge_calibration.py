@@ -153,6 +153,13 @@ def test_choose_threshold_by_hand():
     assert t == pytest.approx(0.2)
 
 
+def test_choose_question_needs_a_margin():
+    tried = [{"q": "built-in", "calibration_balanced_accuracy": 0.80},
+             {"q": "a", "calibration_balanced_accuracy": 0.805}, {"q": "b", "calibration_balanced_accuracy": 0.79}]  # fmt: skip
+    assert jc.choose_question(tried, 0.01)["q"] == "built-in"  # 0.805 - 0.80 = 0.005 < 0.01
+    assert jc.choose_question(tried, 0.005)["q"] == "a"
+
+
 def test_evaluate_per_part():
     df = pd.DataFrame({"label": LABELS * 2, "part": ["calibration"] * 5 + ["heldout"] * 5, "s": SCORES * 2})
     rows = jc.evaluate(df, "s", 0.55, "m", "calibration")

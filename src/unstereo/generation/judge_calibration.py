@@ -77,6 +77,16 @@ def choose_threshold(scores: Sequence[float], labels: Sequence[str]) -> float:
     return best_t
 
 
+def choose_question(tried: Sequence[dict[str, Any]], min_gain: float = 0.01) -> dict[str, Any]:
+    """The question to keep among ``tried`` (dicts with ``calibration_balanced_accuracy``; the first is the built-in
+    one): the best alternative if it beats the first by at least ``min_gain``, else the first (a gain of a sentence
+    or two of the calibration part is noise, and the built-in question is the one already in use)."""
+    first = tried[0]
+    best = max(tried, key=lambda r: r["calibration_balanced_accuracy"])
+    gain = best["calibration_balanced_accuracy"] - first["calibration_balanced_accuracy"]
+    return best if gain >= min_gain else first
+
+
 def evaluate(
     df: pd.DataFrame, score: str, threshold: float, method: str, threshold_from: str
 ) -> list[dict[str, Any]]:

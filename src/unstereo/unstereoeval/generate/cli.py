@@ -293,6 +293,9 @@ def judge_set(output, reference_dir, recipe, run_sentences) -> None:
     show_default=True,
     help="its generate.naturalness (model, min_token_logprob, start_logprob) is the log-likelihood filter compared",
 )
+@click.option("--min-gain", type=click.FloatRange(0, 1), default=0.01, show_default=True,
+              help="an alternative question replaces the built-in one only if its calibration balanced accuracy is "
+              "higher by at least this much")  # fmt: skip
 @click.option("--limit", type=click.IntRange(1), default=None,
               help="judge at most N new sentences, then stop (rerun to resume from the cache)")  # fmt: skip
 @click.option(
@@ -302,7 +305,7 @@ def judge_set(output, reference_dir, recipe, run_sentences) -> None:
 @model_request.dtype_option()
 @cli_options.threads
 @cli_options.model_options
-def judge_calibrate(labelled, output, model, questions, config_path, limit, batch_size, device, dtype, threads,
+def judge_calibrate(labelled, output, model, questions, config_path, min_gain, limit, batch_size, device, dtype, threads,
                     api_key_env, external_dir) -> None:  # fmt: skip
     """Calibrate the judge of sense on LABELLED (from `unstereo generate judge-set`): choose the question and the
     P(Yes) threshold on the calibration part (best balanced accuracy), then report precision / recall of natural
@@ -392,7 +395,7 @@ def judge_calibrate(labelled, output, model, questions, config_path, limit, batc
         t = jc.choose_threshold(values, list(cal["label"]))
         m = jc.class_metrics(list(cal["label"]), [v >= t for v in values])
         tried.append({"question": q, "threshold": t, "calibration_balanced_accuracy": m["balanced_accuracy"]})
-    best = max(tried, key=lambda r: r["calibration_balanced_accuracy"])  # the first of equals: the built-in
+    best = jc.choose_question(tried, min_gain)
     pd.DataFrame(tried).to_csv(out / "questions.csv", index=False)
 
     # 2. the held-out part, once, with the chosen question
