@@ -1,4 +1,4 @@
-"""The judge's labelled set (unstereo.generation.judge_set: shuffles, seed-word swaps, labels, a stratified disjoint
+"""The judge's labelled set (unstereo.unstereoeval.generate.judge_set: shuffles, seed-word swaps, labels, a stratified disjoint
 split, deterministic) and its calibration (unstereo.generation.judge_calibration: threshold of best balanced
 accuracy, precision / recall of both classes, the resumable P(Yes) cache), on hand-worked inputs; the 1.5B is not
 loaded (a fake judge and scorer stand in for it in the CLI test)."""
@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from unstereo.errors import InputError
 from unstereo.generation import judge_calibration as jc
-from unstereo.generation import judge_set as js
+from unstereo.unstereoeval.generate import judge_set as js
 
 # ------------------------------------------------------------------------------------------------ set builder
 

@@ -1,4 +1,4 @@
-"""Calibration of a sentence filter on the labelled set of :mod:`unstereo.generation.judge_set` (issue 41).
+"""Calibration of a sentence filter on the labelled set of :mod:`unstereo.unstereoeval.generate.judge_set` (issue 41).
 
 A filter gives each sentence a score and keeps it when score >= threshold. Two readings of one decision:
 
