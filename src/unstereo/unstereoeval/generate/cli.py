@@ -259,10 +259,10 @@ def judge(model, sentences, output, column, threshold, batch_size, question, sys
 def judge_set(output, reference_dir, recipe, run_sentences) -> None:
     """Build the labelled set (natural / unnatural sentences, calibration / held-out split) on which the judge of
     sense is calibrated, from the recipe and the released USE-5 (docs/methods.md, "Judge of sense")."""
-    from unstereo.unstereoeval.generate.judge_set import build_set
     from unstereo.log import get_logger
     from unstereo.models.spec import external_dir_default
     from unstereo.tables import write_table
+    from unstereo.unstereoeval.generate.judge_set import build_set
 
     reference_dir = reference_dir or external_dir_default() / "reference"
     df = build_set(reference_dir, recipe, run_sentences)
