@@ -50,7 +50,7 @@ def _write_release(folder, n=12):
     """A fake reference folder with a USE-5 raw file: n natural templates (seed word wN) and one unnatural row."""
     path = folder / js.RELEASE_FILE
     path.parent.mkdir(parents=True)
-    rows = [{"": i, "word": f"w{i}", "template": f"{{pronoun}} liked the w{i} very much.", "is_natural": True}
+    rows = [{"": i, "word": f"w{i}", "template": f"{{pronoun}} liked the w{i} on day {i}.", "is_natural": True}
             for i in range(n)]  # fmt: skip
     rows.append({"": n, "word": "zz", "template": "{pronoun} zz zz.", "is_natural": False})
     pd.DataFrame(rows).to_csv(path, index=False)
@@ -86,9 +86,17 @@ def test_make_recipe_and_build_set(tmp_path):
     sw = df[df["source"] == "swapped"].iloc[0]
     item = next(i for i in recipe["items"] if i["id"] == sw["id"])
     pronoun = "He" if item["gender"] == "male" else "She"
-    assert sw["sentence"] == f"{pronoun} liked the {item['word']} very much."
+    n = item["pair_id"].split(":")[1]
+    assert sw["sentence"] == f"{pronoun} liked the {item['word']} on day {n}."
+    from unstereo.cli import cli
+
+    args = ["generate", "judge-set", "-o", str(tmp_path / "set.csv"), "--reference-dir", str(ref),
+            "--recipe", str(tmp_path / "recipe.json"), "--run-sentences", str(run)]  # fmt: skip
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code == 0, r.output
+    assert pd.read_csv(tmp_path / "set.csv").equals(df)
     sh = df[df["source"] == "shuffled"]
-    assert all(s.endswith(".") and s.count(" ") == 5 for s in sh["sentence"])
+    assert all(s.endswith(".") and s.count(" ") == 6 for s in sh["sentence"])
 
 
 def test_split_stratified_and_disjoint():
@@ -109,7 +117,7 @@ def test_split_stratified_and_disjoint():
 def test_bad_run_label(tmp_path):
     p = tmp_path / "run.csv"
     p.write_text("sentence,label\nHe sat.,maybe\n")
-    with pytest.raises(InputError, match="line 2"):
+    with pytest.raises(InputError, match="run.csv:2"):
         js.read_run_sentences(p)
 
 
@@ -203,7 +211,7 @@ def test_calibrate_cli_with_fakes(tmp_path, monkeypatch):
     one unnatural) and a fake log-likelihood scorer; --limit stops and a rerun resumes."""
     import unstereo.generation.judge as judge_mod
     import unstereo.unstereoeval.generate.naturalness as nat_mod
-    from unstereo.cli import main
+    from unstereo.cli import cli
 
     natural = [f"She sat here {i}." for i in range(4)]
     unnatural = [f"Here sat she {i}." for i in range(4)]
@@ -232,10 +240,10 @@ def test_calibrate_cli_with_fakes(tmp_path, monkeypatch):
     )
     args = ["generate", "judge-calibrate", str(tmp_path / "set.csv"), "-o", str(tmp_path / "out"),
             "--model", "some/judge", "--config", str(tmp_path / "config.yaml")]  # fmt: skip
-    r = CliRunner().invoke(main, args + ["--limit", "2"])
+    r = CliRunner().invoke(cli, args + ["--limit", "2"])
     assert r.exit_code == 0, r.output
     assert not (tmp_path / "out" / "results.csv").exists()
-    r = CliRunner().invoke(main, args)
+    r = CliRunner().invoke(cli, args)
     assert r.exit_code == 0, r.output
     res = pd.read_csv(tmp_path / "out" / "results.csv")
     # calibration scores: natural .8 .8, unnatural .2 .2 (x4, x6) -> threshold (0.2 + 0.8) / 2 = 0.5;

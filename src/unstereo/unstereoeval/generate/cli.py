@@ -183,7 +183,7 @@ def read_sentences(path: str | Path, column: str = "sentence") -> list[str]:
     "--threshold",
     type=click.FloatRange(0, 1),
     default=None,
-    help="a sentence is kept when P(Yes) >= THRESHOLD [default: unstereo.generation.judge.DEFAULT_THRESHOLD, 0.5]",
+    help="a sentence is kept when P(Yes) >= THRESHOLD [default: unstereo.generation.judge.DEFAULT_THRESHOLD, 0.413]",
 )
 @click.option(
     "--batch-size", type=click.IntRange(1), default=16, show_default=True, help="sentences per pass"
