@@ -258,7 +258,7 @@ def judge(model, sentences, output, column, threshold, batch_size, question, sys
               show_default=True, help="hand-labelled sentences of a generation run")  # fmt: skip
 def judge_set(output, reference_dir, recipe, run_sentences) -> None:
     """Build the labelled set (natural / unnatural sentences, calibration / held-out split) on which the judge of
-    sense is calibrated, from the recipe and the released USE-5 (docs/methods.md, "Judge of sense")."""
+    sense is calibrated, from the recipe and the released USE-5 (docs/methods.md#judge-of-sense-generation)."""
     from unstereo.log import get_logger
     from unstereo.models.spec import external_dir_default
     from unstereo.tables import write_table
