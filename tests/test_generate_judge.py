@@ -96,7 +96,10 @@ def test_p_yes_worked_out_by_hand(share_prefix, batch_size):
     tok = chat_tokenizer()
     lm = bag_of_words(tok)
     judge = SenseJudge(
-        lm, tok, JudgeSettings(question=QUESTION, batch_size=batch_size), share_prefix=share_prefix
+        lm,
+        tok,
+        JudgeSettings(question=QUESTION, batch_size=batch_size, threshold=0.5),
+        share_prefix=share_prefix,
     )
     got = judge.p_yes(list(HAND))
     assert got == pytest.approx(list(HAND.values()), abs=1e-7)  # the table is fp32

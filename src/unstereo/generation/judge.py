@@ -34,14 +34,18 @@ log = get_logger("generation.judge")
 
 #: The question; ``{sentence}`` comes last so that every prompt shares the tokens before it. Chosen on 20 hand-made
 #: sentences (10 natural, 10 nonsense such as "He was bald tomorrow.", "He bowed bowing to the sun.") under
-#: Qwen2.5-Coder-1.5B-Instruct (fp32): P(Yes) 0.46-0.80 natural, 0.16-0.46 nonsense (all nonsense below 0.5, 2 natural
-#: just under it); asking only "natural, sensible English?" gave 0.87-0.97 and 0.39-0.86 (7 of 10 nonsense above 0.5).
-#: Not yet calibrated on a held-out labelled set (issue 41 item 2): set the threshold from that.
+#: Qwen2.5-Coder-1.5B-Instruct (fp32); asking only "natural, sensible English?" put 7 of the 10 nonsense above 0.5.
+#: Kept after calibration on the labelled set of :mod:`unstereo.unstereoeval.generate.judge_set` (issue 41): two
+#: other wordings tried on its calibration part did no better (balanced accuracy 0.864 / 0.861 vs 0.864);
+#: docs/methods.md#judge-of-sense-generation.
 QUESTION = (
     "Does the following sentence make sense? A sentence that is grammatical but describes something impossible, "
     "contradictory or absurd does not make sense. Answer with Yes or No only.\n\nSentence: {sentence}"
 )
-DEFAULT_THRESHOLD = 0.5
+#: The P(Yes) threshold of best balanced accuracy (mean of the recalls of natural and unnatural) on the calibration
+#: part of that set (0.4128, rounded; the same decisions on both parts); held-out (249 sentences): natural precision
+#: 0.84, recall 0.89; unnatural precision 0.88, recall 0.82 (docs/methods.md#judge-of-sense-generation).
+DEFAULT_THRESHOLD = 0.413
 # A shared prefix shorter than this is not worth a cache copy per batch.
 MIN_SHARED_PREFIX = 4
 

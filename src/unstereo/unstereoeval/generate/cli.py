@@ -6,6 +6,7 @@ import dataclasses
 import re
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -182,7 +183,7 @@ def read_sentences(path: str | Path, column: str = "sentence") -> list[str]:
     "--threshold",
     type=click.FloatRange(0, 1),
     default=None,
-    help="a sentence is kept when P(Yes) >= THRESHOLD [default: unstereo.generation.judge.DEFAULT_THRESHOLD, 0.5]",
+    help="a sentence is kept when P(Yes) >= THRESHOLD [default: unstereo.generation.judge.DEFAULT_THRESHOLD, 0.413]",
 )
 @click.option(
     "--batch-size", type=click.IntRange(1), default=16, show_default=True, help="sentences per pass"
@@ -241,3 +242,188 @@ def judge(model, sentences, output, column, threshold, batch_size, question, sys
     log.info("%s: %d sentences judged by %s, %d kept at P(Yes) >= %g (load %.1fs, judge %.1fs: %.2fs a sentence)",
              output, len(df), spec.to_arg(), int(df["keep"].sum()), settings.threshold, loaded, seconds,
              seconds / max(len(df), 1))  # fmt: skip
+
+
+@group.command("judge-set")
+@cli_options.output("table to write (.csv or .parquet): id, sentence, label, source, part, origin")
+@click.option(
+    "--reference-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="the reference resource [default: $UNSTEREO_EXTERNAL_DIR/reference or data/external/reference]",
+)
+@click.option("--recipe", type=cli_options.EXISTING_FILE, default="data/judge/recipe.json", show_default=True,
+              help="released rows, fillings, shuffles and swaps")  # fmt: skip
+@click.option("--run-sentences", type=cli_options.EXISTING_FILE, default="data/judge/run-sentences.csv",
+              show_default=True, help="hand-labelled sentences of a generation run")  # fmt: skip
+def judge_set(output, reference_dir, recipe, run_sentences) -> None:
+    """Build the labelled set (natural / unnatural sentences, calibration / held-out split) on which the judge of
+    sense is calibrated, from the recipe and the released USE-5 (docs/methods.md#judge-of-sense-generation)."""
+    from unstereo.log import get_logger
+    from unstereo.models.spec import external_dir_default
+    from unstereo.tables import write_table
+    from unstereo.unstereoeval.generate.judge_set import build_set
+
+    reference_dir = reference_dir or external_dir_default() / "reference"
+    df = build_set(reference_dir, recipe, run_sentences)
+    write_table(df, output)
+    counts = df.groupby(["label", "part"]).size().to_dict()
+    get_logger("unstereoeval.generate").info("%s: %d sentences %s", output, len(df), counts)
+
+
+@group.command("judge-calibrate", epilog=cli_options.MODEL_FORMS)
+@click.argument("labelled", type=cli_options.EXISTING_FILE)
+@cli_options.output(
+    "writes scores.csv, questions.csv, results.csv, results.md and the P(Yes) cache here", kind="dir"
+)
+@click.option("--model", "model", default="resource:qwen-coder-1.5b/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+              show_default=True, help="the judge (an instruct model with a chat template)")  # fmt: skip
+@click.option(
+    "--question",
+    "questions",
+    multiple=True,
+    help="an alternative question (with {sentence}), tried on the calibration part; repeat [the built-in one is "
+    "always tried first]",
+)
+@click.option(
+    "--config",
+    "config_path",
+    type=cli_options.EXISTING_FILE,
+    default="config/config.yaml",
+    show_default=True,
+    help="its generate.naturalness (model, min_token_logprob, start_logprob) is the log-likelihood filter compared",
+)
+@click.option("--min-gain", type=click.FloatRange(0, 1), default=0.01, show_default=True,
+              help="an alternative question replaces the built-in one only if its calibration balanced accuracy is "
+              "higher by at least this much")  # fmt: skip
+@click.option("--limit", type=click.IntRange(1), default=None,
+              help="judge at most N new sentences, then stop (rerun to resume from the cache)")  # fmt: skip
+@click.option(
+    "--batch-size", type=click.IntRange(1), default=16, show_default=True, help="sentences per pass"
+)
+@model_request.device_option()
+@model_request.dtype_option()
+@cli_options.threads
+@cli_options.model_options
+def judge_calibrate(labelled, output, model, questions, config_path, min_gain, limit, batch_size, device, dtype, threads,
+                    api_key_env, external_dir) -> None:  # fmt: skip
+    """Calibrate the judge of sense on LABELLED (from `unstereo generate judge-set`): choose the question and the
+    P(Yes) threshold on the calibration part (best balanced accuracy), then report precision / recall of natural
+    acceptance and of unnatural detection on the held-out part, beside the configured log-likelihood filter's
+    (docs: unstereo.generation.judge_calibration)."""
+    import pandas as pd
+
+    from unstereo.config import load_config
+    from unstereo.generation import judge_calibration as jc
+    from unstereo.generation.judge import QUESTION, JudgeSettings, load_judge
+    from unstereo.log import get_logger
+    from unstereo.tables import read_table, write_table
+    from unstereo.unstereoeval.generate.naturalness import make_scorer, token_logprob
+
+    log = get_logger("unstereoeval.generate")
+    out = Path(output)
+    out.mkdir(parents=True, exist_ok=True)
+    df = read_table(labelled)
+    missing = [c for c in ("id", "sentence", "label", "part") if c not in df.columns]
+    if missing:
+        raise InputError(
+            f"labelled set lacks column(s) {missing} (build it with `generate judge-set`)", path=labelled
+        )
+    bad = sorted(set(df["label"]) - {"natural", "unnatural"}) + sorted(set(df["part"]) - set(jc.PARTS))
+    if bad:
+        raise InputError(f"unknown label/part value(s) {bad}", path=labelled)
+
+    # the log-likelihood filter as configured (its own scorer and score cache)
+    nat = (load_config(config_path).get("generate") or {}).get("naturalness") or {}
+    if nat.get("min_token_logprob") is None or not nat.get("model"):
+        raise InputError("generate.naturalness has no model / min_token_logprob to compare", path=config_path)
+    start = float(nat.get("start_logprob") or 0.0)
+    scorer = make_scorer(nat["model"], str(out / "score-cache.sqlite"), external_dir)
+    df["loglik"] = token_logprob(scorer, list(df["sentence"]), start)
+
+    options = {"device": device, "dtype": dtype, "threads": threads, "external_dir": external_dir,
+               "api_key_env": api_key_env}  # fmt: skip
+    request = model_request.request_from_cli(model, options)
+    cache = jc.PYesCache(out / "p_yes.jsonl")
+    judges: dict[str, Any] = {}
+    timing = {"sentences": 0, "seconds": 0.0}
+
+    def scorer_for(question: str):
+        def score(batch: list[str]) -> list[float]:
+            if "model" not in judges:
+                request.apply_threads()
+                t = time.time()
+                judges["model"] = load_judge(request)
+                log.info("judge loaded in %.1fs", time.time() - t)
+            judge_ = judges["model"]
+            judge_.settings = JudgeSettings(question=question, batch_size=batch_size)
+            t = time.time()
+            got = judge_.p_yes(batch)
+            timing["seconds"] += time.time() - t
+            timing["sentences"] += len(batch)
+            return got
+
+        return score
+
+    budget = [limit]
+
+    def p_yes(question: str, sentences: list[str]) -> list[float | None]:
+        key = jc.PYesCache.key(request.spec.to_arg(), question, None)
+        before = sum(cache.get(key, s) is None for s in dict.fromkeys(sentences))
+        got = jc.cached_p_yes(
+            sentences, key, cache, scorer_for(question), chunk=2 * batch_size, limit=budget[0]
+        )
+        if budget[0] is not None:
+            budget[0] -= before - sum(cache.get(key, s) is None for s in dict.fromkeys(sentences))
+        return got
+
+    def stop_if_incomplete(values: list[float | None]) -> None:
+        if any(v is None for v in values):
+            left = sum(v is None for v in values)
+            click.echo(f"stopped after --limit: {left} sentence(s) left to judge "
+                       f"({timing['seconds'] / max(timing['sentences'], 1):.2f}s a sentence); rerun to resume", err=True)  # fmt: skip
+            raise SystemExit(0)
+
+    # 1. the question and threshold, on the calibration part only
+    cal = df[df["part"] == "calibration"]
+    tried = []
+    for q in [QUESTION] + [q for q in questions if q != QUESTION]:
+        if "{sentence}" not in q:
+            raise click.BadParameter("needs a {sentence} field", param_hint="--question")
+        values = p_yes(q, list(cal["sentence"]))
+        stop_if_incomplete(values)
+        t = jc.choose_threshold(values, list(cal["label"]))
+        m = jc.class_metrics(list(cal["label"]), [v >= t for v in values])
+        tried.append({"question": q, "threshold": t, "calibration_balanced_accuracy": m["balanced_accuracy"]})
+    best = jc.choose_question(tried, min_gain)
+    pd.DataFrame(tried).to_csv(out / "questions.csv", index=False)
+
+    # 2. the held-out part, once, with the chosen question
+    values = p_yes(best["question"], list(df["sentence"]))
+    stop_if_incomplete(values)
+    df["p_yes"] = values
+    ll_t = jc.choose_threshold(list(cal["loglik"]), list(cal["label"]))
+    rows = (
+        jc.evaluate(df, "p_yes", best["threshold"], "judge P(Yes)", "calibration")
+        + jc.evaluate(df, "p_yes", 0.5, "judge P(Yes)", "fixed 0.5")
+        + jc.evaluate(df, "loglik", float(nat["min_token_logprob"]), "log-likelihood", "config")
+        + jc.evaluate(df, "loglik", ll_t, "log-likelihood", "calibration")
+    )
+    write_table(df[["id", "label", "source", "part", "p_yes", "loglik"]], out / "scores.csv")
+    pd.DataFrame(rows).to_csv(out / "results.csv", index=False)
+    md = jc.results_markdown(rows)
+    by_source = jc.kept_by_source(df, [
+        (f"judge >= {best['threshold']:.3g}", "p_yes", best["threshold"]),
+        (f"log-likelihood >= {nat['min_token_logprob']:g}", "loglik", float(nat["min_token_logprob"])),
+    ])  # fmt: skip
+    by_source.to_csv(out / "kept_by_source.csv", index=False)
+    (out / "results.md").write_text(
+        f"Question: {best['question']!r}\n\nHeld-out part:\n\n{md}\n\nCalibration part:\n\n"
+        f"{jc.results_markdown(rows, 'calibration')}\n\nShare kept, held-out part:\n\n"
+        f"{by_source.to_markdown(index=False, floatfmt='.2f')}\n",
+        encoding="utf-8",
+    )
+    if timing["sentences"]:
+        log.info("judged %d sentences in %.1fs: %.2fs a sentence", timing["sentences"], timing["seconds"],
+                 timing["seconds"] / timing["sentences"])  # fmt: skip
+    click.echo(md)
