@@ -20,6 +20,16 @@ GENERATE_NAT_INPUT = (
     and GENERATE_NAT["min_token_logprob"] is not None
     else []
 )
+# The judge of sense (none when `generate.naturalness.judge` is null): its offline resource is an input too.
+GENERATE_JUDGE_INPUT = (
+    model_rules.model_inputs(
+        GENERATE_NAT["judge"]["model"],
+        resource_manifest,
+        "generate.naturalness.judge.model",
+    )
+    if GENERATE_NAT["judge"] is not None
+    else []
+)
 
 
 rule generate_use:
@@ -30,6 +40,7 @@ rule generate_use:
             GENERATE["model"], resource_manifest, "generate.model"
         ),
         naturalness_model=GENERATE_NAT_INPUT,
+        judge_model=GENERATE_JUDGE_INPUT,
     output:
         full=results("generate", "{benchmark}", "full.parquet"),
         pairs=results("generate", "{benchmark}", "pairs.parquet"),
