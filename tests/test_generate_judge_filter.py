@@ -157,3 +157,41 @@ def test_summary_and_page_show_the_judge(tmp_path):
     assert "judge: female P(Yes) 0.45 &lt; 0.5" in page  # the rejected list
     summary["settings"] = {"judge_threshold": None}
     assert "judge of sense: off" in generation_html({"USE-5": (summary, None)})
+
+
+def test_the_judge_takes_the_generators_weights_when_it_is_the_generator(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from test_generate_judge import chat_tokenizer
+
+    import unstereo.generation.judge as judge_mod
+    from unstereo.models.request import model_request
+    from unstereo.unstereoeval.generate.cli import _load_judge
+
+    tok, lm = chat_tokenizer(), SimpleNamespace(device="cpu")
+    loaded = []
+
+    class Backend:
+        def loaded(self):
+            loaded.append(1)
+            return lm, tok
+
+    monkeypatch.setattr(judge_mod, "load_judge", lambda request, settings: ("loaded", request.spec, settings))
+    (tmp_path / "gen").mkdir()
+    (tmp_path / "other").mkdir()
+    generator = model_request({"model": str(tmp_path / "gen")})
+    client = SimpleNamespace(backend=Backend())
+    s = GenerateSettings(judge_threshold=0.6)
+    cfg = {"device": "auto"}
+    request, judge, _ = _load_judge({"model": str(tmp_path / "gen"), "batch_size": 4}, cfg, s, None, generator,
+                                    client)  # fmt: skip
+    assert loaded == [1] and judge.model is lm and judge.tok is tok
+    assert (judge.settings.threshold, judge.settings.batch_size) == (
+        0.6,
+        4,
+    ) and request.spec == generator.spec
+    # another model, or the same one in another dtype, is loaded on its own
+    for other in ({"model": str(tmp_path / "other")}, {"model": str(tmp_path / "gen"), "dtype": "bfloat16"}):
+        _, judge, _ = _load_judge(other, cfg, s, None, generator, client)
+        assert judge[0] == "loaded" and judge[2].threshold == 0.6
+    assert loaded == [1]

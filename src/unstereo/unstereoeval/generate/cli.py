@@ -133,7 +133,7 @@ def run(seed_words_path, benchmark, k, out_dir, settings, model, api_key_env, ex
                  nat_request.spec.to_arg(), s.min_token_logprob, score_cache)  # fmt: skip
     judge_request, judge_, judge_load = None, None, 0.0
     if nat["judge"] is not None:
-        judge_request, judge_, judge_load = _load_judge(nat["judge"], cfg, s, external_dir)
+        judge_request, judge_, judge_load = _load_judge(nat["judge"], cfg, s, external_dir, request, client)
         log.info("%s: judge of sense %s, P(Yes) >= %g for both sentences (loaded in %.1fs)", benchmark,
                  judge_request.spec.to_arg(), s.judge_threshold, judge_load)  # fmt: skip
     log.info("%s: %d seed words, k=%d, %s, cache %s", benchmark, len(words), k, client.model_id, cache_path)
@@ -163,10 +163,11 @@ def run(seed_words_path, benchmark, k, out_dir, settings, model, api_key_env, ex
              elapsed, client.usage.total())  # fmt: skip
 
 
-def _load_judge(judge_cfg: dict, cfg: dict, s, external_dir):
+def _load_judge(judge_cfg: dict, cfg: dict, s, external_dir, generator=None, client=None):
     """(request, SenseJudge, seconds to load) of the ``generate.naturalness.judge`` mapping ``judge_cfg``: loaded once
     per job, before the pipeline (its P(Yes) threshold is ``s.judge_threshold``); the device is the section's, the
-    dtype and batch size the judge's own."""
+    dtype and batch size the judge's own. When the judge is the local generator (``generator``, the request of
+    ``client``: same spec, dtype, device) it takes the generator's loaded weights instead of a second copy."""
     from unstereo.errors import ConfigError
     from unstereo.generation.judge import JudgeSettings, load_judge
     from unstereo.models.request import model_request
@@ -180,7 +181,18 @@ def _load_judge(judge_cfg: dict, cfg: dict, s, external_dir):
         )
     t0 = time.time()
     settings = JudgeSettings(threshold=s.judge_threshold, batch_size=judge_cfg.get("batch_size") or 16)
-    judge_ = load_judge(request, settings)
+    backend = getattr(client, "backend", None)
+    same = generator is not None and (request.spec, request.dtype, request.device) == (
+        generator.spec,
+        generator.dtype,
+        generator.device,
+    )
+    if same and hasattr(backend, "loaded"):
+        from unstereo.generation.judge import SenseJudge
+
+        judge_ = SenseJudge(*backend.loaded(), settings)
+    else:
+        judge_ = load_judge(request, settings)
     return request, judge_, time.time() - t0
 
 
