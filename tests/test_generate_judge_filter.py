@@ -185,13 +185,11 @@ def test_the_judge_takes_the_generators_weights_when_it_is_the_generator(tmp_pat
     cfg = {"device": "auto"}
     request, judge, _ = _load_judge({"model": str(tmp_path / "gen"), "batch_size": 4}, cfg, s, None, generator,
                                     client)  # fmt: skip
-    assert loaded == [1] and judge.model is lm and judge.tok is tok
-    assert (judge.settings.threshold, judge.settings.batch_size) == (
-        0.6,
-        4,
-    ) and request.spec == generator.spec
+    assert loaded == [1] and judge.judge.model is lm and judge.judge.tok is tok
+    assert (judge.judge.settings.threshold, judge.judge.settings.batch_size) == (0.6, 4)
+    assert request.spec == generator.spec and judge.seconds == 0.0
     # another model, or the same one in another dtype, is loaded on its own
     for other in ({"model": str(tmp_path / "other")}, {"model": str(tmp_path / "gen"), "dtype": "bfloat16"}):
         _, judge, _ = _load_judge(other, cfg, s, None, generator, client)
-        assert judge[0] == "loaded" and judge[2].threshold == 0.6
+        assert judge.judge[0] == "loaded" and judge.judge[2].threshold == 0.6
     assert loaded == [1]

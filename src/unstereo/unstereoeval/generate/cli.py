@@ -155,6 +155,7 @@ def run(seed_words_path, benchmark, k, out_dir, settings, model, api_key_env, ex
         )
         summary["judge_model"] = judge_request.spec.to_arg() if judge_request is not None else None
         summary["judge_load_seconds"] = round(judge_load, 1)
+        summary["judge_seconds"] = round(judge_.seconds, 1) if judge_ is not None else None
         write_json(out / "summary.json", summary)
         client.write_usage(out / "usage.json", {"benchmark": benchmark, "seconds": round(elapsed, 1)})
     finally:
@@ -193,7 +194,23 @@ def _load_judge(judge_cfg: dict, cfg: dict, s, external_dir, generator=None, cli
         judge_ = SenseJudge(*backend.loaded(), settings)
     else:
         judge_ = load_judge(request, settings)
-    return request, judge_, time.time() - t0
+    return request, _TimedJudge(judge_), time.time() - t0
+
+
+class _TimedJudge:
+    """A judge that adds up the seconds of its ``p_yes`` calls (``judge_seconds`` in summary.json: the judge's cost
+    inside the pipeline's seconds)."""
+
+    def __init__(self, judge):
+        self.judge = judge
+        self.seconds = 0.0
+
+    def p_yes(self, sentences):
+        t0 = time.time()
+        try:
+            return self.judge.p_yes(sentences)
+        finally:
+            self.seconds += time.time() - t0
 
 
 def read_sentences(path: str | Path, column: str = "sentence") -> list[str]:

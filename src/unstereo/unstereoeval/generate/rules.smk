@@ -56,7 +56,12 @@ rule generate_use:
         "env.yaml"
     threads: model_rules.threads(GENERATE)
     resources:
-        **model_rules.job_resources(GENERATE, mem_mb=8000, runtime=24 * 60),
+        # the judge (Qwen2.5-Coder-1.5B in fp32: 8.1 GB peak with the generator's weights shared) needs more
+        **model_rules.job_resources(
+            GENERATE,
+            mem_mb=12000 if GENERATE_NAT["judge"] is not None else 8000,
+            runtime=24 * 60,
+        ),
     params:
         # the section, the stage's seed folded in; paths, the cache and the model's resource folder stay flags
         settings=lambda wc: model_rules.settings_json(
