@@ -157,10 +157,14 @@ def test_shipped_configs_resolve(tmp_path):
     from unstereo.config import load_config
 
     root = Path(__file__).resolve().parents[1]
-    for path in ["config/config.yaml", ".test/config.yaml", "config/paper.yaml"]:
+    # the offline default generates with the 1.5B coder (issue 41), the others with the 0.5B
+    generators = {"config/config.yaml": ("qwen-coder-1.5b", "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"),
+                  ".test/config.yaml": ("qwen-coder", "qwen2.5-coder-0.5b-instruct.gguf"),
+                  "config/paper.yaml": ("qwen-coder", "qwen2.5-coder-0.5b-instruct.gguf")}  # fmt: skip
+    for path, want in generators.items():
         cfg = load_config(root / path)
         spec = resolve_model(cfg["generate"]["model"], "ext", key="generate.model")
-        assert spec.resource == "qwen-coder" and spec.gguf_file == "qwen2.5-coder-0.5b-instruct.gguf"
+        assert (spec.resource, spec.gguf_file) == want
         for name in cfg["score"]["models"]:
             assert not model_rules.model_spec(cfg["score"]["models"][name], "ext").is_remote
 

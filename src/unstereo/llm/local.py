@@ -12,7 +12,7 @@ rounding of the forward pass); T = 0 is greedy."""
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from unstereo.engine.sampler import sample_rows
 from unstereo.llm.types import ChatRequest, ChatResult, ContinuationRequest
@@ -156,6 +156,12 @@ class LocalBackend:
         be._lm, be._tok = lm, tok
         be._prepare()
         return be
+
+    def loaded(self) -> tuple[Any, Any]:
+        """(model, tokenizer), loaded now if not yet: for another user of the same weights in the same job (the
+        generate stage's judge of sense when it is the generator), so they are loaded once."""
+        self._load()
+        return self._lm, self._tok
 
     def _prepare(self) -> None:
         self._tok.padding_side = "left"

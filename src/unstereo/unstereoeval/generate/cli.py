@@ -132,10 +132,16 @@ def run(seed_words_path, benchmark, k, out_dir, settings, model, api_key_env, ex
         scorer = make_scorer(nat_request, score_cache)
         log.info("%s: naturalness under %s, >= %g per token, score cache %s", benchmark,
                  nat_request.spec.to_arg(), s.min_token_logprob, score_cache)  # fmt: skip
+    judge_request, judge_, judge_load = None, None, 0.0
+    if nat["judge"] is not None:
+        judge_request, judge_, judge_load = _load_judge(nat["judge"], cfg, s, external_dir, request, client)
+        log.info("%s: judge of sense %s, P(Yes) >= %g for both sentences (loaded in %.1fs)", benchmark,
+                 judge_request.spec.to_arg(), s.judge_threshold, judge_load)  # fmt: skip
     log.info("%s: %d seed words, k=%d, %s, cache %s", benchmark, len(words), k, client.model_id, cache_path)
     t0 = time.time()
     try:
-        full = generate_benchmark(words, k, client, prompts, s, benchmark=benchmark, scorer=scorer)
+        full = generate_benchmark(words, k, client, prompts, s, benchmark=benchmark, scorer=scorer,
+                                  judge=judge_)  # fmt: skip
         elapsed = time.time() - t0
         source = f"generate:{client.model_id}"
         pairs = to_pairs(full, source)
@@ -148,12 +154,64 @@ def run(seed_words_path, benchmark, k, out_dir, settings, model, api_key_env, ex
         summary["naturalness_model"] = (
             nat_request.spec.to_arg() if nat_request is not None and scorer is not None else None
         )
+        summary["judge_model"] = judge_request.spec.to_arg() if judge_request is not None else None
+        summary["judge_load_seconds"] = round(judge_load, 1)
+        summary["judge_seconds"] = round(judge_.seconds, 1) if judge_ is not None else None
         write_json(out / "summary.json", summary)
         client.write_usage(out / "usage.json", {"benchmark": benchmark, "seconds": round(elapsed, 1)})
     finally:
         client.close()
     log.info("%s: %d sentences, %d pairs kept (%.1fs); %s", benchmark, int((full["item"] >= 0).sum()), len(pairs),
              elapsed, client.usage.total())  # fmt: skip
+
+
+def _load_judge(judge_cfg: dict, cfg: dict, s, external_dir, generator=None, client=None):
+    """(request, SenseJudge, seconds to load) of the ``generate.naturalness.judge`` mapping ``judge_cfg``: loaded once
+    per job, before the pipeline (its P(Yes) threshold is ``s.judge_threshold``); the device is the section's, the
+    dtype and batch size the judge's own. When the judge is the local generator (``generator``, the request of
+    ``client``: same spec, dtype, device) it takes the generator's loaded weights instead of a second copy."""
+    from unstereo.errors import ConfigError
+    from unstereo.generation.judge import JudgeSettings, load_judge
+    from unstereo.models.request import model_request
+
+    key = "generate.naturalness.judge.model"
+    values = {"model": judge_cfg["model"], "dtype": judge_cfg.get("dtype"), "device": cfg.get("device")}
+    request = model_request(values, key=key, external_dir=external_dir)
+    if request.spec.is_remote:
+        raise ConfigError(
+            "the judge reads next-token logits: it needs a local model, not an endpoint", key=key
+        )
+    t0 = time.time()
+    settings = JudgeSettings(threshold=s.judge_threshold, batch_size=judge_cfg.get("batch_size") or 16)
+    backend = getattr(client, "backend", None)
+    same = generator is not None and (request.spec, request.dtype, request.device) == (
+        generator.spec,
+        generator.dtype,
+        generator.device,
+    )
+    if same and hasattr(backend, "loaded"):
+        from unstereo.generation.judge import SenseJudge
+
+        judge_ = SenseJudge(*backend.loaded(), settings)
+    else:
+        judge_ = load_judge(request, settings)
+    return request, _TimedJudge(judge_), time.time() - t0
+
+
+class _TimedJudge:
+    """A judge that adds up the seconds of its ``p_yes`` calls (``judge_seconds`` in summary.json: the judge's cost
+    inside the pipeline's seconds)."""
+
+    def __init__(self, judge):
+        self.judge = judge
+        self.seconds = 0.0
+
+    def p_yes(self, sentences):
+        t0 = time.time()
+        try:
+            return self.judge.p_yes(sentences)
+        finally:
+            self.seconds += time.time() - t0
 
 
 def read_sentences(path: str | Path, column: str = "sentence") -> list[str]:

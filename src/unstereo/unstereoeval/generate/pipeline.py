@@ -3,7 +3,9 @@ pairing -> template -> filter.
 
 Beyond the paper: an optional length check after revision (about k words), deduplication of templates before the
 semantic filter (on by default: a repeated template costs two filter calls and adds no pair), and a flag for other
-gendered words (``gendered_words``), see :mod:`unstereo.generation.filters`.
+gendered words (``gendered_words``), see :mod:`unstereo.generation.filters`; the naturalness filters of
+:mod:`.naturalness` and, last (the costliest, so it sees the fewest sentences), the judge of sense
+(:mod:`unstereo.generation.judge`) on both sentences of every surviving pair.
 
 Every sentence the LLM produced becomes one row of the full table with its ``status`` (``kept``, ``unnatural`` or
 ``discarded``) and ``reason``; nothing is dropped silently. Each step sends all its requests at once through
@@ -13,6 +15,7 @@ finished call is cached.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from dataclasses import dataclass, fields
 from typing import Any
@@ -53,7 +56,7 @@ FULL_COLUMNS = [
     "benchmark", "k", "word", "target_word", "sample", "item", "raw_sentence", "sentence", "has_word",
     "has_pronoun", "is_revised", "revision_calls", "revision_prompt", "pairing", "sentence_male", "modifications",
     "template", "has_placeholder", "gendered_words", "logprob_male", "logprob_female", "likely_under", "likely_male",
-    "likely_female", "is_natural", "status", "reason", "pair_id",
+    "likely_female", "is_natural", "judge_p_yes_male", "judge_p_yes_female", "status", "reason", "pair_id",
 ]  # fmt: skip
 
 
@@ -90,6 +93,8 @@ class GenerateSettings:
         0.0  # subtracted from ln p before dividing by the tokens (.naturalness.token_logprob)
     )
     llm_semantic_filter: bool = True
+    # the judge of sense (.naturalness.judge): a pair is kept when P(Yes) >= this for both sentences; None: no judge
+    judge_threshold: float | None = None
     seed: int = 0
 
     @classmethod
@@ -100,6 +105,7 @@ class GenerateSettings:
         for key, value in cfg.items():
             if key == "naturalness" and isinstance(value, dict):
                 kw.update({NATURALNESS_KEYS[k]: v for k, v in value.items() if k in NATURALNESS_KEYS})
+                kw["judge_threshold"] = judge_threshold(value.get("judge"))
             elif key in ("temperatures", "max_tokens") and isinstance(value, dict):
                 prefix = "temperature" if key == "temperatures" else "max_tokens"
                 kw.update({f"{prefix}_{k}": v for k, v in value.items() if f"{prefix}_{k}" in names})
@@ -110,6 +116,17 @@ class GenerateSettings:
         if kw.get("seed") is None:
             kw.pop("seed", None)
         return cls(**kw)
+
+
+def judge_threshold(judge: dict[str, Any] | None) -> float | None:
+    """The P(Yes) threshold of a ``generate.naturalness.judge`` mapping: its ``threshold``, else the judge's
+    calibrated default (:data:`unstereo.generation.judge.DEFAULT_THRESHOLD`); None when no judge is configured."""
+    if judge is None:
+        return None
+    from unstereo.generation.judge import DEFAULT_THRESHOLD
+
+    threshold = judge.get("threshold")
+    return DEFAULT_THRESHOLD if threshold is None else float(threshold)
 
 
 def _req(prompt_text: str, temperature: float, max_tokens: int, top_p: float, seed: int, tag: str):
@@ -139,12 +156,15 @@ def generate_benchmark(
     settings: GenerateSettings | None = None,
     benchmark: str | None = None,
     scorer: Any = None,
+    judge: Any = None,
 ) -> pd.DataFrame:
     """Run the pipeline for sentences of at most ``k`` words; return the full table (one row per sentence).
 
     A seed word listed twice is generated twice (distinct seeds), as in the released USE data. ``scorer`` (a
     :mod:`unstereo.scoring` scorer, see :func:`.naturalness.make_scorer`) gives the log-likelihoods of the
-    naturalness filter; it is needed when ``settings.min_token_logprob`` is set.
+    naturalness filter; it is needed when ``settings.min_token_logprob`` is set. ``judge`` (a
+    :class:`unstereo.generation.judge.SenseJudge`, or anything with ``p_yes(sentences) -> [float]``) is the judge of
+    sense; it is needed when ``settings.judge_threshold`` is set.
 
     The steps below work on one list of row dicts; a row whose ``status`` is set (discarded, unnatural, kept) is
     out of the later steps.
@@ -158,7 +178,7 @@ def generate_benchmark(
     _pair(rows, client, prompts, s, tag)
     _templatize(rows)
     _check_minimal(rows, s)
-    _naturalness(rows, client, prompts, s, tag, scorer)
+    _naturalness(rows, client, prompts, s, tag, scorer, judge)
     return _full_table(rows, benchmark)
 
 
@@ -357,21 +377,31 @@ def _check_minimal(rows: list[dict[str, Any]], s: GenerateSettings) -> None:
 
 
 def _naturalness(
-    rows: list[dict[str, Any]], client: Any, prompts: PromptSet, s: GenerateSettings, tag: str, scorer: Any
+    rows: list[dict[str, Any]],
+    client: Any,
+    prompts: PromptSet,
+    s: GenerateSettings,
+    tag: str,
+    scorer: Any,
+    judge: Any = None,
 ) -> None:
-    """5. naturalness, cheapest first: chat-reply detector, log-likelihood under a second model, the paper's
-    semantic filter (the generator's own verdict on both fillings). Every row still alive ends kept or
-    unnatural."""
+    """5. naturalness, cheapest first, each filter seeing only the survivors of the ones before: chat-reply
+    detector, log-likelihood under a second model, the paper's semantic filter (the generator's own verdict on
+    both fillings), the judge of sense (a larger model's P(Yes) on both fillings). Every row still alive ends kept
+    or unnatural."""
+    if s.judge_threshold is not None and judge is None:
+        # checked before any filter runs: a missing judge must not cost the semantic filter's calls first
+        raise ValueError("judge_threshold needs a judge (unstereo.generation.judge.load_judge)")
     if s.chat_reply_filter:
         _chat_reply_filter(rows, prompts)
     if s.min_token_logprob is not None:
         _logprob_filter(rows, s, scorer)
-    live = _alive(rows)
-    if not s.llm_semantic_filter:
-        for r in live:
-            r.update(status="kept", reason=None)
-        live = []
-    _semantic_filter(live, client, prompts, s, tag)
+    if s.llm_semantic_filter:
+        _semantic_filter(_alive(rows), client, prompts, s, tag)
+    if s.judge_threshold is not None:
+        _judge_filter(rows, s, judge)
+    for r in _alive(rows):
+        r.update(status="kept", reason=None)
 
 
 def _chat_reply_filter(rows: list[dict[str, Any]], prompts: PromptSet) -> None:
@@ -412,7 +442,7 @@ def _logprob_filter(rows: list[dict[str, Any]], s: GenerateSettings, scorer: Any
 def _semantic_filter(
     live: list[dict[str, Any]], client: Any, prompts: PromptSet, s: GenerateSettings, tag: str
 ) -> None:
-    """The paper's semantic filter on ``live``: kept when the generator calls both fillings likely."""
+    """The paper's semantic filter on ``live``: unnatural unless the generator calls both fillings likely."""
     reqs = [
         _req(
             prompts.semantic_filter.format(sentence=fill_template(r["template"], g)),
@@ -427,18 +457,37 @@ def _semantic_filter(
         r["likely_male"], r["likely_female"] = male, female
         r["likely_under"] = str({"male": male or "invalid", "female": female or "invalid"})
         r["is_natural"] = male == "likely" and female == "likely"
-        if r["is_natural"]:
-            r.update(status="kept", reason=None)
-        else:
+        if not r["is_natural"]:
             bad = [g for g, v in (("male", male), ("female", female)) if v != "likely"]
             r.update(status="unnatural", reason="semantic filter: " + ", ".join(
                 f"{g} {'unparsable' if v is None else v}" for g, v in zip(bad, [male if g == "male" else female for g in bad], strict=True)
             ))  # fmt: skip
 
 
+def _judge_filter(rows: list[dict[str, Any]], s: GenerateSettings, judge: Any) -> None:
+    """The judge of sense on both fillings of every surviving row (one batch): P(Yes) in ``judge_p_yes_male`` /
+    ``_female``; unnatural when either is below ``judge_threshold``."""
+    live = _alive(rows)
+    if not live:
+        return
+    texts = [fill_template(r["template"], g) for r in live for g in ("male", "female")]
+    t0 = time.time()
+    ps = list(judge.p_yes(texts))
+    log.info("judge of sense: %d sentences in %.1fs", len(texts), time.time() - t0)
+    if len(ps) != len(texts):
+        raise ValueError(f"the judge gave {len(ps)} scores for {len(texts)} sentences")
+    t = s.judge_threshold
+    for n, r in enumerate(live):
+        r["judge_p_yes_male"], r["judge_p_yes_female"] = ps[2 * n], ps[2 * n + 1]
+        low = [(g, p) for g, p in (("male", ps[2 * n]), ("female", ps[2 * n + 1])) if p < t]
+        if low:
+            r.update(status="unnatural", reason="judge: " + ", ".join(
+                f"{g} P(Yes) {p:.2f} < {t:g}" for g, p in low))  # fmt: skip
+
+
 _BOOL_COLUMNS = ("is_revised", "has_word", "has_pronoun", "has_placeholder", "is_natural")
 _INT_COLUMNS = ("k", "sample", "item", "revision_calls")
-_FLOAT_COLUMNS = ("logprob_male", "logprob_female")
+_FLOAT_COLUMNS = ("logprob_male", "logprob_female", "judge_p_yes_male", "judge_p_yes_female")
 
 
 def _full_table(rows: list[dict[str, Any]], benchmark: str) -> pd.DataFrame:
@@ -527,5 +576,7 @@ def summarize(full: pd.DataFrame, n_seed_words: int) -> dict[str, Any]:
         "degenerate": int((reasons == "degenerate").sum()),
         "low_log_likelihood": int((reasons == "log-likelihood").sum()),
         "semantic_filter_rejected": int((reasons == "semantic filter").sum()),
+        "judge_checked": int(full["judge_p_yes_male"].notna().sum()) if "judge_p_yes_male" in full else 0,
+        "judge_rejected": int((reasons == "judge").sum()),
         "yield_per_sentence": round(float((full["status"] == "kept").sum()) / max(1, len(sent)), 4),
     }

@@ -20,6 +20,16 @@ GENERATE_NAT_INPUT = (
     and GENERATE_NAT["min_token_logprob"] is not None
     else []
 )
+# The judge of sense (none when `generate.naturalness.judge` is null): its offline resource is an input too.
+GENERATE_JUDGE_INPUT = (
+    model_rules.model_inputs(
+        GENERATE_NAT["judge"]["model"],
+        resource_manifest,
+        "generate.naturalness.judge.model",
+    )
+    if GENERATE_NAT["judge"] is not None
+    else []
+)
 
 
 rule generate_use:
@@ -30,6 +40,7 @@ rule generate_use:
             GENERATE["model"], resource_manifest, "generate.model"
         ),
         naturalness_model=GENERATE_NAT_INPUT,
+        judge_model=GENERATE_JUDGE_INPUT,
     output:
         full=results("generate", "{benchmark}", "full.parquet"),
         pairs=results("generate", "{benchmark}", "pairs.parquet"),
@@ -45,7 +56,12 @@ rule generate_use:
         "env.yaml"
     threads: model_rules.threads(GENERATE)
     resources:
-        **model_rules.job_resources(GENERATE, mem_mb=8000, runtime=24 * 60),
+        # the judge (Qwen2.5-Coder-1.5B in fp32: 8.1 GB peak with the generator's weights shared) needs more
+        **model_rules.job_resources(
+            GENERATE,
+            mem_mb=12000 if GENERATE_NAT["judge"] is not None else 8000,
+            runtime=24 * 60,
+        ),
     params:
         # the section, the stage's seed folded in; paths, the cache and the model's resource folder stay flags
         settings=lambda wc: model_rules.settings_json(

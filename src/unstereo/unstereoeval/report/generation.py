@@ -2,7 +2,7 @@
 
 :func:`filter_table` lays out the counts of each benchmark's ``summary.json`` (one column per USE-k, one row per
 step, in pipeline order); :func:`generation_html` adds, per benchmark, the kept pairs as a reader checks them (both
-sentences, the seed word, the worse per-token log-likelihood) and the rejected sentences with their reasons.
+sentences, the seed word, the worse per-token log-likelihood, the judge's worse P(Yes)) and the rejected sentences with their reasons.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ STEPS: list[tuple[str, Any]] = [
     ("degenerate (repeated word)", lambda s: s.get("degenerate", 0)),
     ("log-likelihood below threshold", lambda s: s.get("low_log_likelihood", 0)),
     ("semantic filter (the generator's verdict)", lambda s: s.get("semantic_filter_rejected", 0)),
+    ("judge of sense (P(Yes) below threshold)", lambda s: s.get("judge_rejected", 0)),
     ("pairs kept", lambda s: s["kept"]["total"]),
 ]
 
@@ -71,26 +72,38 @@ def _settings_line(s: dict[str, Any]) -> str:
         if thr is not None
         else "log-likelihood filter: off"
     )
+    jt = st.get("judge_threshold")
+    judge = (
+        f"judge of sense: P(Yes) >= {jt:g} for both sentences under {s.get('judge_model')}"
+        if jt is not None
+        else "judge of sense: off"
+    )
     return (
         f"{s['benchmark']}: {s['seed_words']} seed words, generator {s.get('model')}, prompts "
         f"{st.get('prompts_dir') or 'data/prompts'}; chat-reply check {'on' if st.get('chat_reply_filter', True) else 'off'}; "
-        f"{loglik}; paper's semantic filter {'on' if st.get('llm_semantic_filter', True) else 'off'}; "
+        f"{loglik}; paper's semantic filter {'on' if st.get('llm_semantic_filter', True) else 'off'}; {judge}; "
         f"pipeline time of this run {s.get('seconds')} s (LLM answers from the cache cost none)"
     )
+
+
+def _worse(r: Any, male: str, female: str, fmt: str) -> str:
+    """The lower of a row's two values (columns ``male``, ``female``; absent in older tables), formatted; "" if none."""
+    vals = [getattr(r, c, None) for c in (male, female)]
+    vals = [v for v in vals if v is not None and not pd.isna(v)]
+    return format(min(vals), fmt) if vals else ""
 
 
 def _pairs_table(full: pd.DataFrame) -> str:
     kept = full[full["status"] == "kept"]
     rows = []
     for n, r in enumerate(kept.itertuples(index=False), 1):
-        lp = [
-            v for v in (getattr(r, "logprob_male", None), getattr(r, "logprob_female", None)) if v is not None
-        ]
-        lp = [v for v in lp if not pd.isna(v)]
         cells = [str(n), fill_template(r.template, "male"), fill_template(r.template, "female"), r.word,
-                 f"{min(lp):.2f}" if lp else ""]  # fmt: skip
+                 _worse(r, "logprob_male", "logprob_female", ".2f"),
+                 _worse(r, "judge_p_yes_male", "judge_p_yes_female", ".2f")]  # fmt: skip
         rows.append(cells)
-    return html_table(["#", "male", "female", "seed word", "worse (ln p - start) / token"], rows)
+    return html_table(
+        ["#", "male", "female", "seed word", "worse (ln p - start) / token", "judge: worse P(Yes)"], rows
+    )
 
 
 def _rejected_list(full: pd.DataFrame) -> str:
