@@ -177,3 +177,14 @@ def test_findings_no_tau_in_one_sentence():
         "1 pair(s) of metrics have no tau (fewer than 2 shared models, or one ranking all ties; see the table): "
         "m1: X score and m3: Z score."
     )
+
+
+def test_comparisons_page_lists_each_finding_as_a_bullet():
+    from unstereo.model_card.compare import comparisons_page
+
+    sentences = ["First <finding>.", "Second one."]
+    tests = pd.DataFrame(columns=MODEL_CARD_TESTS.names)
+    page = comparisons_page(tests, sentences, [], ("Metric A",), INFO)
+    assert "<ul><li>First &lt;finding&gt;.</li><li>Second one.</li></ul>" in page
+    md = comparisons_page(tests, sentences, [], ("Metric A",), INFO, fmt="md")
+    assert "## Findings\n\n- First <finding>.\n- Second one.\n\n## Paired tests" in md

@@ -293,7 +293,8 @@ def comparisons_page(
     fmt: str = "html",
     css: str = "",
 ) -> str:
-    """The findings paragraph, the paired tests and the agreement table as one HTML page or Markdown."""
+    """The findings (one bullet a sentence: a paragraph of 20 sentences is unreadable), the paired tests and the
+    agreement table as one HTML page or Markdown."""
     from unstereo.render.formats import html_table, markdown_table
 
     title = "Which models differ, and do the methods agree"
@@ -301,15 +302,16 @@ def comparisons_page(
     if fmt == "md":
         body = markdown_table(_TEST_COLUMNS, rows) if rows else "No paired test (no per-item values).\n"
         agreement = markdown_table(tau_columns, tau_rows) if tau_rows else "Fewer than two ranked metrics.\n"
-        return (f"# {title}\n\n## Findings\n\n{' '.join(sentences)}\n\n## Paired tests\n\n{body}\n"
+        bullets = "".join(f"- {s}\n" for s in sentences)
+        return (f"# {title}\n\n## Findings\n\n{bullets}\n## Paired tests\n\n{body}\n"
                 f"## Agreement between methods\n\n{agreement}\n{NOTE}\n")  # fmt: skip
     tests_html = html_table(_TEST_COLUMNS, rows, cell_classes={3: "num", 7: "num", 8: "value"}) if rows else (
         "<p>No paired test (no per-item values).</p>")  # fmt: skip
     agreement = html_table(tau_columns, tau_rows, cell_classes={2: "num", 3: "value", 4: "num"}) if tau_rows else (
         "<p>Fewer than two ranked metrics.</p>")  # fmt: skip
-    paragraph = "".join(f"{html.escape(s)} " for s in sentences).strip()
+    bullets = "".join(f"<li>{html.escape(s)}</li>" for s in sentences)
     return (
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{title}</title><style>{css}</style></head>"
-        f"<body><h2>{title}</h2>\n<h3>Findings</h3>\n<p>{paragraph}</p>\n<h3>Paired tests</h3>\n{tests_html}\n"
+        f"<body><h2>{title}</h2>\n<h3>Findings</h3>\n<ul>{bullets}</ul>\n<h3>Paired tests</h3>\n{tests_html}\n"
         f"<h3>Agreement between methods (Kendall tau-b)</h3>\n{agreement}\n<p>{html.escape(NOTE)}</p></body></html>\n"
     )
