@@ -62,12 +62,18 @@ def items(config: dict):
     table = table[table["eta"] == math.inf]
     bench = _benchmark(config, table)
     eps = float((config.get("metrics") or {}).get("eps", DEFAULT_EPS))
+    measured = set(table.loc[table["benchmark"] == bench, "model"])
     parts = []
-    for model in sorted(set(table.loc[table["benchmark"] == bench, "model"])):
-        scores = read_table(Path(config["results_dir"]) / "scores" / model / f"{bench}.parquet")
-        fm = (scores["logp_female"] - scores["logp_male"]).to_numpy(dtype=float)
-        parts.append(dict(method=METHOD_NAME, model=model, metric="us", item=scores["pair_id"].astype(str),
-                          value=100.0 * (skew_labels(fm, eps) == "neutral")))  # fmt: skip
+    # The score tables sit under the configured model names; the metrics table (and so the card) names a model by
+    # the score table's own `model` column, which a score run may have set differently (--name).
+    for folder in models(config):
+        scores = read_table(Path(config["results_dir"]) / "scores" / folder / f"{bench}.parquet")
+        for model, part in scores.groupby("model", sort=True):
+            if model not in measured:
+                continue
+            fm = (part["logp_female"] - part["logp_male"]).to_numpy(dtype=float)
+            parts.append(dict(method=METHOD_NAME, model=model, metric="us", item=part["pair_id"].astype(str),
+                              value=100.0 * (skew_labels(fm, eps) == "neutral")))  # fmt: skip
     import pandas as pd
 
     frames = [pd.DataFrame(p) for p in parts]
