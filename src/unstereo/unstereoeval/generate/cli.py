@@ -163,6 +163,8 @@ def run(seed_words_path, benchmark, k, out_dir, settings, model, api_key_env, ex
         client.close()
     log.info("%s: %d sentences, %d pairs kept (%.1fs); %s", benchmark, int((full["item"] >= 0).sum()), len(pairs),
              elapsed, client.usage.total())  # fmt: skip
+    if judge_ is not None:
+        log.info("%s: judge of sense %.1fs of the %.1fs", benchmark, judge_.seconds, elapsed)
 
 
 def _load_judge(judge_cfg: dict, cfg: dict, s, external_dir, generator=None, client=None):
