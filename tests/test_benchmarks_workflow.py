@@ -41,6 +41,10 @@ def test_build_args():
         "ext/reference/winobias/data --kind winobias --split test --reference-quirks --on-bad-row drop"
     )
     assert build_args(cfg, "U") == "u.csv --kind use-raw --all-rows --reference-quirks --on-bad-row drop"
+    cfg["sources"]["U"]["max_pairs"] = 50
+    assert build_args(cfg, "U") == (
+        "u.csv --kind use-raw --all-rows --max-pairs 50 --sample-seed 0 --reference-quirks --on-bad-row drop"
+    )
 
 
 @pytest.mark.slow

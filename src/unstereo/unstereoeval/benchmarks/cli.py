@@ -74,6 +74,12 @@ def group() -> None:
 @click.option(
     "--delta", type=click.Path(exists=True, dir_okay=False), help="also fill max_pmi from this table"
 )
+@click.option(
+    "--max-pairs",
+    type=click.IntRange(min=1),
+    help="keep a seeded uniform sample of this many pairs (in file order) [default: all]",
+)
+@click.option("--sample-seed", type=int, default=0, show_default=True, help="seed of --max-pairs")
 @cli_options.output("pair table (.parquet/.csv)")
 def build_cmd(
     sources: tuple[str, ...],
@@ -85,10 +91,13 @@ def build_cmd(
     reference_quirks: bool,
     on_bad_row: str,
     delta: str | None,
+    max_pairs: int | None,
+    sample_seed: int,
     output: Path,
 ) -> None:
     """Read SOURCES (one benchmark) into the pair table OUTPUT."""
     from unstereo.unstereoeval.benchmarks.maxpmi import add_max_pmi
+    from unstereo.unstereoeval.benchmarks.pairs import sample_pairs
     from unstereo.unstereoeval.benchmarks.readers import SPLITS, build_pairs
 
     pairs = build_pairs(
@@ -101,6 +110,10 @@ def build_cmd(
         reference_quirks=reference_quirks,
         on_bad_row=on_bad_row,
     )
+    read = len(pairs)
+    pairs = sample_pairs(pairs, max_pairs, sample_seed)
+    if len(pairs) < read:
+        log.info("kept a sample of %d of %d pairs (seed %d)", len(pairs), read, sample_seed)
     if delta:
         pairs = add_max_pmi(pairs, read_delta(delta))
     write_table(pairs, output, PAIRS)

@@ -116,3 +116,18 @@ def to_pairs(
     df["max_pmi"] = df["max_pmi"].astype(float)
     df["max_pmi_word"] = df["max_pmi_word"].astype(object)
     return df
+
+
+def sample_pairs(pairs: pd.DataFrame, max_pairs: int | None, seed: int = 0) -> pd.DataFrame:
+    """At most ``max_pairs`` rows of ``pairs``: a uniform sample without replacement, seeded, in the table's order.
+
+    The same table, ``max_pairs`` and ``seed`` give the same rows on every machine (numpy's PCG64), so every model
+    scored on the sample sees the same pairs and the model card's paired tests stay paired. ``None`` or a table no
+    longer than ``max_pairs`` is returned whole.
+    """
+    if max_pairs is None or len(pairs) <= max_pairs:
+        return pairs
+    if max_pairs < 1:
+        raise ValueError(f"max_pairs must be at least 1, got {max_pairs}")
+    rows = np.sort(np.random.default_rng(seed).choice(len(pairs), size=max_pairs, replace=False))
+    return pairs.iloc[rows].reset_index(drop=True)

@@ -48,6 +48,8 @@ def build_args(benchmarks_cfg: dict[str, Any], name: str, manifest: str | None =
         args.append("--natural-only" if source.get("natural_only", True) else "--all-rows")
     if source.get("raw"):
         args.append(f"--raw {where(source['raw'])}")
+    if source.get("max_pairs") is not None:
+        args.append(f"--max-pairs {source['max_pairs']} --sample-seed {source.get('sample_seed', 0)}")
     if benchmarks_cfg.get("reference_quirks"):
         args.append("--reference-quirks")
     args.append(f"--on-bad-row {benchmarks_cfg.get('on_bad_row', 'error')}")
