@@ -2,7 +2,8 @@
 # metric per model with its interval, the models' rank per metric and Kendall's tau-b between the methods'
 # rankings, and the paired permutation tests between models (Holm-adjusted) with the findings they support
 # (src/unstereo/model_card/compare.py). results/model_card.parquet, results/model_card_tau.parquet,
-# results/model_card_tests.parquet, results/model_card/comparisons.{html,md}, and per model
+# results/model_card_tests.parquet, results/model_card/comparisons.{html,md}, results/model_card/models.png (every
+# model's value and interval per metric), and per model
 # results/model_card/{model}.{html,md,png} in the report under "Model card". Built when the report is enabled
 # and at least one method with headline metrics is (every registered method whose declaration names a
 # headline_module: unstereo.model_card.card.card_methods).
@@ -36,6 +37,12 @@ rule model_card:
             subcategory="Agreement between methods",
         ),
         tau_md=results("model_card", "tau.md"),
+        overview=report(
+            results("model_card", "models.png"),
+            caption="../workflow/report/model_card_models.rst",
+            category=_model_card.CATEGORY,
+            subcategory="Every model",
+        ),
         pages=[
             report(
                 results("model_card", f"{m}.html"),

@@ -313,6 +313,31 @@ def test_write_card_pages_and_figure(tmp_path):
     assert "Rank-swap rate" in md and "(not a bias level)" in md
     tau_html = (out / "pages" / "tau.html").read_text()
     assert "Kendall tau-b" in tau_html and "fairpair: FairPair F" in tau_html
+    assert (out / "pages" / "models.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_models_figure_rows_and_bars():
+    # two metrics; model y has no value for the second one
+    frames = {
+        "fairpair": pd.DataFrame(_hl("fairpair", "f", {"x": 1.0, "y": 3.0})),
+        "biastest": pd.DataFrame(_hl("biastest", "ss", {"x": 60.0})),
+    }
+    card = mc.stack(frames)
+    card.loc[card["model"] == "x", ["ci_low", "ci_high"]] = [[0.5, 2.0], [55.0, 70.0]]
+    fig = mc.models_figure(card)
+    axes = fig.axes
+    assert len(axes) == 2
+    for ax in axes:  # one row per model, the first model on top
+        assert [t.get_text() for t in ax.get_yticklabels()] == ["x", "y"]
+        assert list(ax.get_yticks()) == [1, 0]
+    f_ax = next(ax for ax in axes if "FairPair" in ax.get_title(loc="left"))
+    # x's bar spans its interval [0.5, 2.0] at row 1; y (no interval) is a dot at 3.0 on row 0
+    segs = [seg for coll in f_ax.collections for seg in coll.get_segments()]
+    assert any(np.allclose(seg, [[0.5, 1], [2.0, 1]]) for seg in segs)
+    dots = sorted((tuple(line.get_xydata()[0]) for line in f_ax.lines if len(line.get_xydata()) == 1))
+    assert (1.0, 1.0) in dots and (3.0, 0.0) in dots
+    ss_ax = next(ax for ax in axes if "Stereotype" in ax.get_title(loc="left"))
+    assert any("not measured" in t.get_text() for t in ss_ax.texts)  # y has no Stereotype Score
 
 
 def test_cli_model_card(tmp_path):
@@ -380,5 +405,5 @@ def test_model_card_rule_in_a_workflow_run(tmp_path):
     assert report.returncode == 0, report.stderr[-3000:]
     with zipfile.ZipFile(tmp_path / "report.zip") as z:
         names = z.namelist()
-    for name in ("a.png", "a.html", "b.png", "b.html", "tau.html"):
+    for name in ("a.png", "a.html", "b.png", "b.html", "tau.html", "models.png"):
         assert any(n.endswith("/" + name) for n in names), (name, names)

@@ -407,6 +407,82 @@ def plot_model(card: pd.DataFrame, model: str, out: str | Path) -> Path:
     return out
 
 
+def models_figure(card: pd.DataFrame):
+    """Every model side by side: one panel per headline metric, one row per model (in the card's model order), its
+    value as a dot with its interval as a bar; the unbiased value of an `away` metric as a dashed line. Returns the
+    matplotlib figure (the caller saves it): the study's overview, where overlapping bars are visible at a glance
+    (whether two models differ is the paired test's answer, on the comparisons page)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    info = _metric_info()
+    keys = _metric_keys(card)
+    models = list(dict.fromkeys(card["model"]))
+    n = max(1, len(keys))
+    fig, axes = plt.subplots(n, 1, figsize=(8.5, (0.28 * len(models) + 0.75) * n + 0.6), squeeze=False)
+    if not keys:
+        axes[0, 0].axis("off")
+        axes[0, 0].text(0.5, 0.5, "No method has a headline metric.", ha="center", va="center")
+    for ax, key in zip(axes[:, 0], keys, strict=False):
+        rows = card[(card["method"] == key[0]) & (card["metric"] == key[1])].set_index("model")
+        ys = np.arange(len(models))[::-1]  # first model on top
+        xs = []
+        for y, model in zip(ys, models, strict=True):
+            if model not in rows.index or not np.isfinite(rows.loc[model, "value"]):
+                ax.text(0.0, y, " not measured", transform=ax.get_yaxis_transform(), va="center", fontsize=7,
+                        color="0.5")  # fmt: skip
+                continue
+            r = rows.loc[model]
+            v = float(r["value"])
+            err = None
+            if np.isfinite(r["ci_low"]) and np.isfinite(r["ci_high"]):
+                err = [[max(0.0, v - r["ci_low"])], [max(0.0, r["ci_high"] - v)]]
+                xs += [float(r["ci_low"]), float(r["ci_high"])]
+            ax.errorbar([v], [y], xerr=err, fmt="o", color="C0", ms=6, capsize=4, lw=1.8)
+            xs.append(v)
+        first = rows.iloc[0] if len(rows) else None
+        if first is not None and first["more_biased"] == "away":
+            ax.axvline(float(first["ideal"]), color="k", ls="--", lw=0.8)
+            xs.append(float(first["ideal"]))
+        if xs:
+            ax.set_xlim(*_xlim(min(xs), max(xs), info[key].limits))
+        ax.set_yticks(ys, models, fontsize=8)
+        ax.set_ylim(-0.7, len(models) - 0.3)
+        hint = ""
+        if first is not None:
+            worse = "more biased" if first["bias_level"] else "less stable"
+            hint = {"higher": f"{worse} →", "lower": f"← {worse}"}.get(
+                first["more_biased"], f"{worse}: farther from {_num(first['ideal'])} (dashed)"
+            )
+        label = rows["label"].iloc[0] if len(rows) else key[1]
+        ax.set_title(f"{key[0]}: {label}", loc="left", fontsize=9.5)
+        ax.set_title(hint, loc="right", fontsize=8.5, color="0.35")
+        ax.tick_params(axis="x", labelsize=8)
+        ax.grid(axis="x", color="0.9", lw=0.6)
+        for side in ("right", "top"):
+            ax.spines[side].set_visible(False)
+    fig.suptitle("Model card: every model", x=0.01, ha="left", fontsize=12, fontweight="bold")
+    fig.text(0.99, 0.995, "dot: the metric · bar: its interval (the card's table names which)", ha="right",
+             va="top", fontsize=8, color="0.35")  # fmt: skip
+    fig.tight_layout(rect=(0, 0, 1, 0.97))
+    return fig
+
+
+def plot_models(card: pd.DataFrame, out: str | Path) -> Path:
+    """:func:`models_figure` as a PNG at ``out``."""
+    import matplotlib.pyplot as plt
+
+    fig = models_figure(card)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(out) as tmp:
+        fig.savefig(tmp, dpi=110, format="png")
+    plt.close(fig)
+    return out
+
+
 def write_card(
     config: dict,
     out: str | Path,
@@ -415,8 +491,9 @@ def write_card(
     models: list[str] | None = None,
     tests_out: str | Path | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Collect the card, write it and its tau table (parquet), and under ``pages_dir`` ``tau.{html,md}`` and per
-    model (``models``, default those of the card) ``{model}.{html,md,png}``. With ``tests_out``, also the paired
+    """Collect the card, write it and its tau table (parquet), and under ``pages_dir`` ``tau.{html,md}``,
+    ``models.png`` (every model, :func:`models_figure`) and per model (``models``, default those of the card)
+    ``{model}.{html,md,png}``. With ``tests_out``, also the paired
     tests between models (MODEL_CARD_TESTS parquet, :mod:`unstereo.model_card.compare`) and under ``pages_dir``
     ``comparisons.{html,md}``: the findings, the tests and the agreement table."""
     from unstereo.model_card import compare
@@ -441,6 +518,7 @@ def write_card(
         pages = Path(pages_dir)
         write_text(pages / "tau.html", tau_page(tau, card=card))
         write_text(pages / "tau.md", tau_page(tau, "md", card))
+        plot_models(card, pages / "models.png")
         for model in models if models is not None else list(dict.fromkeys(card["model"])):
             write_text(pages / f"{model}.html", model_page(card, model))
             write_text(pages / f"{model}.md", model_page(card, model, "md"))
