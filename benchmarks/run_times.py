@@ -37,7 +37,9 @@ def job_times(logs: Path, models: list[str] | None = None) -> pd.DataFrame:
                 "stage": parts[0] if len(parts) > 1 else "",
                 "model": model,
                 "seconds": float(table["s"].iloc[-1]),
-                "max_rss_mb": float(table["max_rss"].iloc[-1]) if "max_rss" in table.columns else float("nan"),
+                "max_rss_mb": float(table["max_rss"].iloc[-1])
+                if "max_rss" in table.columns
+                else float("nan"),
             }
         )
     return pd.DataFrame(rows, columns=["job", "stage", "model", "seconds", "max_rss_mb"])

@@ -25,7 +25,9 @@ def test_job_times_stage_model_and_sums(tmp_path):
     _tsv(logs / "benchmarks/USE-5/maxpmi.benchmark.tsv", 1.5, 100)
     (logs / "other.tsv").write_text("a\tb\n1\t2\n")  # not a benchmark file: skipped
     times = run_times.job_times(logs, ["qwen-coder", "qwen-coder-1.5b"])
-    got = dict(zip(times["job"], zip(times["stage"], times["model"], times["seconds"])))
+    got = dict(
+        zip(times["job"], zip(times["stage"], times["model"], times["seconds"], strict=True), strict=True)
+    )
     assert got == {
         "benchmarks/USE-5/maxpmi": ("benchmarks", "", 1.5),
         "biastest/qwen-coder.score": ("biastest", "qwen-coder", 2.5),
@@ -37,6 +39,11 @@ def test_job_times_stage_model_and_sums(tmp_path):
     stage = tables["stage"].set_index("stage")
     assert stage.loc["score", "seconds"] == 40.0 and stage.loc["score", "jobs"] == 2
     assert stage.loc["score", "max_rss_mb"] == 7000
-    assert list(tables["stage"]["stage"]) == ["score", "robustness", "biastest", "benchmarks"]  # slowest first
+    assert list(tables["stage"]["stage"]) == [
+        "score",
+        "robustness",
+        "biastest",
+        "benchmarks",
+    ]  # slowest first
     by_model = tables["stage_model"].set_index(["stage", "model"])["seconds"]
     assert by_model[("robustness", "qwen-coder-1.5b")] == 5.0

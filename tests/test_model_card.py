@@ -334,7 +334,7 @@ def test_models_figure_rows_and_bars():
     # x's bar spans its interval [0.5, 2.0] at row 1; y (no interval) is a dot at 3.0 on row 0
     segs = [seg for coll in f_ax.collections for seg in coll.get_segments()]
     assert any(np.allclose(seg, [[0.5, 1], [2.0, 1]]) for seg in segs)
-    dots = sorted((tuple(line.get_xydata()[0]) for line in f_ax.lines if len(line.get_xydata()) == 1))
+    dots = sorted(tuple(line.get_xydata()[0]) for line in f_ax.lines if len(line.get_xydata()) == 1)
     assert (1.0, 1.0) in dots and (3.0, 0.0) in dots
     ss_ax = next(ax for ax in axes if "Stereotype" in ax.get_title(loc="left"))
     assert any("not measured" in t.get_text() for t in ss_ax.texts)  # y has no Stereotype Score
