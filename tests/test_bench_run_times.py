@@ -3,10 +3,8 @@
 import sys
 from pathlib import Path
 
-import pytest
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-run_times = pytest.importorskip("run_times")
+import run_times  # noqa: E402  (benchmarks/ is not a package)
 
 HEADER = "s\th:m:s\tmax_rss\tmax_vms\n"
 
