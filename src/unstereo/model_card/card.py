@@ -339,6 +339,26 @@ def _xlim(lo: float, hi: float, limits=(None, None)) -> tuple[float, float]:
     return left, right
 
 
+def _direction_hint(r) -> str:
+    """A panel's right-hand title: which way is worse for a card row's metric."""
+    worse = "more biased" if r["bias_level"] else "less stable"
+    return {"higher": f"{worse} →", "lower": f"← {worse}"}.get(
+        r["more_biased"], f"{worse}: farther from {_num(r['ideal'])} (dashed)"
+    )
+
+
+def _save_png(fig, out: str | Path) -> Path:
+    """Write ``fig`` as a PNG at ``out`` (atomically, its folder made) and close it."""
+    import matplotlib.pyplot as plt
+
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(out) as tmp:
+        fig.savefig(tmp, dpi=110, format="png")
+    plt.close(fig)
+    return out
+
+
 def plot_model(card: pd.DataFrame, model: str, out: str | Path) -> Path:
     """One panel per headline metric: the model's value with its interval (a dot with an error bar), the other
     models' values as grey ticks for context, the unbiased value of an `away` metric as a dashed line, and on the
@@ -382,12 +402,7 @@ def plot_model(card: pd.DataFrame, model: str, out: str | Path) -> Path:
         finite = [x for x in xs if x is not None and np.isfinite(x)]
         if finite:
             ax.set_xlim(*_xlim(min(finite), max(finite), info[key].limits))
-        hint = ""
-        if r is not None:
-            worse = "more biased" if r["bias_level"] else "less stable"
-            hint = {"higher": f"{worse} →", "lower": f"← {worse}"}.get(
-                r["more_biased"], f"{worse}: farther from {_num(r['ideal'])} (dashed)"
-            )
+        hint = _direction_hint(r) if r is not None else ""
         ax.set_title(f"{key[0]}: {allm['label'].iloc[0] if len(allm) else key[1]}", loc="left", fontsize=9.5)
         ax.set_title(hint, loc="right", fontsize=8.5, color="0.35")
         ax.set_yticks([])
@@ -399,12 +414,7 @@ def plot_model(card: pd.DataFrame, model: str, out: str | Path) -> Path:
     key = "dot: this model with its interval · grey ticks: the other models · rank 1 = most biased"
     fig.text(0.99, 0.995, key, ha="right", va="top", fontsize=8, color="0.35")
     fig.tight_layout(rect=(0, 0, 0.86, 0.97))
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(out) as tmp:
-        fig.savefig(tmp, dpi=110, format="png")
-    plt.close(fig)
-    return out
+    return _save_png(fig, out)
 
 
 def models_figure(card: pd.DataFrame):
@@ -450,12 +460,7 @@ def models_figure(card: pd.DataFrame):
             ax.set_xlim(*_xlim(min(xs), max(xs), info[key].limits))
         ax.set_yticks(ys, models, fontsize=8)
         ax.set_ylim(-0.7, len(models) - 0.3)
-        hint = ""
-        if first is not None:
-            worse = "more biased" if first["bias_level"] else "less stable"
-            hint = {"higher": f"{worse} →", "lower": f"← {worse}"}.get(
-                first["more_biased"], f"{worse}: farther from {_num(first['ideal'])} (dashed)"
-            )
+        hint = _direction_hint(first) if first is not None else ""
         label = rows["label"].iloc[0] if len(rows) else key[1]
         ax.set_title(f"{key[0]}: {label}", loc="left", fontsize=9.5)
         ax.set_title(hint, loc="right", fontsize=8.5, color="0.35")
@@ -472,15 +477,7 @@ def models_figure(card: pd.DataFrame):
 
 def plot_models(card: pd.DataFrame, out: str | Path) -> Path:
     """:func:`models_figure` as a PNG at ``out``."""
-    import matplotlib.pyplot as plt
-
-    fig = models_figure(card)
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(out) as tmp:
-        fig.savefig(tmp, dpi=110, format="png")
-    plt.close(fig)
-    return out
+    return _save_png(models_figure(card), out)
 
 
 def write_card(
