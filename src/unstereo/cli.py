@@ -1,7 +1,8 @@
 """The ``unstereo`` command line: one subcommand per stage.
 
 Subcommands live next to their stage (``unstereo/<stage>/cli.py``) and are imported lazily, so ``unstereo --help``
-stays fast and one stage's heavy imports (torch, spaCy) never slow down another. The shared infrastructure's are
+imports none of them (their one-line help is in :data:`SHORT_HELP`) and one stage's heavy imports (torch, spaCy)
+never slow down another. The shared infrastructure's are
 listed here; each method's come from its declaration in the method registry (:mod:`unstereo.method_registry`).
 """
 
@@ -21,6 +22,33 @@ INFRASTRUCTURE: dict[str, str] = {
     "resources": "unstereo.resources.cli:group",
     "llm": "unstereo.llm.cli:group",
     "config": "unstereo.config.cli:config",
+}
+
+
+# Each built-in subcommand's help, its first paragraph as in its docstring (whitespace collapsed): ``unstereo
+# --help`` lists them from here without importing any stage (a stage's cli.py imports pandas, numpy, ...). A
+# subcommand missing here (a plugin's) is imported for its help. tests/test_cli_help.py checks the table against
+# the commands themselves.
+SHORT_HELP: dict[str, str] = {
+    "benchmarks": "Benchmarks as pair tables: Winobias, Winogender, released USE, user templates; MaxPMI and eta "
+    "filtering.",
+    "biastest": "BiasTestGPT: test sentences for a bias specification, Stereotype Score, an inspection page.",
+    "config": "Validate configuration files.",
+    "corpus": "Word statistics of a corpus: windowed co-occurrence counts, PMI/delta tables, appendix A.",
+    "fairpair": "FairPair: continuations of paired prompts x / p(x), bias B against sampling variability V, F = "
+    "B^2/(V_gp V_pg).",
+    "generate": "LLM generation of USE-k templates: generation, revision, pairing, semantic filter.",
+    "llm": "LLM client: chat completions and text continuations (OpenAI-compatible endpoints or local "
+    "transformers).",
+    "metrics": "Compute the UnStereoEval metrics of every model and benchmark in SCORES (SCORES parquet files).",
+    "report": "Tables, figures and the reproduction check of the paper.",
+    "resources": "Obtain the offline resources (models, corpus, WordNet, lid.176, reference data).",
+    "robustness": 'Dataset-construction robustness ("Tail wagging", docs/methods.md#dataset-construction-robustness): '
+    "how much a bias score moves when the benchmark is rebuilt harmlessly (clauses, adjectives, synonyms, "
+    "negation, sub-samples).",
+    "score": "Score every pair of PAIRS (a pair table) under MODEL and write a SCORES table.",
+    "sentiment": "Counterfactual sentiment bias (Huang et al. 2020): I.F., G.F. and counterfactual debiasing.",
+    "vocabulary": "English vocabulary and seed words from a delta table (paper section 2.3, appendices B-C).",
 }
 
 
@@ -58,6 +86,22 @@ class LazyGroup(click.Group):
             return None
         module, _, attr = ref.partition(":")
         return getattr(importlib.import_module(module), attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """click's listing, with the built-in subcommands' help read from :data:`SHORT_HELP` (no import)."""
+        commands = []
+        for name in self.list_commands(ctx):
+            cmd = (
+                click.Command(name, help=SHORT_HELP[name])
+                if name in SHORT_HELP
+                else self.get_command(ctx, name)
+            )
+            if cmd is not None and not cmd.hidden:
+                commands.append((name, cmd))
+        if commands:
+            limit = formatter.width - 6 - max(len(name) for name, _ in commands)
+            with formatter.section("Commands"):
+                formatter.write_dl([(name, cmd.get_short_help_str(limit)) for name, cmd in commands])
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

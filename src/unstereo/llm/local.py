@@ -113,13 +113,14 @@ class LocalBackend:
     It takes a :class:`~unstereo.models.request.ModelRequest` whole (built once by
     :func:`~unstereo.models.request.model_request`; its spec is loaded as is, never resolved again): the model is
     loaded on the request's device with its dtype, and the engine runs ``batch_size`` rows at once (the request's
-    batch size; ``auto``: :attr:`DEFAULT_BATCH_SIZE`)."""
+    batch size; ``auto``: every row of a call, up to :data:`~unstereo.engine.engine.AUTO_SLOTS` and a memory
+    bound, :meth:`~unstereo.engine.engine.SamplingEngine.slots_for`)."""
 
     name = "local"
     # Requests per call, as a multiple of the batch size: the engine keeps its batch_size slots full from them.
     CALLS_PER_BATCH = 8
-    #: Rows generated at once for a request whose batch size is ``auto``.
-    DEFAULT_BATCH_SIZE = 8
+    #: Rows the ``generate`` fallback runs at once for a request whose batch size is ``auto``.
+    FALLBACK_BATCH_SIZE = 8
 
     def __init__(self, request: ModelRequest):
         from unstereo.models.request import ModelRequest
@@ -132,8 +133,11 @@ class LocalBackend:
         self.request = request
         self.spec = request.spec
         self.model = self.spec.label
-        size = self.DEFAULT_BATCH_SIZE if request.batch_size == "auto" else request.batch_size
-        self.batch_size = max(1, int(size))  # rows generated at once (the engine's slots)
+        from unstereo.engine.engine import AUTO_SLOTS
+
+        self.auto = request.batch_size == "auto"
+        # rows generated at once (the engine's slots; auto: at most, the engine bounds them by memory)
+        self.batch_size = AUTO_SLOTS if self.auto else max(1, int(request.batch_size))
         self._lm = None
         self._tok = None
         self._engine = None  # the SamplingEngine once checked; False: this model takes generate
@@ -148,7 +152,7 @@ class LocalBackend:
         return f"LocalBackend(model={self.model!r})"
 
     @classmethod
-    def from_loaded(cls, lm, tok, label: str, batch_size: int = 8) -> LocalBackend:
+    def from_loaded(cls, lm, tok, label: str, batch_size: int | str = 8) -> LocalBackend:
         """A backend around an already loaded (model, tokenizer) (tests, benchmarks)."""
         from unstereo.models.request import ModelRequest
 
@@ -217,11 +221,11 @@ class LocalBackend:
         if self._engine is None:
             from unstereo.engine.engine import SamplingEngine
 
-            engine = SamplingEngine(self._lm, self._tok, slots=self.batch_size)
+            engine = SamplingEngine(self._lm, self._tok, slots="auto" if self.auto else self.batch_size)
             problem = engine.check()
             if problem is None:
-                log.info("sampling engine for %s (%d slots%s)", self.model, engine.slots,
-                         ", products on oneDNN" if engine.onednn else "")  # fmt: skip
+                log.info("sampling engine for %s (%s%d slots%s)", self.model, "up to " if engine.auto else "",
+                         engine.slots, ", products on oneDNN" if engine.onednn else "")  # fmt: skip
                 self._engine = engine
             else:
                 log.warning("the sampling engine does not work with %s (%s): using transformers' generate",
@@ -233,8 +237,13 @@ class LocalBackend:
         """(text, prompt tokens, completion tokens, finish reason) per row: by the engine, else ``generate``."""
         with self._lock:
             engine = self._engine_or_none()
-            if engine is None:
-                return self._generate_transformers(ids, requests, stops)
+            if engine is None:  # batch_size rows at a time (a call holds several batches)
+                size = self.FALLBACK_BATCH_SIZE if self.auto else self.batch_size
+                out = []
+                for i in range(0, len(ids), size):
+                    part = slice(i, i + size)
+                    out += self._generate_transformers(ids[part], requests[part], stops[part])
+                return out
             return self._generate_engine(engine, ids, requests, stops)
 
     def _generate_engine(self, engine, ids, requests, stops) -> list[tuple[str, int, int, str]]:
