@@ -266,6 +266,33 @@ class SamplingEngine:
             return f"probe log-probabilities differ from the full forward pass by {diff:.3g}"
         return None
 
+    def probe_key(self) -> str:
+        """A digest of what :meth:`check`'s verdict depends on: the model's class, name and configuration, its
+        dtype and device, whether the products run on oneDNN, torch's and transformers' versions and the source of
+        the engine's modules. A passed probe can be remembered under it (:class:`~unstereo.llm.local.LocalBackend`
+        does, per machine) and skipped next time."""
+        import hashlib
+        import importlib
+        import inspect
+
+        import torch
+        import transformers
+
+        model = self.model
+        weight = self.head.weight if self.head is not None else None
+        parts = [
+            type(model).__module__ + "." + type(model).__qualname__,
+            str(getattr(model, "name_or_path", "")),
+            model.config.to_json_string(use_diff=False) if hasattr(model.config, "to_json_string") else "",
+            f"{getattr(weight, 'dtype', None)} {getattr(weight, 'device', None)} onednn={self.onednn}",
+            torch.__version__,
+            transformers.__version__,
+        ]
+        for name in ("unstereo.engine.engine", "unstereo.engine.sampler", "unstereo.models.lm_head",
+                     "unstereo.models.onednn"):  # fmt: skip
+            parts.append(inspect.getsource(importlib.import_module(name)))
+        return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
     # ----------------------------------------------------------------------------------------- generation
 
     def generate(

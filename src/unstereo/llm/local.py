@@ -141,6 +141,7 @@ class LocalBackend:
         self._lm = None
         self._tok = None
         self._engine = None  # the SamplingEngine once checked; False: this model takes generate
+        self._own_model = False  # loaded here from the request's spec (not handed over by from_loaded)
         self._lock = threading.Lock()  # the client calls a batch-size-1 backend from threads: one at a time
 
     @property
@@ -179,6 +180,7 @@ class LocalBackend:
             log.info("loading local model %s", self.model)
             request = self.request
             self._lm, self._tok = load_causal_lm(request.spec, dtype=request.dtype, device=request.device)
+            self._own_model = True
             self._prepare()
 
     def complete(self, requests: list[ChatRequest], on_retry=None) -> list[ChatResult]:
@@ -222,16 +224,31 @@ class LocalBackend:
             from unstereo.engine.engine import SamplingEngine
 
             engine = SamplingEngine(self._lm, self._tok, slots="auto" if self.auto else self.batch_size)
-            problem = engine.check()
+            stamp = self._probe_stamp(engine)
+            known = stamp is not None and stamp.is_file()
+            problem = None if known else engine.check()
             if problem is None:
-                log.info("sampling engine for %s (%s%d slots%s)", self.model, "up to " if engine.auto else "",
-                         engine.slots, ", products on oneDNN" if engine.onednn else "")  # fmt: skip
+                if stamp is not None and not known:
+                    _touch(stamp)
+                log.info("sampling engine for %s (%s%d slots%s; %s)", self.model, "up to " if engine.auto else "",
+                         engine.slots, ", products on oneDNN" if engine.onednn else "",
+                         "its probe passed before on this machine" if known else "probe passed")  # fmt: skip
                 self._engine = engine
             else:
                 log.warning("the sampling engine does not work with %s (%s): using transformers' generate",
                             self.model, problem)  # fmt: skip
                 self._engine = False
         return self._engine or None
+
+    def _probe_stamp(self, engine):
+        """Where a passed engine probe of the model this backend loaded itself is remembered (per machine, beside
+        the converted models: ``engine-probe/<key>``, :meth:`~unstereo.engine.engine.SamplingEngine.probe_key`), so
+        the next process that loads it skips the probe; None for a model handed over (:meth:`from_loaded`)."""
+        if not self._own_model or engine.body is None:
+            return None
+        from unstereo.models.gguf_convert import cache_root
+
+        return cache_root() / "engine-probe" / engine.probe_key()
 
     def _generate(self, ids: list[list[int]], requests, stops) -> list[tuple[str, int, int, str]]:
         """(text, prompt tokens, completion tokens, finish reason) per row: by the engine, else ``generate``."""
@@ -306,6 +323,15 @@ class LocalBackend:
     def close(self) -> None:
         self._lm = None
         self._engine = None
+
+
+def _touch(path) -> None:
+    """Create ``path`` (and its folder); a machine whose cache cannot be written probes every time."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch()
+    except OSError as exc:
+        log.debug("cannot remember the engine probe in %s: %s", path, exc)
 
 
 #: The name this backend had when it served chat only.
