@@ -12,8 +12,9 @@ runs once per ``--batch-size`` given (its engine's slots; default the CLI's own,
 seconds, seconds to the first token (plain: the first call of its logits processor; CLI: the engine's ready line in
 its log, the first token follows within one prefill), peak RSS, generated tokens, and the whole-process ratio of
 each CLI run to the plain script (``--no-plain``: the CLI only). With ``--rounds`` > 1 the sides take turns and each
-keeps its fastest run. The CLI skips the engine's probe where it passed before on this machine (a stamp in the
-conversion cache); ``--fresh-probe`` runs the CLI with an empty stamp folder, so every run probes.
+keeps its fastest run. The CLI skips the engine's probe where it passed before on this machine (a verdict in the
+conversion cache, :mod:`unstereo.models.probe_memo`); ``--fresh-probe`` forgets every remembered verdict before
+each CLI run, so every run probes.
 """
 
 from __future__ import annotations
@@ -108,8 +109,7 @@ def cli_side(args: argparse.Namespace, tmp: Path, prompts_csv: Path, batch_size:
     if args.fresh_probe:
         from unstereo.models.gguf_convert import cache_root
 
-        stamps = cache_root() / "engine-probe"
-        for stamp in stamps.glob("*") if stamps.is_dir() else ():
+        for stamp in (cache_root() / "probes").glob("*/*.json"):
             stamp.unlink()
     r = timed(cmd, args.threads)
     import pandas as pd

@@ -224,8 +224,8 @@ def test_a_passed_engine_probe_is_remembered_per_machine(tiny_dir, tmp_path, mon
 
     first, text = run()
     assert first._engine  # the engine served it
-    stamps = list((tmp_path / "machine" / "engine-probe").iterdir())
-    assert probes == [1] and [p.name for p in stamps] == [first._engine.probe_key()]
+    stamps = list((tmp_path / "machine" / "probes" / "engine").iterdir())
+    assert probes == [1] and [p.name for p in stamps] == [first._engine.probe_key() + ".json"]
     assert run(batch_size=2)[1] == text and probes == [1]  # another process, the same model: no probe
     # new code or versions: probed again
     monkeypatch.setattr(SamplingEngine, "probe_key", lambda self: "other")
@@ -233,10 +233,11 @@ def test_a_passed_engine_probe_is_remembered_per_machine(tiny_dir, tmp_path, mon
     monkeypatch.setattr(SamplingEngine, "check", lambda self: probes.append(1) or "broken")
     monkeypatch.setattr(SamplingEngine, "probe_key", lambda self: "broken")
     broken, _ = run()
-    assert broken._engine is False and not (tmp_path / "machine" / "engine-probe" / "broken").exists()
+    assert broken._engine is False
+    assert not (tmp_path / "machine" / "probes" / "engine" / "broken.json").exists()
     # a model handed over (tests, benchmarks) is probed every time
-    handed = LocalBackend.from_loaded(first._lm, first._tok, "tiny")
-    assert handed._probe_stamp(SamplingEngine(first._lm, first._tok)) is None
+    LocalBackend.from_loaded(first._lm, first._tok, "tiny").continue_batch([req])
+    assert probes == [1, 1, 1, 1]
 
 
 # ---- the same model behind a loopback /v1/completions server --------------------------------------------------------

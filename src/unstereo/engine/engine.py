@@ -267,31 +267,15 @@ class SamplingEngine:
         return None
 
     def probe_key(self) -> str:
-        """A digest of what :meth:`check`'s verdict depends on: the model's class, name and configuration, its
-        dtype and device, whether the products run on oneDNN, torch's and transformers' versions and the source of
-        the engine's modules. A passed probe can be remembered under it (:class:`~unstereo.llm.local.LocalBackend`
-        does, per machine) and skipped next time."""
-        import hashlib
-        import importlib
-        import inspect
+        """A digest of what :meth:`check`'s verdict depends on (:func:`unstereo.models.probe_memo.digest`: the
+        model, torch and transformers, the engine's source) and whether the products run on oneDNN: a passed
+        probe is remembered under it per machine (:class:`~unstereo.llm.local.LocalBackend`) and skipped next
+        time."""
+        from unstereo.models.probe_memo import digest
 
-        import torch
-        import transformers
-
-        model = self.model
-        weight = self.head.weight if self.head is not None else None
-        parts = [
-            type(model).__module__ + "." + type(model).__qualname__,
-            str(getattr(model, "name_or_path", "")),
-            model.config.to_json_string(use_diff=False) if hasattr(model.config, "to_json_string") else "",
-            f"{getattr(weight, 'dtype', None)} {getattr(weight, 'device', None)} onednn={self.onednn}",
-            torch.__version__,
-            transformers.__version__,
-        ]
-        for name in ("unstereo.engine.engine", "unstereo.engine.sampler", "unstereo.models.lm_head",
-                     "unstereo.models.onednn"):  # fmt: skip
-            parts.append(inspect.getsource(importlib.import_module(name)))
-        return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+        modules = ("unstereo.engine.engine", "unstereo.engine.sampler", "unstereo.models.lm_head",
+                   "unstereo.models.onednn")  # fmt: skip
+        return digest(self.model, modules, extra=(f"onednn={self.onednn}",))
 
     # ----------------------------------------------------------------------------------------- generation
 
