@@ -1,5 +1,5 @@
-"""`unstereo --help` lists the subcommands from unstereo.cli.SHORT_HELP, without importing any stage, and the table
-says what each command's own help says."""
+"""`unstereo --help` lists the subcommands from their declared help (unstereo.cli.SHORT_HELP, each method's
+cli_help) without importing any stage, and the declared help says what each command's own help says."""
 
 from __future__ import annotations
 
@@ -10,22 +10,26 @@ import click
 import pytest
 
 from unstereo import cli as cli_module
-from unstereo.cli import SHORT_HELP, cli, subcommands
+from unstereo.cli import SHORT_HELP, cli, short_helps, subcommands
+from unstereo.method_registry import Method, MethodRegistryError
 
 
 @pytest.mark.parametrize("name", sorted(subcommands()))
 def test_short_help_table_matches_each_commands_own_help(name):
     cmd = cli.get_command(click.Context(cli), name)
-    assert name in SHORT_HELP, f"add {name!r} to unstereo.cli.SHORT_HELP"
-    stub = click.Command(name, help=SHORT_HELP[name])
+    where = "unstereo.cli.SHORT_HELP" if name in SHORT_HELP else "its method's cli_help (method.py)"
+    assert name in short_helps(), f"declare the help of {name!r} in {where}"
+    stub = click.Command(name, help=short_helps()[name])
     assert not cmd.hidden and not cmd.deprecated and cmd.short_help is None
     # click's width (80 columns less 6 less the longest name) and others
     for limit in (10, 45, 57, 74, 1000):
         assert stub.get_short_help_str(limit) == cmd.get_short_help_str(limit), (name, limit)
 
 
-def test_short_help_table_names_no_gone_command():
-    assert set(SHORT_HELP) <= set(subcommands())
+def test_declared_help_names_no_gone_command():
+    assert set(short_helps()) <= set(subcommands())
+    with pytest.raises(MethodRegistryError, match="cli_help names 'toi'"):
+        Method("toy", "Toy", cli={"toy": "toy_method.cli:group"}, cli_help={"toi": "Toy."}, category="Toy")
 
 
 def _listing(group_format_commands) -> str:
@@ -39,10 +43,9 @@ def test_help_listing_equals_clicks_own_from_the_commands():
     assert _listing(cli_module.LazyGroup.format_commands) == _listing(click.Group.format_commands)
 
 
-def test_help_listing_imports_a_plugin_missing_from_the_table(monkeypatch):
-    monkeypatch.delitem(SHORT_HELP, "config")
-    listing = _listing(cli_module.LazyGroup.format_commands)
-    assert "config      Validate configuration files." in listing
+def test_help_listing_imports_a_command_without_declared_help(monkeypatch):
+    monkeypatch.setattr(cli_module, "short_helps", lambda: {})
+    assert _listing(cli_module.LazyGroup.format_commands) == _listing(click.Group.format_commands)
 
 
 def test_help_imports_no_stage():

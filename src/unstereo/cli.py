@@ -1,9 +1,9 @@
 """The ``unstereo`` command line: one subcommand per stage.
 
-Subcommands live next to their stage (``unstereo/<stage>/cli.py``) and are imported lazily, so ``unstereo --help``
-imports none of them (their one-line help is in :data:`SHORT_HELP`) and one stage's heavy imports (torch, spaCy)
-never slow down another. The shared infrastructure's are
-listed here; each method's come from its declaration in the method registry (:mod:`unstereo.method_registry`).
+Subcommands live next to their stage (``unstereo/<stage>/cli.py``) and are imported lazily: ``unstereo --help``
+imports none of them (their one-line help is declared: :data:`SHORT_HELP`, each method's ``cli_help``), and one
+stage's heavy imports (torch, spaCy) never slow down another. The shared infrastructure's are listed here; each
+method's come from its declaration in the method registry (:mod:`unstereo.method_registry`).
 """
 
 from __future__ import annotations
@@ -25,30 +25,15 @@ INFRASTRUCTURE: dict[str, str] = {
 }
 
 
-# Each built-in subcommand's help, its first paragraph as in its docstring (whitespace collapsed): ``unstereo
-# --help`` lists them from here without importing any stage (a stage's cli.py imports pandas, numpy, ...). A
-# subcommand missing here (a plugin's) is imported for its help. tests/test_cli_help.py checks the table against
-# the commands themselves.
+# The infrastructure's subcommands' help, the first paragraph of each docstring (whitespace collapsed): ``unstereo
+# --help`` lists them from here, and each method's from its declaration (``Method.cli_help``), without importing
+# any stage (a stage's cli.py imports pandas, numpy, ...); a subcommand with neither is imported for its help.
+# tests/test_cli_help.py checks both against the commands themselves.
 SHORT_HELP: dict[str, str] = {
-    "benchmarks": "Benchmarks as pair tables: Winobias, Winogender, released USE, user templates; MaxPMI and eta "
-    "filtering.",
-    "biastest": "BiasTestGPT: test sentences for a bias specification, Stereotype Score, an inspection page.",
-    "config": "Validate configuration files.",
-    "corpus": "Word statistics of a corpus: windowed co-occurrence counts, PMI/delta tables, appendix A.",
-    "fairpair": "FairPair: continuations of paired prompts x / p(x), bias B against sampling variability V, F = "
-    "B^2/(V_gp V_pg).",
-    "generate": "LLM generation of USE-k templates: generation, revision, pairing, semantic filter.",
+    "resources": "Obtain the offline resources (models, corpus, WordNet, lid.176, reference data).",
     "llm": "LLM client: chat completions and text continuations (OpenAI-compatible endpoints or local "
     "transformers).",
-    "metrics": "Compute the UnStereoEval metrics of every model and benchmark in SCORES (SCORES parquet files).",
-    "report": "Tables, figures and the reproduction check of the paper.",
-    "resources": "Obtain the offline resources (models, corpus, WordNet, lid.176, reference data).",
-    "robustness": 'Dataset-construction robustness ("Tail wagging", docs/methods.md#dataset-construction-robustness): '
-    "how much a bias score moves when the benchmark is rebuilt harmlessly (clauses, adjectives, synonyms, "
-    "negation, sub-samples).",
-    "score": "Score every pair of PAIRS (a pair table) under MODEL and write a SCORES table.",
-    "sentiment": "Counterfactual sentiment bias (Huang et al. 2020): I.F., G.F. and counterfactual debiasing.",
-    "vocabulary": "English vocabulary and seed words from a delta table (paper section 2.3, appendices B-C).",
+    "config": "Validate configuration files.",
 }
 
 
@@ -65,6 +50,14 @@ def subcommands() -> dict[str, str]:
             raise method_registry.MethodRegistryError(f"a method declares subcommand {name!r}, a shared one")
         out[name] = ref
     return out
+
+
+@cache
+def short_helps() -> dict[str, str]:
+    """Subcommand -> its one-line help as declared (:data:`SHORT_HELP`, each method's ``cli_help``)."""
+    from unstereo import method_registry
+
+    return {**SHORT_HELP, **method_registry.cli_helps()}
 
 
 def __getattr__(name: str):
@@ -88,14 +81,11 @@ class LazyGroup(click.Group):
         return getattr(importlib.import_module(module), attr)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        """click's listing, with the built-in subcommands' help read from :data:`SHORT_HELP` (no import)."""
+        """click's listing, with each subcommand's help as declared (:func:`short_helps`: no import)."""
+        helps = short_helps()
         commands = []
         for name in self.list_commands(ctx):
-            cmd = (
-                click.Command(name, help=SHORT_HELP[name])
-                if name in SHORT_HELP
-                else self.get_command(ctx, name)
-            )
+            cmd = click.Command(name, help=helps[name]) if name in helps else self.get_command(ctx, name)
             if cmd is not None and not cmd.hidden:
                 commands.append((name, cmd))
         if commands:
