@@ -52,7 +52,6 @@ def subcommands() -> dict[str, str]:
     return out
 
 
-@cache
 def short_helps() -> dict[str, str]:
     """Subcommand -> its one-line help as declared (:data:`SHORT_HELP`, each method's ``cli_help``)."""
     from unstereo import method_registry
