@@ -27,8 +27,9 @@ log = get_logger("models.probe_memo")
 
 
 def digest(model: Any, modules: Iterable[str], extra: Iterable[Any] = ()) -> str:
-    """Hex digest of ``model`` (class, ``name_or_path``, full configuration, the dtype and device of its first
-    parameter), the installed torch and transformers, the source of ``modules`` and ``extra``."""
+    """Hex digest of ``model`` (class, ``name_or_path``, full configuration and attention implementation, the dtype
+    and device of its first parameter), the installed torch and transformers, the source of ``modules`` and
+    ``extra``."""
     import torch
     import transformers
 
@@ -38,6 +39,7 @@ def digest(model: Any, modules: Iterable[str], extra: Iterable[Any] = ()) -> str
         f"{type(model).__module__}.{type(model).__qualname__}",
         str(getattr(model, "name_or_path", "")),
         config.to_json_string(use_diff=False) if hasattr(config, "to_json_string") else repr(config),
+        str(getattr(config, "_attn_implementation", None)),  # not in the JSON
         f"{getattr(param, 'dtype', None)} {getattr(param, 'device', None)}",
         torch.__version__,
         transformers.__version__,
