@@ -60,18 +60,24 @@ def test_the_scorer_remembers_the_path_its_checks_chose(loaded, machine, monkeyp
     monkeypatch.setattr(CausalScorer, "_check", lambda self, path: checks.append(path) or check(self, path))
     first = CausalScorer(model, tok, remember_probe=True)
     want = first.score(SENTENCES)
-    assert first.path == "tree" and checks == ["tree"]
+    assert first.path == "tree" and checks and set(checks) == {"tree"}
+    probed = len(checks)
     second = CausalScorer(model, tok, remember_probe=True)
-    assert second.score(SENTENCES) == want and checks == ["tree"]  # no probe: the same path, the same scores
+    # no probe: the same path, the same scores
+    assert second.score(SENTENCES) == want and len(checks) == probed
     assert (second.path, second._segment, second.onednn) == (first.path, first._segment, first.onednn)
     # other settings, or not asked to remember: probed
     CausalScorer(model, tok, remember_probe=True, bos_policy="none").score(SENTENCES)
+    assert len(checks) > probed
+    probed = len(checks)
     CausalScorer(model, tok).score(SENTENCES)
-    assert checks == ["tree", "tree", "tree"]
+    assert len(checks) > probed
     # a fallback is remembered too (with the segment setting it fell back to)
+    probed = len(checks)
     monkeypatch.setattr(CausalScorer, "_check", lambda self, path: checks.append(path) or "no")
     monkeypatch.setattr(CausalScorer, "_probe_key", lambda self: "broken")
     assert CausalScorer(model, tok, remember_probe=True)._resolve_path() == "full"
-    assert checks[3:] == ["tree", "tree", "padded"]
+    assert checks[probed:] == ["tree", "tree", "padded"]
     assert probe_memo.recall("scorer", "broken") == {"path": "full", "segment": 0}
-    assert CausalScorer(model, tok, remember_probe=True)._resolve_path() == "full" and len(checks) == 6
+    assert CausalScorer(model, tok, remember_probe=True)._resolve_path() == "full"
+    assert len(checks) == probed + 3
