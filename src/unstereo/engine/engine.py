@@ -255,13 +255,16 @@ class SamplingEngine:
         finally:
             self.slots, self.auto = slots, auto
         diff = 0.0
+        # one full pass per distinct sequence (the shared prompt's two greedy rows need one)
+        wanted: dict[tuple[int, ...], Any] = {}
         with torch.inference_mode():
             for req, out in zip(reqs, outs, strict=True):
-                seq = torch.tensor([req.ids + out.tokens])
-                logits = self.model(input_ids=seq, use_cache=False).logits[0].float()
-                want = torch.log_softmax(logits[len(req.ids) - 1 : -1], -1)
-                want = want.gather(-1, torch.tensor(out.tokens)[:, None])[:, 0]
-                diff = max(diff, float((want - torch.tensor(out.logprobs)).abs().max()))
+                key = (*req.ids, *out.tokens)
+                if key not in wanted:
+                    logits = self.model(input_ids=torch.tensor([key]), use_cache=False).logits[0].float()
+                    want = torch.log_softmax(logits[len(req.ids) - 1 : -1], -1)
+                    wanted[key] = want.gather(-1, torch.tensor(out.tokens)[:, None])[:, 0]
+                diff = max(diff, float((wanted[key] - torch.tensor(out.logprobs)).abs().max()))
         if not diff <= PROBE_TOLERANCE:  # also catches NaN
             return f"probe log-probabilities differ from the full forward pass by {diff:.3g}"
         return None
