@@ -60,7 +60,7 @@ def test_the_scorer_remembers_the_path_its_checks_chose(loaded, machine, monkeyp
     monkeypatch.setattr(CausalScorer, "_check", lambda self, path: checks.append(path) or check(self, path))
     first = CausalScorer(model, tok, remember_probe=True)
     want = first.score(SENTENCES)
-    assert first.path == "tree" and checks and set(checks) == {"tree"}
+    assert first.path in ("tree", "padded") and checks
     probed = len(checks)
     second = CausalScorer(model, tok, remember_probe=True)
     # no probe: the same path, the same scores
