@@ -43,10 +43,20 @@ def digest(model: Any, modules: Iterable[str], extra: Iterable[Any] = ()) -> str
         f"{getattr(param, 'dtype', None)} {getattr(param, 'device', None)}",
         torch.__version__,
         transformers.__version__,
-        *(inspect.getsource(importlib.import_module(name)) for name in modules),
+        *(_source(name) for name in modules),
         *(repr(x) for x in extra),
     ]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+def _source(module: str) -> str:
+    """The source of ``module``; where it has none to read (bytecode only), its name and unstereo's version."""
+    try:
+        return inspect.getsource(importlib.import_module(module))
+    except (OSError, TypeError):
+        from unstereo import __version__
+
+        return f"{module} {__version__}"
 
 
 def _path(kind: str, key: str) -> Path:
