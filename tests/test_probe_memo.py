@@ -81,3 +81,15 @@ def test_the_scorer_remembers_the_path_its_checks_chose(loaded, machine, monkeyp
     assert probe_memo.recall("scorer", "broken") == {"path": "full", "segment": 0}
     assert CausalScorer(model, tok, remember_probe=True)._resolve_path() == "full"
     assert len(checks) == probed + 3
+
+
+def test_a_module_without_source_enters_by_name_and_version(monkeypatch):
+    from unstereo import __version__
+
+    assert "def linear" in probe_memo._source("unstereo.models.onednn")
+
+    def no_source(obj):
+        raise OSError("could not get source code")
+
+    monkeypatch.setattr(probe_memo.inspect, "getsource", no_source)
+    assert probe_memo._source("unstereo.models.onednn") == f"unstereo.models.onednn {__version__}"
