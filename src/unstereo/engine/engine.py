@@ -261,7 +261,8 @@ class SamplingEngine:
             for req, out in zip(reqs, outs, strict=True):
                 key = (*req.ids, *out.tokens)
                 if key not in wanted:
-                    logits = self.model(input_ids=torch.tensor([key]), use_cache=False).logits[0].float()
+                    seq = torch.tensor([key], device=self.head.weight.device)
+                    logits = self.model(input_ids=seq, use_cache=False).logits[0].float().cpu()
                     want = torch.log_softmax(logits[len(req.ids) - 1 : -1], -1)
                     wanted[key] = want.gather(-1, torch.tensor(out.tokens)[:, None])[:, 0]
                 diff = max(diff, float((wanted[key] - torch.tensor(out.logprobs)).abs().max()))
@@ -411,7 +412,8 @@ class SamplingEngine:
             ids, {k: m[:, None] for k, m in masks.items()}, positions[None].expand(len(prompts), -1), cache
         )
         self.stats.prefills += len(prompts)
-        last = self._logits(hidden[torch.arange(len(prompts)), lengths - 1])
+        rows = torch.arange(len(prompts), device=hidden.device)
+        last = self._logits(hidden[rows, (lengths - 1).to(hidden.device)])
         return [_Prompt(cache, row, last[row], len(p), 0) for row, p in enumerate(prompts)]
 
     def _step(self, cache: SlotCache, rows: list[_Row], tokens: list[int]):
@@ -419,7 +421,8 @@ class SamplingEngine:
         import torch
 
         positions = torch.tensor([r.position for r in rows])
-        cache.rows, cache.span, cache.positions = len(rows), int(positions.max()) + 1, positions
+        cache.rows, cache.span = len(rows), int(positions.max()) + 1
+        cache.positions = positions.to(self.head.weight.device)
         keys = torch.arange(cache.span)
         visible = keys[None, :] <= positions[:, None]  # [row, key]
         masks = self._masks(visible, positions[:, None] - keys[None, :])
@@ -455,6 +458,11 @@ class SamplingEngine:
     def _body(self, ids: Any, masks: dict[str, Any], positions: Any, cache: SlotCache):
         from unstereo.models.lm_head import last_hidden
 
+        device = self.head.weight.device
+        # the inputs are built on the CPU, where the rows are sampled; a model on another device takes copies
+        if device.type != "cpu":
+            ids, positions = ids.to(device), positions.to(device)
+            masks = {k: m.to(device) for k, m in masks.items()}
         mask = masks if self.window is not None else masks["full_attention"]
         out = self.body(
             input_ids=ids,
