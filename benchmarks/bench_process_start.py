@@ -2,15 +2,19 @@
 the same converted folder, each in its own process (imports, model load, the engine's probe, sampling, writing).
 
     python benchmarks/bench_process_start.py [--model resource:smollm2/SmolLM2-135M-Instruct.Q4_1.gguf]
-        [--prompts 8] [--n 16] [--max-new-tokens 64] [--threads 2] [--batch-size 16] [--rounds 1]
+        [--prompts 8] [--n 16] [--max-new-tokens 64] [--threads 2] [--batch-size auto [--batch-size 16 ...]]
+        [--rounds 1] [--no-plain] [--fresh-probe]
 
 Workload: ``--prompts`` prompts (bench_sample's), ``--n`` samples each, ``--max-new-tokens`` new tokens, top_p 0.9,
 T = 1. The plain script loads the GGUF's converted Hugging Face folder with ``AutoModelForCausalLM`` and calls
 ``generate(do_sample=True, top_p=0.9, top_k=0, num_return_sequences=n)`` once per prompt (n rows at a time); the CLI
-gets ``--batch-size`` (its engine's slots). Prints per side: wall seconds, seconds to the first token (plain: the
-first call of its logits processor; CLI: the engine's ready line in its log, the first token follows within one
-prefill), peak RSS, generated tokens, and the whole-process ratio. With ``--rounds`` > 1 the sides take turns and
-each keeps its fastest run.
+runs once per ``--batch-size`` given (its engine's slots; default the CLI's own, ``auto``). Prints per side: wall
+seconds, seconds to the first token (plain: the first call of its logits processor; CLI: the engine's ready line in
+its log, the first token follows within one prefill), peak RSS, generated tokens, and the whole-process ratio of
+each CLI run to the plain script (``--no-plain``: the CLI only). With ``--rounds`` > 1 the sides take turns and each
+keeps its fastest run. The CLI skips the engine's probe where it passed before on this machine (a verdict in the
+conversion cache, :mod:`unstereo.models.probe_memo`); ``--fresh-probe`` forgets every remembered verdict before
+each CLI run, so every run probes.
 """
 
 from __future__ import annotations
@@ -95,17 +99,25 @@ def timed(cmd: list[str], threads: int) -> dict:
     }
 
 
-def cli_side(args: argparse.Namespace, tmp: Path, prompts_csv: Path) -> dict:
+def cli_side(args: argparse.Namespace, tmp: Path, prompts_csv: Path, batch_size: str) -> dict:
     out = tmp / "cli.parquet"
     cmd = [sys.executable, "-m", "unstereo.cli", "llm", "continue", args.model, str(prompts_csv), "-o", str(out),
            "-n", str(args.n), "--top-p", "0.9", "--max-new-tokens", str(args.max_new_tokens),
-           "--batch-size", str(args.batch_size), "--device", "cpu"]  # fmt: skip
+           "--batch-size", batch_size, "--device", "cpu"]  # fmt: skip
     if args.external_dir:
         cmd += ["--external-dir", args.external_dir]
+    if args.fresh_probe:
+        from unstereo.models.gguf_convert import cache_root
+
+        for stamp in (cache_root() / "probes").glob("*/*.json"):
+            stamp.unlink()
     r = timed(cmd, args.threads)
     import pandas as pd
 
-    tokens = int(pd.read_parquet(out)["tokens"].sum())
+    table = pd.read_parquet(out)
+    tokens = int(table["tokens"].sum())
+    keys = zip(table["prompt_id"], table["sample"], strict=True)
+    texts = dict(zip(keys, table["continuation"], strict=True))
     ready = re.search(r"^(\S+ \S+) INFO unstereo.llm.local: sampling engine for", r["stderr"], re.M)
     first = None
     if ready:
@@ -118,7 +130,7 @@ def cli_side(args: argparse.Namespace, tmp: Path, prompts_csv: Path) -> dict:
             shutil.rmtree(p)
         else:
             p.unlink()
-    return {**r, "tokens": tokens, "first_s": first}
+    return {**r, "tokens": tokens, "first_s": first, "texts": texts}
 
 
 def plain_side(args: argparse.Namespace, tmp: Path, folder: Path) -> dict:
@@ -139,8 +151,12 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=16)
     ap.add_argument("--max-new-tokens", type=int, default=64)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--batch-size", type=int, default=16, help="the CLI's --batch-size (engine slots)")
+    ap.add_argument("--batch-size", action="append", default=None,
+                    help="the CLI's --batch-size (engine slots; repeatable; default: auto)")  # fmt: skip
     ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--no-plain", action="store_true", help="run the CLI only")
+    ap.add_argument("--fresh-probe", action="store_true",
+                    help="forget passed engine probes before each CLI run")  # fmt: skip
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--folder", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
@@ -164,26 +180,33 @@ def main() -> None:
             w.writerow(["prompt_id", "prompt"])
             w.writerows((f"p{i}", p) for i, p in enumerate(prompts(args.prompts)))
         best: dict[str, dict] = {}
+        sides = [] if args.no_plain else [("plain transformers", lambda: plain_side(args, tmp, folder))]
+        for size in args.batch_size or ["auto"]:
+            sides.append((f"unstereo llm continue --batch-size {size}",
+                          lambda size=size: cli_side(args, tmp, prompts_csv, size)))  # fmt: skip
         for _ in range(args.rounds):
-            for name, fn in (("plain transformers", lambda: plain_side(args, tmp, folder)),
-                             ("unstereo llm continue", lambda: cli_side(args, tmp, prompts_csv))):  # fmt: skip
+            for name, fn in sides:
                 r = fn()
                 print(f"  {name}: {r['wall_s']:.1f} s", file=sys.stderr, flush=True)
                 if name not in best or r["wall_s"] < best[name]["wall_s"]:
                     best[name] = r
     print(f"{args.model}: {args.prompts} prompts x {args.n} samples x {args.max_new_tokens} tokens, top_p 0.9, "
-          f"{args.threads} thread(s), CLI --batch-size {args.batch_size}, best of {args.rounds}")  # fmt: skip
-    print("| side | wall s | first token s | peak RSS MiB | tokens | tokens/s (whole process) |")
-    print("|---|---|---|---|---|---|")
+          f"{args.threads} thread(s), best of {args.rounds}{', fresh probe' if args.fresh_probe else ''}")  # fmt: skip
+    print("| side | wall s | first token s | peak RSS MiB | tokens | tokens/s (whole process) | ratio |")
+    print("|---|---|---|---|---|---|---|")
+    plain = best.get("plain transformers")
     for name, r in best.items():
         first = f"{r['first_s']:.2f}" if r["first_s"] is not None else "-"
-        print(f"| {name} | {r['wall_s']:.1f} | {first} | {r['rss_mib']:.0f} | {r['tokens']} | "
-              f"{r['tokens'] / r['wall_s']:.1f} |")  # fmt: skip
-    plain, cli = best["plain transformers"], best["unstereo llm continue"]
-    ratio = (cli["tokens"] / cli["wall_s"]) / (plain["tokens"] / plain["wall_s"])
-    print(
-        f"whole-process ratio (tokens/s): {ratio:.2f}x; wall-time ratio {plain['wall_s'] / cli['wall_s']:.2f}x"
-    )
+        rate = r["tokens"] / r["wall_s"]
+        ratio = f"{rate / (plain['tokens'] / plain['wall_s']):.2f}x" if plain and r is not plain else "-"
+        print(f"| {name} | {r['wall_s']:.1f} | {first} | {r['rss_mib']:.0f} | {r['tokens']} | {rate:.1f} | "
+              f"{ratio} |")  # fmt: skip
+    if plain:
+        print("ratio: whole-process tokens/s of the CLI run over the plain script's")
+    runs = [r["texts"] for r in best.values() if "texts" in r]
+    if len(runs) > 1:  # a row's text should not depend on the slots it was sampled in (same seed)
+        differ = sum(any(run[key] != runs[0][key] for run in runs[1:]) for key in runs[0])
+        print(f"continuations that differ between the CLI's batch sizes: {differ} of {len(runs[0])}")
 
 
 if __name__ == "__main__":

@@ -123,6 +123,7 @@ def run_shape(model, tok, kind: str, rows: int, max_new: int, top_p: float, repe
     timed = best_of(repeats, {"transformers": transformers_sample, "engine": engine})
     stats = backend._engine.stats if backend._engine else None
     return {name: (n_tok / sec, sec, n_tok) for name, (sec, n_tok) in timed.items()} | {
+        "engine_ran": bool(backend._engine),  # False: the engine's probe failed and generate ran instead
         "prefills": stats.prefills if stats else None,
         "steps": stats.steps if stats else None,
     }

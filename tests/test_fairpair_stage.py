@@ -364,7 +364,7 @@ def test_settings_give_the_commands_what_the_former_flags_gave(tmp_path, monkeyp
         (cli.sample_cmd, ["m", str(tmp_path / "prompts"), "-o", str(tmp_path), "--cache", "c.sqlite", "--threads", "2",
                           "--llm-perturb", "q"],
          ["-n", "4", "--temperature", "1", "--top-p", "0.9", "--max-new-tokens", "128", "--seed", "11",
-          "--batch-size", "8", "--concurrency", "4", "--chunk-size", "64", "--device", "auto", "--dtype", "auto",
+          "--batch-size", "auto", "--concurrency", "4", "--chunk-size", "64", "--device", "auto", "--dtype", "auto",
           "--llm-max-tokens", "9", "--max-dissimilarity", "0.15", "--group", "m", "f"], 11),
         (cli.metrics_cmd, [str(samples), "-o", str(tmp_path), "--model", "g2"],
          ["-n", "4", "--folds", "2", "--phi", "jaccard", "--phi", "sentiment", "--max-ngram", "3", "--top-ngrams", "7"],

@@ -209,6 +209,37 @@ def test_local_backend_loads_a_spec_and_caches(tiny_dir, tmp_path):
     client.close()
 
 
+def test_a_passed_engine_probe_is_remembered_per_machine(tiny_dir, tmp_path, monkeypatch):
+    from unstereo.engine.engine import SamplingEngine
+
+    monkeypatch.setenv("UNSTEREO_CACHE_DIR", str(tmp_path / "machine"))
+    probes = []
+    check = SamplingEngine.check
+    monkeypatch.setattr(SamplingEngine, "check", lambda self: probes.append(1) or check(self))
+    req = ContinuationRequest("she went", max_tokens=3, seed=1)
+
+    def run(**options):
+        backend = LocalBackend(ModelRequest(spec=ModelSpec(path=str(tiny_dir)), device="cpu", **options))
+        return backend, backend.continue_batch([req])[0].text
+
+    first, text = run()
+    assert first._engine  # the engine served it
+    stamps = list((tmp_path / "machine" / "probes" / "engine").iterdir())
+    assert probes == [1] and [p.name for p in stamps] == [first._engine.probe_key() + ".json"]
+    assert run(batch_size=2)[1] == text and probes == [1]  # another process, the same model: no probe
+    # new code or versions: probed again
+    monkeypatch.setattr(SamplingEngine, "probe_key", lambda self: "other")
+    assert run()[1] == text and probes == [1, 1]
+    monkeypatch.setattr(SamplingEngine, "check", lambda self: probes.append(1) or "broken")
+    monkeypatch.setattr(SamplingEngine, "probe_key", lambda self: "broken")
+    broken, _ = run()
+    assert broken._engine is False
+    assert not (tmp_path / "machine" / "probes" / "engine" / "broken.json").exists()
+    # a model handed over (tests, benchmarks) is probed every time
+    LocalBackend.from_loaded(first._lm, first._tok, "tiny").continue_batch([req])
+    assert probes == [1, 1, 1, 1]
+
+
 # ---- the same model behind a loopback /v1/completions server --------------------------------------------------------
 
 

@@ -116,15 +116,37 @@ def test_a_row_does_not_depend_on_the_batch_size_or_its_neighbours(models, tok):
     reqs = [EngineRequest(ids_of(tok, p), max_tokens=12, temperature=1.0, top_p=0.9, seed=s)
             for s, p in enumerate(PROMPTS + PROMPTS[:2])]  # fmt: skip
     reqs.append(EngineRequest(ids_of(tok, PROMPTS[2]), max_tokens=12, temperature=0.0))
-    runs = {slots: SamplingEngine(model, tok, slots=slots).generate(reqs) for slots in (1, 3, 8)}
+    runs = {slots: SamplingEngine(model, tok, slots=slots).generate(reqs) for slots in (1, 3, 8, "auto")}
     tokens = {slots: [o.tokens for o in outs] for slots, outs in runs.items()}
-    assert tokens[1] == tokens[3] == tokens[8]
+    assert tokens[1] == tokens[3] == tokens[8] == tokens["auto"]
     assert len({tuple(t) for t in tokens[1][:6]}) > 1  # the seeds do differ
     # row 2 among other neighbours (another prompt, another seed, a greedy row) and alone
     other = [EngineRequest(ids_of(tok, "nobody expected"), max_tokens=5, temperature=0.7, seed=99), reqs[2],
              EngineRequest(ids_of(tok, "a"), max_tokens=12, temperature=0.0)]  # fmt: skip
     assert SamplingEngine(model, tok, slots=3).generate(other)[1].tokens == tokens[1][2]
     assert SamplingEngine(model, tok, slots=1).generate([reqs[2]])[0].tokens == tokens[1][2]
+
+
+def test_auto_slots_take_every_row_up_to_the_memory_bound(models, tok, monkeypatch):
+    import unstereo.engine.engine as engine_module
+
+    engine = SamplingEngine(models["llama"], tok, slots="auto")
+    assert engine.auto and engine.slots == engine_module.AUTO_SLOTS
+    # TINY llama: 2 layers x keys and values x 2 kv heads x head dim 32 / 4 = 8 x 10 positions x 4 bytes, plus
+    # 4 float32 copies of the logits
+    vocab = len(tok)
+    assert engine.row_bytes(10) == 2 * 2 * 2 * 8 * 10 * 4 + 4 * vocab * 4
+    assert engine.slots_for(5, 10) == 5 and engine.slots_for(1000, 10) == engine_module.AUTO_SLOTS
+    monkeypatch.setattr(engine_module, "AUTO_MEMORY", 3 * engine.row_bytes(10) + 1)
+    assert engine.slots_for(1000, 10) == 3 and engine.slots_for(1000, 11) == 2
+    monkeypatch.setattr(engine_module, "AUTO_MEMORY", 0)
+    assert engine.slots_for(1000, 10) == 1  # always one row
+    # a fixed slot count ignores the memory bound; the probe runs in its two slots either way
+    assert SamplingEngine(models["llama"], tok, slots=7).slots_for(1000, 10) == 7
+    assert engine.check() is None and engine.auto and engine.slots == engine_module.AUTO_SLOTS
+    reqs = [EngineRequest(ids_of(tok, p), max_tokens=4, seed=s) for s, p in enumerate(PROMPTS)]
+    engine.generate(reqs)
+    assert engine.stats.occupancy[0] == (1, 3)  # AUTO_MEMORY 0: one row, three waiting
 
 
 def test_stop_string_ends_the_row_at_the_token_that_completes_it(models, tok):
@@ -192,6 +214,19 @@ def test_backend_falls_back_to_generate_when_the_probe_fails(models, tok, monkey
         got = slow.continue_batch(reqs)
     assert slow._engine is False and "using transformers' generate" in caplog.text
     assert [(r.text, r.finish_reason) for r in got] == [(r.text, r.finish_reason) for r in want]
+    # the fallback runs batch_size rows at a time (FALLBACK_BATCH_SIZE for auto), the call's rows in order
+    sizes = []
+    inner = slow._generate_transformers
+    monkeypatch.setattr(
+        slow, "_generate_transformers", lambda ids, *a: sizes.append(len(ids)) or inner(ids, *a)
+    )
+    assert [r.text for r in slow.continue_batch(reqs)] == [r.text for r in got] and sizes == [2, 2]
+    auto = LocalBackend.from_loaded(model, tok, "tiny", batch_size="auto")
+    monkeypatch.setattr(auto, "FALLBACK_BATCH_SIZE", 3)
+    monkeypatch.setattr(
+        auto, "_generate_transformers", lambda ids, *a: sizes.append(len(ids)) or inner(ids, *a)
+    )
+    assert [r.text for r in auto.continue_batch(reqs)] == [r.text for r in got] and sizes[2:] == [3, 1]
 
 
 @pytest.mark.models

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 import unstereo.models.spec as model_spec
 from unstereo.cli import cli
+from unstereo.engine.engine import AUTO_SLOTS
 from unstereo.llm import ContinuationRequest, make_client
 from unstereo.llm.local import LocalBackend
 from unstereo.models.request import ModelRequest, model_request
@@ -65,10 +66,10 @@ def test_make_client_takes_the_request_whole_and_resolves_nothing_again(resoluti
     backend = client.backend
     assert backend.request is request and backend.spec is request.spec and backend.batch_size == 3
     assert client.model_id == "local:a/b@v1"
-    # a resolved spec is taken as is, with the request's defaults (batch size auto: 8 rows)
+    # a resolved spec is taken as is, with the request's defaults (batch size auto: up to AUTO_SLOTS rows)
     spec = ModelSpec(path="a/b")
     assert make_client(spec).backend.request == ModelRequest(spec=spec)
-    assert make_client(spec).backend.batch_size == LocalBackend.DEFAULT_BATCH_SIZE == 8
+    assert make_client(spec).backend.batch_size == AUTO_SLOTS == 128 and make_client(spec).backend.auto
     assert len(resolutions) == 1
     # a string or mapping from a Python user is resolved once, at the entry point
     assert make_client("resource:smollm2/S.gguf", external_dir="ext").backend.spec == ModelSpec(
@@ -114,6 +115,9 @@ def test_llm_commands_build_one_request(tmp_path, resolutions, backends):
               "--batch-size", "3", "--dtype", "fp32"])  # fmt: skip
     assert backends[-1].request == ModelRequest(spec=ModelSpec(path="some/model"), dtype="fp32", batch_size=3)
     assert resolutions == ["some/model", "some/model"]
+    # the default: every row of a call at once (the engine bounds them)
+    _stopped(["llm", "continue", "some/model", tmp_path / "p.csv", "-o", tmp_path / "c.parquet"])
+    assert backends[-1].request.batch_size == "auto"
 
 
 def test_fairpair_sample_builds_one_request(tmp_path, resolutions, backends):
@@ -131,6 +135,8 @@ def test_fairpair_sample_builds_one_request(tmp_path, resolutions, backends):
     assert backends[-1].request == ModelRequest(spec=ModelSpec(path="some/model"), device="cpu", dtype="float16",
                                                 batch_size=5)  # fmt: skip
     assert resolutions == ["some/model"]
+    _stopped(["fairpair", "sample", "some/model", tmp_path / "p", "-o", tmp_path / "m"])
+    assert backends[-1].request.batch_size == "auto"
 
 
 def test_sentiment_commands_build_one_request(tmp_path, resolutions, backends, monkeypatch):

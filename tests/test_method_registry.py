@@ -275,6 +275,7 @@ TOY_FILES = {
             name="toy",
             title="Toy method",
             cli={"toy": "toy_method.cli:group"},
+            cli_help={"toy": "Toy method: a table of toy gaps."},
             config={"toy": HERE / "toy.schema.yaml"},
             rules=(HERE / "rules.smk",),
             envs=(HERE / "env.yaml",),

@@ -185,7 +185,8 @@ import_utils._sklearn_available = True
 {pre}
 from unstereo.models.load import load_causal_lm
 load_causal_lm({folder!r}, device="cpu")
-print(sys.modules.get("sklearn") is not None, bool(import_utils.is_sklearn_available()))
+print(sys.modules.get("sklearn") is not None, bool(import_utils.is_sklearn_available()),
+      sys.modules.get("scipy") is not None)
 """
 _FAKE_SKLEARN = """
 from importlib.machinery import ModuleSpec
@@ -197,11 +198,11 @@ sys.modules.update(fake)
 """
 
 
-@pytest.mark.parametrize("pre, want", [("", "False False"), (_FAKE_SKLEARN, "True True")])
+@pytest.mark.parametrize("pre, want", [("", "False False False"), (_FAKE_SKLEARN, "True True False")])
 def test_loading_a_model_does_not_import_sklearn(tmp_path, pre, want):
-    """transformers' generation utilities import scikit-learn (~1.5 s) when it is installed, for a feature unstereo
-    never uses: loading a model skips it, unless the process has imported scikit-learn already (then transformers
-    keeps it)."""
+    """transformers' generation utilities import scikit-learn (~1.5 s) when it is installed, and its loss functions
+    SciPy, for features unstereo never uses: loading a model skips them, unless the process has imported
+    scikit-learn already (then transformers keeps it)."""
     import subprocess
     import sys
 

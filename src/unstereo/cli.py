@@ -1,8 +1,9 @@
 """The ``unstereo`` command line: one subcommand per stage.
 
-Subcommands live next to their stage (``unstereo/<stage>/cli.py``) and are imported lazily, so ``unstereo --help``
-stays fast and one stage's heavy imports (torch, spaCy) never slow down another. The shared infrastructure's are
-listed here; each method's come from its declaration in the method registry (:mod:`unstereo.method_registry`).
+Subcommands live next to their stage (``unstereo/<stage>/cli.py``) and are imported lazily: ``unstereo --help``
+imports none of them (their one-line help is declared: :data:`SHORT_HELP`, each method's ``cli_help``), and one
+stage's heavy imports (torch, spaCy) never slow down another. The shared infrastructure's are listed here; each
+method's come from its declaration in the method registry (:mod:`unstereo.method_registry`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,18 @@ INFRASTRUCTURE: dict[str, str] = {
 }
 
 
+# The infrastructure's subcommands' help, the first paragraph of each docstring (whitespace collapsed): ``unstereo
+# --help`` lists them from here, and each method's from its declaration (``Method.cli_help``), without importing
+# any stage (a stage's cli.py imports pandas, numpy, ...); a subcommand with neither is imported for its help.
+# tests/test_cli_help.py checks both against the commands themselves.
+SHORT_HELP: dict[str, str] = {
+    "resources": "Obtain the offline resources (models, corpus, WordNet, lid.176, reference data).",
+    "llm": "LLM client: chat completions and text continuations (OpenAI-compatible endpoints or local "
+    "transformers).",
+    "config": "Validate configuration files.",
+}
+
+
 @cache
 def subcommands() -> dict[str, str]:
     """Every subcommand: the infrastructure's, then each registered method's (UnStereoEval's stages, fairpair, ...).
@@ -37,6 +50,13 @@ def subcommands() -> dict[str, str]:
             raise method_registry.MethodRegistryError(f"a method declares subcommand {name!r}, a shared one")
         out[name] = ref
     return out
+
+
+def short_helps() -> dict[str, str]:
+    """Subcommand -> its one-line help as declared (:data:`SHORT_HELP`, each method's ``cli_help``)."""
+    from unstereo import method_registry
+
+    return {**SHORT_HELP, **method_registry.cli_helps()}
 
 
 def __getattr__(name: str):
@@ -58,6 +78,19 @@ class LazyGroup(click.Group):
             return None
         module, _, attr = ref.partition(":")
         return getattr(importlib.import_module(module), attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """click's listing, with each subcommand's help as declared (:func:`short_helps`: no import)."""
+        helps = short_helps()
+        commands = []
+        for name in self.list_commands(ctx):
+            cmd = click.Command(name, help=helps[name]) if name in helps else self.get_command(ctx, name)
+            if cmd is not None and not cmd.hidden:
+                commands.append((name, cmd))
+        if commands:
+            limit = formatter.width - 6 - max(len(name) for name, _ in commands)
+            with formatter.section("Commands"):
+                formatter.write_dl([(name, cmd.get_short_help_str(limit)) for name, cmd in commands])
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

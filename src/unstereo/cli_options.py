@@ -77,6 +77,17 @@ batch_size = click.option(
 )
 
 
+#: ``--batch-size`` of the commands that sample text with a local model (the sampling engine's slots).
+sample_batch_size = click.option(
+    "--batch-size",
+    default="auto",
+    show_default=True,
+    callback=parse_batch_size,
+    help="local: rows sampled at once (the engine's slots), or 'auto': every row of a call, at most 128 and "
+    "1 GiB of KV cache and logits.",
+)
+
+
 def eps(default: float):
     """``--eps``, the fairness threshold (its default comes from the metric definitions)."""
     return click.option(

@@ -66,7 +66,9 @@ class Method:
 
     - ``name``: the registry name (the headline table's ``method`` value), e.g. ``"fairpair"``;
     - ``title``: how people call it, e.g. ``"FairPair"``;
-    - ``cli``: subcommand -> ``"module:attr"`` of its click command or group;
+    - ``cli``: subcommand -> ``"module:attr"`` of its click command or group; ``cli_help``: subcommand -> the first
+      paragraph of that command's help (its docstring's, whitespace collapsed), which ``unstereo --help`` lists
+      without importing the command (a subcommand without one is imported for its help);
     - ``config``: config section -> its JSON Schema file, a path (absolute, e.g. ``HERE / "toy.schema.yaml"``); it
       may ``$ref`` the shared schemas of ``unstereo/config/schemas`` by file name (``common.schema.yaml#/$defs/...``,
       ``model.schema.yaml``), and a bare file name is one of those shared schemas; every section defaults to ``{}``;
@@ -92,6 +94,7 @@ class Method:
     name: str
     title: str
     cli: Mapping[str, str] = field(default_factory=dict)
+    cli_help: Mapping[str, str] = field(default_factory=dict)
     config: Mapping[str, str | Path] = field(default_factory=dict)
     rules: tuple[str | Path, ...] = ()
     envs: tuple[str | Path, ...] = ()
@@ -112,6 +115,11 @@ class Method:
             raise MethodRegistryError(f"method {self.name!r}: needs a report category")
         for sub, ref in self.cli.items():
             _check_ref(self.name, f"CLI group {sub!r}", ref)
+        for sub in self.cli_help:
+            if sub not in self.cli:
+                raise MethodRegistryError(
+                    f"method {self.name!r}: cli_help names {sub!r}, not one of its subcommands"
+                )
         for folder, entries in self.tables.items():
             for entry in entries:
                 if len(entry) != 2:
@@ -207,6 +215,11 @@ def method(name: str) -> Method:
 def cli_groups() -> dict[str, str]:
     """Subcommand -> ``"module:attr"`` of every method's CLI groups."""
     return {sub: ref for m in methods().values() for sub, ref in m.cli.items()}
+
+
+def cli_helps() -> dict[str, str]:
+    """Subcommand -> its declared one-line help (:attr:`Method.cli_help`), for every method that declares one."""
+    return {sub: text for m in methods().values() for sub, text in m.cli_help.items()}
 
 
 def config_sections(schema_dir: str | Path | None = None) -> dict[str, Path]:

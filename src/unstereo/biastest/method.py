@@ -11,6 +11,9 @@ METHOD = Method(
     name="biastest",
     title="BiasTestGPT",
     cli={"biastest": "unstereo.biastest.cli:group"},
+    cli_help={
+        "biastest": "BiasTestGPT: test sentences for a bias specification, Stereotype Score, an inspection page."
+    },
     config={"biastest": HERE / "biastest.schema.yaml"},
     rules=(HERE / "rules.smk",),
     envs=(HERE / "env.yaml",),

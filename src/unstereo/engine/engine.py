@@ -38,6 +38,13 @@ log = get_logger("engine.engine")
 PREFILL_CELLS = 2048
 # The probe's log-probabilities may differ from the full forward pass's by float rounding only (fp32).
 PROBE_TOLERANCE = 1e-3
+#: ``slots="auto"``: every row of a call at once, up to AUTO_SLOTS rows and AUTO_MEMORY bytes of KV cache and
+#: logits (:meth:`SamplingEngine.slots_for`). On the CPU a decode step streams every weight from memory whatever
+#: the rows, so more rows are nearly free up to where the products turn compute-bound (docs/performance.md).
+AUTO_SLOTS = 128
+AUTO_MEMORY = 1 << 30
+# Float32 copies of a row's logits alive while it samples (logits, softmax, top-k, cumsum).
+_LOGIT_COPIES = 4
 
 
 @dataclass
@@ -182,14 +189,16 @@ class _Prompt:
 
 
 class SamplingEngine:
-    """Generates rows for a loaded (model, tokenizer) with ``slots`` rows at a time (see the module doc)."""
+    """Generates rows for a loaded (model, tokenizer) with ``slots`` rows at a time (see the module doc);
+    ``slots="auto"``: as many as a call has rows, bounded (:meth:`slots_for`)."""
 
-    def __init__(self, model: Any, tokenizer: Any, slots: int = 8, onednn: bool = True):
+    def __init__(self, model: Any, tokenizer: Any, slots: int | str = 8, onednn: bool = True):
         from unstereo.models.lm_head import split_causal_lm
         from unstereo.models.onednn import available
 
         self.model, self.tok = model, tokenizer
-        self.slots = max(1, int(slots))
+        self.auto = slots == "auto"
+        self.slots = AUTO_SLOTS if self.auto else max(1, int(slots))
         parts = split_causal_lm(model)
         self.body, self.head = parts if parts is not None else (None, None)
         self.onednn = bool(onednn and parts is not None and available(self.head.weight))
@@ -202,6 +211,25 @@ class SamplingEngine:
         self.window = int(window) if "sliding_attention" in types and window else None
         self.eos = eos_ids(model, tokenizer)
         self.stats = EngineStats()
+
+    def row_bytes(self, length: int) -> int:
+        """Memory one slot holds for rows of up to ``length`` positions: its KV cache (every layer's keys and
+        values) and the float32 copies of its logits that sampling makes."""
+        config, dtype = self.config, self.head.weight.dtype
+        heads = int(getattr(config, "num_attention_heads", 0) or getattr(config, "n_head", 0) or 1)
+        kv_heads = int(getattr(config, "num_key_value_heads", 0) or heads)
+        width = int(getattr(config, "hidden_size", 0) or getattr(config, "n_embd", 0) or 0)
+        head_dim = int(getattr(config, "head_dim", 0) or width // heads)
+        kv = 2 * self.n_layers * kv_heads * head_dim * length * dtype.itemsize
+        return kv + _LOGIT_COPIES * self.head.weight.shape[0] * 4
+
+    def slots_for(self, rows: int, length: int) -> int:
+        """Slots for a call of ``rows`` rows of up to ``length`` positions: ``min(slots, rows)``; with
+        ``slots="auto"`` also at most what fits in :data:`AUTO_MEMORY`."""
+        slots = min(self.slots, rows)
+        if self.auto:
+            slots = min(slots, AUTO_MEMORY // self.row_bytes(length))
+        return max(1, slots)
 
     # ------------------------------------------------------------------------------------------- the checks
 
@@ -218,25 +246,40 @@ class SamplingEngine:
         prompts = [torch.randint(0, vocab, (n,), generator=g).tolist() for n in (3, 6, 3)]
         prompts[2] = prompts[0]  # a shared prompt
         reqs = [EngineRequest(p, max_tokens=4, temperature=0.0) for p in prompts]
-        slots = self.slots
-        self.slots = 2  # three requests in two slots: continuous batching and a moved row
+        slots, auto = self.slots, self.auto
+        self.slots, self.auto = 2, False  # three requests in two slots: continuous batching and a moved row
         try:
             outs = self.generate(reqs, logprobs=True, ignore_eos=True)
         except Exception as exc:  # an architecture that rejects the cache, the 4D mask or the position ids
             return f"{type(exc).__name__}: {exc}"
         finally:
-            self.slots = slots
+            self.slots, self.auto = slots, auto
         diff = 0.0
+        # one full pass per distinct sequence (the shared prompt's two greedy rows need one)
+        wanted: dict[tuple[int, ...], Any] = {}
         with torch.inference_mode():
             for req, out in zip(reqs, outs, strict=True):
-                seq = torch.tensor([req.ids + out.tokens])
-                logits = self.model(input_ids=seq, use_cache=False).logits[0].float()
-                want = torch.log_softmax(logits[len(req.ids) - 1 : -1], -1)
-                want = want.gather(-1, torch.tensor(out.tokens)[:, None])[:, 0]
-                diff = max(diff, float((want - torch.tensor(out.logprobs)).abs().max()))
+                key = (*req.ids, *out.tokens)
+                if key not in wanted:
+                    seq = torch.tensor([key], device=self.head.weight.device)
+                    logits = self.model(input_ids=seq, use_cache=False).logits[0].float().cpu()
+                    want = torch.log_softmax(logits[len(req.ids) - 1 : -1], -1)
+                    wanted[key] = want.gather(-1, torch.tensor(out.tokens)[:, None])[:, 0]
+                diff = max(diff, float((wanted[key] - torch.tensor(out.logprobs)).abs().max()))
         if not diff <= PROBE_TOLERANCE:  # also catches NaN
             return f"probe log-probabilities differ from the full forward pass by {diff:.3g}"
         return None
+
+    def probe_key(self) -> str:
+        """A digest of what :meth:`check`'s verdict depends on (:func:`unstereo.models.probe_memo.digest`: the
+        model, torch and transformers, the engine's source) and whether the products run on oneDNN: a passed
+        probe is remembered under it per machine (:class:`~unstereo.llm.local.LocalBackend`) and skipped next
+        time."""
+        from unstereo.models.probe_memo import digest
+
+        modules = ("unstereo.engine.engine", "unstereo.engine.sampler", "unstereo.models.lm_head",
+                   "unstereo.models.onednn")  # fmt: skip
+        return digest(self.model, modules, extra=(f"onednn={self.onednn}",))
 
     # ----------------------------------------------------------------------------------------- generation
 
@@ -258,7 +301,7 @@ class SamplingEngine:
             waiting[key] = waiting.get(key, 0) + 1
         prompts: dict[tuple[int, ...], _Prompt] = {}
         length = max(len(r.ids) + r.max_tokens for r in requests)
-        cache = SlotCache(self.n_layers, min(self.slots, len(requests)), length)
+        cache = SlotCache(self.n_layers, self.slots_for(len(requests), length), length)
         vocab = self.head.weight.shape[0]
         logits = torch.empty((cache.slots, vocab), dtype=torch.float32)
         eos = torch.tensor(sorted(self.eos) if not ignore_eos else [], dtype=torch.long)
@@ -369,7 +412,8 @@ class SamplingEngine:
             ids, {k: m[:, None] for k, m in masks.items()}, positions[None].expand(len(prompts), -1), cache
         )
         self.stats.prefills += len(prompts)
-        last = self._logits(hidden[torch.arange(len(prompts)), lengths - 1])
+        rows = torch.arange(len(prompts), device=hidden.device)
+        last = self._logits(hidden[rows, (lengths - 1).to(hidden.device)])
         return [_Prompt(cache, row, last[row], len(p), 0) for row, p in enumerate(prompts)]
 
     def _step(self, cache: SlotCache, rows: list[_Row], tokens: list[int]):
@@ -377,7 +421,8 @@ class SamplingEngine:
         import torch
 
         positions = torch.tensor([r.position for r in rows])
-        cache.rows, cache.span, cache.positions = len(rows), int(positions.max()) + 1, positions
+        cache.rows, cache.span = len(rows), int(positions.max()) + 1
+        cache.positions = positions.to(self.head.weight.device)
         keys = torch.arange(cache.span)
         visible = keys[None, :] <= positions[:, None]  # [row, key]
         masks = self._masks(visible, positions[:, None] - keys[None, :])
@@ -413,6 +458,11 @@ class SamplingEngine:
     def _body(self, ids: Any, masks: dict[str, Any], positions: Any, cache: SlotCache):
         from unstereo.models.lm_head import last_hidden
 
+        device = self.head.weight.device
+        # the inputs are built on the CPU, where the rows are sampled; a model on another device takes copies
+        if device.type != "cpu":
+            ids, positions = ids.to(device), positions.to(device)
+            masks = {k: m.to(device) for k, m in masks.items()}
         mask = masks if self.window is not None else masks["full_attention"]
         out = self.body(
             input_ids=ids,

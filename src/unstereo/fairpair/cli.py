@@ -142,9 +142,7 @@ def prompts_cmd(out_dir, prompt_file, occupations, names, descriptors, words, de
 @click.option("--top-p", type=click.FloatRange(0, 1, min_open=True), default=0.9, show_default=True)
 @click.option("--max-new-tokens", type=click.IntRange(1), default=128, show_default=True)
 @cli_options.seed(0, "sample j of x and of p(x) uses seed SEED + j")
-@click.option(
-    "--batch-size", type=click.IntRange(1), default=8, show_default=True, help="local: rows per batch"
-)
+@cli_options.sample_batch_size
 @click.option(
     "--concurrency", type=click.IntRange(1), default=4, show_default=True, help="endpoint: parallel calls"
 )

@@ -11,6 +11,10 @@ METHOD = Method(
     name="fairpair",
     title="FairPair",
     cli={"fairpair": "unstereo.fairpair.cli:group"},
+    cli_help={
+        "fairpair": "FairPair: continuations of paired prompts x / p(x), bias B against sampling variability V, "
+        "F = B^2/(V_gp V_pg)."
+    },
     config={"fairpair": HERE / "fairpair.schema.yaml"},
     rules=(HERE / "rules.smk",),
     envs=(HERE / "env.yaml",),

@@ -99,9 +99,7 @@ def chat(model, message, system, temperature, top_p, max_tokens, seed, as_json, 
 @click.option(
     "--seed", type=int, default=0, show_default=True, help="sample j of every prompt uses seed SEED + j"
 )
-@click.option(
-    "--batch-size", type=click.IntRange(1), default=8, show_default=True, help="local: prompts per batch"
-)
+@cli_options.sample_batch_size
 @click.option(
     "--concurrency", type=click.IntRange(1), default=4, show_default=True, help="endpoint: parallel calls"
 )

@@ -71,19 +71,21 @@ def load_tokenizer(spec: ModelSpec):
 
 
 def skip_sklearn_in_transformers() -> None:
-    """Have transformers treat scikit-learn as absent where it is not imported yet.
+    """Have transformers treat scikit-learn and SciPy as absent where they are not imported yet.
 
     Importing transformers' model classes imports its generation utilities, which import scikit-learn when it is
     installed (1.4-1.7 s of scipy and more here, a third of a scoring process's start-up), only for assisted
-    generation's adaptive confidence threshold, which unstereo never uses; without it transformers skips that
-    feature (a configuration it supports). Nothing changes where scikit-learn is already imported, or where this
-    transformers has no such flag."""
-    if "sklearn" in sys.modules or "transformers.generation.candidate_generator" in sys.modules:
-        return
+    generation's adaptive confidence threshold, which unstereo never uses; and its loss functions, which import
+    SciPy (~0.3 s) for the object-detection losses' matching only. Without them transformers skips those features (a
+    configuration it supports). Nothing changes for a package the process has imported already (or transformers'
+    module that uses it), or where this transformers has no such flag."""
     from transformers.utils import import_utils
 
-    if hasattr(import_utils, "_sklearn_available"):
-        import_utils._sklearn_available = False
+    for package, user in (("sklearn", "transformers.generation.candidate_generator"),
+                          ("scipy", "transformers.loss.loss_utils")):  # fmt: skip
+        flag = f"_{package}_available"
+        if package not in sys.modules and user not in sys.modules and hasattr(import_utils, flag):
+            setattr(import_utils, flag, False)
 
 
 def load_causal_lm(spec: ModelSpec | str, dtype: str = "auto", device: str = "auto"):

@@ -11,6 +11,13 @@ METHOD = Method(
     name="robustness",
     title="Robustness to dataset construction",
     cli={"robustness": "unstereo.robustness.cli:group"},
+    cli_help={
+        "robustness": (
+            'Dataset-construction robustness ("Tail wagging", docs/methods.md#dataset-construction-robustness): '
+            "how much a bias score moves when the benchmark is rebuilt harmlessly (clauses, adjectives, "
+            "synonyms, negation, sub-samples)."
+        )
+    },
     config={"robustness": HERE / "robustness.schema.yaml"},
     rules=(HERE / "rules.smk",),
     captions=(HERE / "captions",),

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from unstereo.log import get_logger
+from unstereo.models import probe_memo
 from unstereo.models.gguf_tokenizer import needs_bpe_repair, repair_gemma_tokenizer
 from unstereo.models.lm_head import head_logprobs, last_hidden, split_causal_lm
 from unstereo.models.load import ModelSpec, load_causal_lm
@@ -136,6 +137,8 @@ class CausalScorer:
     ``.logits`` (a transformers causal LM in practice). ``path`` is auto, tree, padded or
     full (see the module doc); an explicit tree or padded path that fails its check is an error. ``onednn``: the
     fast paths' products on oneDNN where the model is fp32 on the CPU and the op works (False: never).
+    ``remember_probe``: the path the checks chose is remembered per machine and the next scorer of the same model,
+    settings and code takes it without probing (:mod:`unstereo.models.probe_memo`; the registry's scorers do).
     """
 
     kind = "causal"
@@ -150,6 +153,7 @@ class CausalScorer:
         max_batch_size: int | None = None,
         path: str = "auto",
         onednn: bool = True,
+        remember_probe: bool = False,
     ):
         if path not in SCORING_PATHS:
             raise ValueError(f"scoring path must be one of {SCORING_PATHS}, got {path!r}")
@@ -175,6 +179,7 @@ class CausalScorer:
         self._segment = SEGMENT
         self.onednn_requested = onednn
         self.onednn = False  # resolved with the path: True where the fast path's products run on oneDNN
+        self.remember_probe = remember_probe
 
     def encode(self, sentences: list[str]) -> list[list[int]]:
         """Token ids of each sentence with the prefix token prepended (when the policy has one)."""
@@ -303,6 +308,27 @@ class CausalScorer:
         if self._parts is not None and self.onednn_requested:
             self.onednn = onednn_available(self._parts[1].weight)
         wanted = ("tree", "padded") if self.path_requested == "auto" else (self.path_requested,)
+        key = self._probe_key() if self.remember_probe and self._parts is not None else None
+        verdict = probe_memo.recall("scorer", key) if key is not None else None
+        if verdict is not None and verdict.get("path") in (*wanted, "full") and "segment" in verdict:
+            log.info("scoring path %s: its probe ran before on this machine", verdict["path"])
+            self._segment = int(verdict["segment"])
+            self._use(verdict["path"])
+            return self.path
+        path = self._probed_path(wanted)
+        if key is not None:
+            probe_memo.remember("scorer", key, {"path": path, "segment": self._segment})
+        return path
+
+    def _probe_key(self) -> str:
+        """What the path checks' verdict depends on (:func:`unstereo.models.probe_memo.digest`)."""
+        modules = ("unstereo.scoring.causal", "unstereo.models.lm_head", "unstereo.models.onednn",
+                   "unstereo.models.tree_attention", "unstereo.scoring.prefix_tree")  # fmt: skip
+        extra = (self.path_requested, self.prefix.token_id, f"onednn={self.onednn}")
+        return probe_memo.digest(self.model, modules, extra=extra)
+
+    def _probed_path(self, wanted: tuple[str, ...]) -> str:
+        """The first of ``wanted`` that passes its check (see :meth:`_resolve_path`), else ``full``."""
         for path in wanted:
             problem = self._check(path)
             if problem is not None and path == "tree":  # the tree with dense attention over its row

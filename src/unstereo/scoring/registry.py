@@ -35,7 +35,7 @@ def _load_causal(request: ModelRequest, device: str) -> Any:
 
     m, tok = load_scoring_model(request.spec, dtype=request.dtype, device=device)
     return CausalScorer(m, tok, device=device, batch_size=request.batch_size, bos_policy=request.bos_policy,
-                        max_batch_size=request.max_batch_size)  # fmt: skip
+                        max_batch_size=request.max_batch_size, remember_probe=True)  # fmt: skip
 
 
 def _masked_class(name: str) -> type:

@@ -13,6 +13,9 @@ METHOD = Method(
     name="sentiment",
     title="Counterfactual sentiment bias",
     cli={"sentiment": "unstereo.sentiment.cli:group"},
+    cli_help={
+        "sentiment": "Counterfactual sentiment bias (Huang et al. 2020): I.F., G.F. and counterfactual debiasing."
+    },
     config={"sentiment": HERE / "sentiment.schema.yaml"},
     rules=(HERE / "rules.smk",),
     envs=(HERE / "env.yaml",),

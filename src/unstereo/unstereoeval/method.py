@@ -30,6 +30,17 @@ METHOD = Method(
         "metrics": "unstereo.unstereoeval.metrics.cli:metrics",
         "report": "unstereo.unstereoeval.report.cli:group",
     },
+    # each subcommand's one-line help (unstereo --help lists it from here)
+    cli_help={
+        "corpus": "Word statistics of a corpus: windowed co-occurrence counts, PMI/delta tables, appendix A.",
+        "vocabulary": "English vocabulary and seed words from a delta table (paper section 2.3, appendices B-C).",
+        "benchmarks": "Benchmarks as pair tables: Winobias, Winogender, released USE, user templates; MaxPMI "
+        "and eta filtering.",
+        "generate": "LLM generation of USE-k templates: generation, revision, pairing, semantic filter.",
+        "score": "Score every pair of PAIRS (a pair table) under MODEL and write a SCORES table.",
+        "metrics": "Compute the UnStereoEval metrics of every model and benchmark in SCORES (SCORES parquet files).",
+        "report": "Tables, figures and the reproduction check of the paper.",
+    },
     config={section: folder / f"{section}.schema.yaml" for section, folder in STAGES.items()},
     # one rules file per stage, in pipeline order; each reads only the shared helpers of rules/common.smk and the config
     rules=tuple(STAGES[stage] / "rules.smk" for stage in _WITH_RULES),
