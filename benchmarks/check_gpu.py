@@ -30,6 +30,7 @@ import shutil
 import sys
 import tempfile
 import time
+import traceback
 from pathlib import Path
 
 import torch
@@ -179,6 +180,32 @@ def check_sampling(cpu_lm, cuda_lm, tok) -> dict:
     return row
 
 
+def check_model(name: Path, tmp: Path, device: str, args, shapes) -> dict:
+    """Scoring, sampling and speed of one model folder (module doc)."""
+    from unstereo.models.load import load_causal_lm
+
+    t0 = time.perf_counter()
+    folder = materialise(name, tmp)
+    cpu_lm, tok = load_causal_lm(str(folder), dtype="float32", device="cpu")
+    cuda_lm, _ = load_causal_lm(str(folder), dtype="float32", device=device)
+    res = {"load_s": time.perf_counter() - t0, "device": str(cuda_lm.device)}
+    res["scoring"] = check_scoring(cpu_lm, cuda_lm, tok, args.sentences, args.cpu_sentences, device)
+    print(f"## {name.name}\nscoring: {json.dumps(res['scoring'])}", flush=True)
+    res["sampling"] = check_sampling(cpu_lm, cuda_lm, tok)
+    print(f"sampling: {json.dumps(res['sampling'])}", flush=True)
+    del cpu_lm
+    res["speed"] = {}
+    for kind, rows, new in shapes:
+        r = run_shape(cuda_lm, tok, kind, rows, new, 0.9, args.repeats)
+        res["speed"][f"{kind}:{rows}x{new}"] = r
+        print(f"| {name.name} | {kind}:{rows}x{new} | {r['transformers'][0]:.0f} | {r['engine'][0]:.0f} | "
+              f"{r['engine'][0] / r['transformers'][0]:.2f}x | {r['engine_ran']} |", flush=True)  # fmt: skip
+    del cuda_lm
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    return res
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", action="append", required=True, help="a Hugging Face folder (repeatable)")
@@ -191,39 +218,20 @@ def main() -> None:
     args = ap.parse_args()
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         raise SystemExit("check_gpu.py: no CUDA device is visible to torch")
-    from unstereo.models.load import load_causal_lm
-
     shapes = [parse_shape(s) for s in (args.shape or ["batch:32x64", "n:100x128"])]
     name = torch.cuda.get_device_name() if args.device.startswith("cuda") else args.device
     print(f"device: {name}; torch {torch.__version__}; TF32 matmul {torch.backends.cuda.matmul.allow_tf32}")
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.model:
-            t0 = time.perf_counter()
-            folder = materialise(Path(name), Path(tmp))
-            cpu_lm, tok = load_causal_lm(str(folder), dtype="float32", device="cpu")
-            cuda_lm, _ = load_causal_lm(str(folder), dtype="float32", device=args.device)
             label = Path(name).name
-            res = {"load_s": time.perf_counter() - t0, "device": str(cuda_lm.device)}
-            res["scoring"] = check_scoring(
-                cpu_lm, cuda_lm, tok, args.sentences, args.cpu_sentences, args.device
-            )
-            print(f"## {label}\nscoring: {json.dumps(res['scoring'])}", flush=True)
-            res["sampling"] = check_sampling(cpu_lm, cuda_lm, tok)
-            print(f"sampling: {json.dumps(res['sampling'])}", flush=True)
-            del cpu_lm
-            res["speed"] = {}
-            for kind, rows, new in shapes:
-                r = run_shape(cuda_lm, tok, kind, rows, new, 0.9, args.repeats)
-                res["speed"][f"{kind}:{rows}x{new}"] = r
-                print(f"| {label} | {kind}:{rows}x{new} | {r['transformers'][0]:.0f} | {r['engine'][0]:.0f} | "
-                      f"{r['engine'][0] / r['transformers'][0]:.2f}x | {r['engine_ran']} |", flush=True)  # fmt: skip
-            results[label] = res
-            del cuda_lm
-            if torch.cuda.is_available():
-                torch.cuda.empty_cache()
-    if args.out:
-        Path(args.out).write_text(json.dumps(results, indent=1, default=str))
+            try:
+                results[label] = check_model(Path(name), Path(tmp), args.device, args, shapes)
+            except Exception:  # one model's failure is a finding; the others still run
+                results[label] = {"error": traceback.format_exc()}
+                print(f"## {label}\n{results[label]['error']}", flush=True)
+            if args.out:  # after every model, so a run cut short keeps what it measured
+                Path(args.out).write_text(json.dumps(results, indent=1, default=str))
 
 
 if __name__ == "__main__":
