@@ -221,7 +221,14 @@ class LocalBackend:
         return results
 
     def _engine_or_none(self):
-        """The sampling engine of the loaded model, or None (logged) when its probe fails: then ``generate``."""
+        """The sampling engine of the loaded model, or None (logged) when its probe fails or the model is not on the
+        CPU: then ``generate``."""
+        device = getattr(self._lm, "device", None)
+        if self._engine is None and getattr(device, "type", "cpu") != "cpu":
+            # The engine is built for the CPU (it samples there, a step at a time): on an H200 it ran at 0.04-0.16x
+            # of generate (docs/performance.md, "The GPU path"), although its tokens are right on any device.
+            log.info("sampling on %s for %s: transformers' generate", device, self.model)
+            self._engine = False
         if self._engine is None:
             from unstereo.engine.engine import SamplingEngine
 
