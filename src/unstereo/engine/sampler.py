@@ -75,7 +75,7 @@ def _nucleus_candidates(probs, top_p: float):
     rank = (
         torch.where(probs > 0, -exponent, 255).clamp_(min=0, max=255).long()
     )  # larger probability, smaller rank
-    mass = torch.zeros(256, dtype=probs.dtype).index_add_(0, rank, probs)
+    mass = torch.zeros(256, dtype=probs.dtype, device=probs.device).index_add_(0, rank, probs)
     enough = torch.nonzero(torch.cumsum(mass, 0) >= top_p).flatten()
     if enough.numel():
         ids = torch.nonzero(rank <= int(enough[0])).flatten()
