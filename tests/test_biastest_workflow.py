@@ -129,12 +129,12 @@ def test_per_spec_pairs_from_every_run(tmp_path, reference_dir):
         assert pairs.pair_id.is_unique and pairs.pair_id.iloc[0] == f"{prof}:released:gpt-3.5:1:0"
     for settings in (bt.pairs_settings(config, "Math_Arts_vs_Male_Female", seed=1), whole):
         assert _pairs(ref, tmp_path, "Math_Arts_vs_Male_Female", "--settings", settings)[1] == {1: 20}
-    # the cap of the entry, balanced over the attribute terms as the section's
+    # the cap of the entry: the same 30 pairs (attribute terms balanced, seeded) as the section's cap of 30
     capped = validate_config({"biastest": {**STUDY_LIKE, "per_spec": {prof: {"max_pairs_per_spec": 30}}}})
-    pairs, runs = _pairs(ref, tmp_path, prof, "--settings", bt.pairs_settings(capped, prof))
-    assert (
-        runs == {1: 30} and pairs.attribute.value_counts().max() - pairs.attribute.value_counts().min() <= 1
-    )
+    pairs, runs = _pairs(ref, tmp_path, prof, "--settings", bt.pairs_settings(capped, prof, seed=1))
+    section_cap = validate_config({"biastest": {**STUDY_LIKE, "max_pairs_per_spec": 30}})
+    same, _ = _pairs(ref, tmp_path, prof, "--settings", bt.settings_json(section_cap, seed=1))
+    assert runs == {1: 30} and list(pairs.pair_id) == list(same.pair_id)
     # flags override the entry as they override the section
     assert _pairs(ref, tmp_path, prof, "--settings", whole, "--runs", "2")[1] == {2: 72}
     assert _pairs(ref, tmp_path, prof, "--settings", whole, "--max-pairs-per-spec", "7")[0].shape[0] == 7
@@ -210,6 +210,7 @@ def test_snakemake_runs_the_biastest_rules(tmp_path, repo_dir, reference_dir):
             "biastest": {
                 "enabled": True, "specs": [str(tmp_path / "toy.yaml"), "Math_Arts_vs_Male_Female"],
                 "reference_dir": str(ref), "released": {"runs": [1]}, "max_pairs_per_spec": 3,
+                "per_spec": {"Math_Arts_vs_Male_Female": {"released": {"runs": [2]}}},
                 "models": {"tiny": {"path": str(gpt)}, "bert": {"path": str(bert), "masked": True}},
                 "device": "cpu", "threads": 1, "bootstrap": {"rounds": 5},
                 "generate": {"specs": ["toy"], "model": {"endpoint": server.base_url, "name": "m", "api_key_env": None},
@@ -236,6 +237,8 @@ def test_snakemake_runs_the_biastest_rules(tmp_path, repo_dir, reference_dir):
     }
     math = pd.read_parquet(out / "Math_Arts_vs_Male_Female" / "pairs.parquet")
     assert math.source.value_counts().to_dict() == {"released": 3, "template": 3}
+    # its per_spec entry: run 2 instead of the section's run 1 (the section's cap kept)
+    assert set(math[math.source == "released"].pair_id.str.split(":").str[3]) == {"2"}
     for model in ("tiny", "bert"):
         for spec, pairs in (("toy", toy), ("Math_Arts_vs_Male_Female", math)):
             scores = pd.read_parquet(out / model / spec / "scores.parquet")
