@@ -126,7 +126,10 @@ def test_per_spec_pairs_from_every_run(tmp_path, reference_dir):
     for settings in (bt.pairs_settings(config, prof, seed=1), whole):
         pairs, runs = _pairs(ref, tmp_path, prof, "--settings", settings)
         assert runs == {1: 74, 2: 72, 3: 75, 4: 73, 5: 73} and len(pairs) == 367
-        assert pairs.pair_id.is_unique and pairs.pair_id.iloc[0] == f"{prof}:released:gpt-3.5:1:0"
+        assert (
+            pairs.pair_id.is_unique
+            and pairs.pair_id.str.fullmatch(rf"{prof}:released:gpt-3\.5:[1-5]:\d+").all()
+        )
     for settings in (bt.pairs_settings(config, "Math_Arts_vs_Male_Female", seed=1), whole):
         assert _pairs(ref, tmp_path, "Math_Arts_vs_Male_Female", "--settings", settings)[1] == {1: 20}
     # the cap of the entry: the same 30 pairs (attribute terms balanced, seeded) as the section's cap of 30
