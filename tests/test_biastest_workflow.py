@@ -71,6 +71,19 @@ STUDY_LIKE = {"specs": ["Professions_vs_Gender", "Math_Arts_vs_Male_Female"], "s
 PER_SPEC = {"Professions_vs_Gender": {"released": {"runs": [1, 2, 3, 4, 5]}, "max_pairs_per_spec": 400}}
 
 
+def test_spec_overrides_and_spec_section():
+    from unstereo.biastest.run import spec_overrides, spec_section
+
+    section = {"released": {"generator": "gpt-3.5", "runs": [1]}, "max_pairs_per_spec": 100, "seed": 2,
+               "per_spec": {"A": {"released": {"runs": [2, 3]}, "max_pairs_per_spec": None}, "B": {}}}  # fmt: skip
+    assert spec_overrides(section, "A") == {"released.runs": [2, 3], "max_pairs_per_spec": None}
+    assert spec_overrides(section, "B") == {} == spec_overrides(section, "C") == spec_overrides({}, "A")
+    want_a = {"released": {"generator": "gpt-3.5", "runs": [2, 3]}, "max_pairs_per_spec": None, "seed": 2}
+    assert spec_section(section, "A") == want_a
+    assert spec_section(section, "C") == {k: v for k, v in section.items() if k != "per_spec"}
+    assert section["released"]["runs"] == [1]  # the section itself is left as it was
+
+
 def test_per_spec_settings_change_only_their_specification():
     """Each pairs job's --settings: the section with its own per_spec entry over it, and no per_spec key, so that an
     entry changes only its specification's job; without entries every job gets the text it got before."""
