@@ -43,6 +43,19 @@ def test_offline_default_config(repo_dir):
             {"generate": {"specs": ["Professions_vs_Gender"]}, "specs": ["Math_Arts_vs_Male_Female"]},
             r"biastest.generate.specs\[0\]",
         ),
+        (
+            {
+                "per_spec": {"Professions_vs_Gender": {"max_pairs_per_spec": 9}},
+                "specs": ["Math_Arts_vs_Male_Female"],
+            },
+            r"biastest.per_spec.Professions_vs_Gender",
+        ),
+        ({"per_spec": {"male_female__math_arts": {}}, "specs": ["male_female__math_arts"]}, "app tag"),
+        (
+            {"per_spec": {"Professions_vs_Gender": {"runs": [1]}}},
+            r"biastest.per_spec.Professions_vs_Gender.runs",
+        ),
+        ({"per_spec": {"X": {"released": {"runs": [0]}}}}, r"biastest.per_spec.X.released.runs"),
     ],
 )
 def test_bad_config_names_the_key(bad, key):
@@ -50,6 +63,100 @@ def test_bad_config_names_the_key(bad, key):
         config = validate_config({"biastest": bad})
         bt.specs(config)
         bt.generated_specs(config)
+        bt.per_spec(config)
+
+
+STUDY_LIKE = {"specs": ["Professions_vs_Gender", "Math_Arts_vs_Male_Female"], "sources": ["released"],
+              "released": {"runs": [1]}, "max_pairs_per_spec": 20}  # fmt: skip
+PER_SPEC = {"Professions_vs_Gender": {"released": {"runs": [1, 2, 3, 4, 5]}, "max_pairs_per_spec": 400}}
+
+
+def test_spec_overrides_and_spec_section():
+    from unstereo.biastest.run import spec_overrides, spec_section
+
+    section = {"released": {"generator": "gpt-3.5", "runs": [1]}, "max_pairs_per_spec": 100, "seed": 2,
+               "per_spec": {"A": {"released": {"runs": [2, 3]}, "max_pairs_per_spec": None}, "B": {}}}  # fmt: skip
+    assert spec_overrides(section, "A") == {"released.runs": [2, 3], "max_pairs_per_spec": None}
+    assert spec_overrides(section, "B") == {} == spec_overrides(section, "C") == spec_overrides({}, "A")
+    want_a = {"released": {"generator": "gpt-3.5", "runs": [2, 3]}, "max_pairs_per_spec": None, "seed": 2}
+    assert spec_section(section, "A") == want_a
+    assert spec_section(section, "C") == {k: v for k, v in section.items() if k != "per_spec"}
+    assert section["released"]["runs"] == [1]  # the section itself is left as it was
+
+
+def test_per_spec_settings_change_only_their_specification():
+    """Each pairs job's --settings: the section with its own per_spec entry over it, and no per_spec key, so that an
+    entry changes only its specification's job; without entries every job gets the text it got before."""
+    plain = validate_config({"biastest": STUDY_LIKE})
+    assert plain["biastest"]["per_spec"] == {} and bt.per_spec(plain) == {}
+    before = bt.settings_json(plain, seed=3)
+    assert "per_spec" not in json.loads(before)
+    assert all(bt.pairs_settings(plain, name, seed=3) == before for name in bt.specs(plain))
+    config = validate_config({"biastest": {**STUDY_LIKE, "per_spec": PER_SPEC}})
+    assert bt.per_spec(config) == PER_SPEC
+    assert bt.settings_json(config, seed=3) == before  # generate, summary: the per_spec key dropped
+    assert "per_spec" not in json.loads(bt.score_settings(validate_config(
+        {"biastest": {**STUDY_LIKE, "per_spec": PER_SPEC, "models": {"m": {"path": "gpt2"}}}}), "m"))  # fmt: skip
+    assert bt.pairs_settings(config, "Math_Arts_vs_Male_Female", seed=3) == before
+    own = json.loads(bt.pairs_settings(config, "Professions_vs_Gender", seed=3))
+    want = {
+        **json.loads(before),
+        "released": {"generator": "gpt-3.5", "runs": [1, 2, 3, 4, 5]},
+        "max_pairs_per_spec": 400,
+    }
+    assert own == want
+    # a key the entry leaves out keeps the section's value; a null cap means all pairs
+    part = validate_config(
+        {"biastest": {**STUDY_LIKE, "per_spec": {"Professions_vs_Gender": {"max_pairs_per_spec": None}}}}
+    )
+    own = json.loads(bt.pairs_settings(part, "Professions_vs_Gender"))
+    assert own["max_pairs_per_spec"] is None and own["released"] == {"generator": "gpt-3.5", "runs": [1]}
+
+
+def _pairs(ref, tmp_path, spec, *args):
+    from click.testing import CliRunner
+
+    from unstereo.biastest.cli import pairs_cmd
+
+    out = tmp_path / f"{spec}.parquet"
+    res = CliRunner().invoke(pairs_cmd, [spec, "-o", str(out), "--reference-dir", str(ref), *args])
+    assert res.exit_code == 0, res.output
+    pairs = pd.read_parquet(out)
+    runs = pairs.pair_id.str.split(":").str[3].astype(int)  # {spec}:released:gpt-3.5:{run}:{row}
+    return pairs, runs.value_counts().sort_index().to_dict()
+
+
+def test_per_spec_pairs_from_every_run(tmp_path, reference_dir):
+    """The study's override: Professions_vs_Gender gets every pair of the 5 gpt-3.5 runs (74 + 72 + 75 + 73 + 73 =
+    367, under its cap of 400), the other specification run 1 capped at the section's 20 (of its 32). The same
+    through each job's own settings and through the whole section (resolved by the command); flags still win."""
+    ref = reference_dir / "biastestgpt"
+    if not ref.is_dir():
+        pytest.skip(f"no biastestgpt reference data under {reference_dir}")
+    config = validate_config({"biastest": {**STUDY_LIKE, "per_spec": PER_SPEC}})
+    whole = json.dumps(config["biastest"])
+    prof = "Professions_vs_Gender"
+    for settings in (bt.pairs_settings(config, prof, seed=1), whole):
+        pairs, runs = _pairs(ref, tmp_path, prof, "--settings", settings)
+        assert runs == {1: 74, 2: 72, 3: 75, 4: 73, 5: 73} and len(pairs) == 367
+        assert (
+            pairs.pair_id.is_unique
+            and pairs.pair_id.str.fullmatch(rf"{prof}:released:gpt-3\.5:[1-5]:\d+").all()
+        )
+    for settings in (bt.pairs_settings(config, "Math_Arts_vs_Male_Female", seed=1), whole):
+        assert _pairs(ref, tmp_path, "Math_Arts_vs_Male_Female", "--settings", settings)[1] == {1: 20}
+    # the cap of the entry: the same 30 pairs (attribute terms balanced, seeded) as the section's cap of 30
+    capped = validate_config({"biastest": {**STUDY_LIKE, "per_spec": {prof: {"max_pairs_per_spec": 30}}}})
+    pairs, runs = _pairs(ref, tmp_path, prof, "--settings", bt.pairs_settings(capped, prof, seed=1))
+    section_cap = validate_config({"biastest": {**STUDY_LIKE, "max_pairs_per_spec": 30}})
+    same, _ = _pairs(ref, tmp_path, prof, "--settings", bt.settings_json(section_cap, seed=1))
+    assert runs == {1: 30} and list(pairs.pair_id) == list(same.pair_id)
+    # flags override the entry as they override the section
+    assert _pairs(ref, tmp_path, prof, "--settings", whole, "--runs", "2")[1] == {2: 72}
+    assert _pairs(ref, tmp_path, prof, "--settings", whole, "--max-pairs-per-spec", "7")[0].shape[0] == 7
+    # the default (no entries): run 1 capped at 20, as before
+    plain = json.dumps(validate_config({"biastest": STUDY_LIKE})["biastest"])
+    assert _pairs(ref, tmp_path, prof, "--settings", plain)[1] == {1: 20}
 
 
 def test_rule_helpers(tmp_path):
@@ -119,6 +226,7 @@ def test_snakemake_runs_the_biastest_rules(tmp_path, repo_dir, reference_dir):
             "biastest": {
                 "enabled": True, "specs": [str(tmp_path / "toy.yaml"), "Math_Arts_vs_Male_Female"],
                 "reference_dir": str(ref), "released": {"runs": [1]}, "max_pairs_per_spec": 3,
+                "per_spec": {"Math_Arts_vs_Male_Female": {"released": {"runs": [2]}}},
                 "models": {"tiny": {"path": str(gpt)}, "bert": {"path": str(bert), "masked": True}},
                 "device": "cpu", "threads": 1, "bootstrap": {"rounds": 5},
                 "generate": {"specs": ["toy"], "model": {"endpoint": server.base_url, "name": "m", "api_key_env": None},
@@ -145,6 +253,8 @@ def test_snakemake_runs_the_biastest_rules(tmp_path, repo_dir, reference_dir):
     }
     math = pd.read_parquet(out / "Math_Arts_vs_Male_Female" / "pairs.parquet")
     assert math.source.value_counts().to_dict() == {"released": 3, "template": 3}
+    # its per_spec entry: run 2 instead of the section's run 1 (the section's cap kept)
+    assert set(math[math.source == "released"].pair_id.str.split(":").str[3]) == {"2"}
     for model in ("tiny", "bert"):
         for spec, pairs in (("toy", toy), ("Math_Arts_vs_Male_Female", math)):
             scores = pd.read_parquet(out / model / spec / "scores.parquet")

@@ -77,6 +77,31 @@ def group() -> None:
     """BiasTestGPT: test sentences for a bias specification, Stereotype Score, an inspection page."""
 
 
+def _spec_options(name: str, settings: str, values: dict) -> dict:
+    """``values`` (options of ``biastest pairs``) with specification ``name``'s ``per_spec`` entry of
+    ``--settings`` over the section's values: an option given on the command line keeps its value, as over the
+    section (:func:`unstereo.cli_options.section_values`)."""
+    from click.core import ParameterSource
+
+    from unstereo.biastest.run import load_section, spec_overrides
+    from unstereo.config import read_section_arg
+
+    per_spec = read_section_arg(settings, "biastest").get("per_spec")
+    if not per_spec:
+        return values
+    overrides = spec_overrides(load_section({"per_spec": per_spec}), name)  # validated: errors name the key
+    ctx = click.get_current_context()
+    params = {p.name: p for p in ctx.command.params}
+    option = {path: opt for opt, path in SECTION_KEYS.items()}
+    unset = (None, ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP)
+    out = dict(values)
+    for path, value in overrides.items():
+        opt = option.get(path, path)
+        if opt in out and ctx.get_parameter_source(opt) in unset:
+            out[opt] = params[opt].process_value(ctx, value)
+    return out
+
+
 @group.command("specs")
 @click.option("--reference-dir", default=None, type=click.Path(file_okay=False), help=REFERENCE_HELP)
 @cli_options.external_dir
@@ -112,15 +137,20 @@ def specs_cmd(reference_dir, external_dir) -> None:
 @cli_options.external_dir
 @biastest_settings
 def pairs_cmd(spec, output, sources, generated, template, generator, runs, max_pairs_per_spec, seed,
-              reference_quirks, reference_dir, external_dir) -> None:  # fmt: skip
+              reference_quirks, reference_dir, external_dir, settings) -> None:  # fmt: skip
     """Build the pair table of SPEC: a release name (Math_Arts_vs_Male_Female), an app tag (male_female__math_arts)
-    or a YAML/JSON specification file (FILE:NAME when it holds several)."""
+    or a YAML/JSON specification file (FILE:NAME when it holds several). SPEC's entry of the section's `per_spec`
+    (--settings) sets its own released generator, runs and cap; flags still override."""
     from unstereo.biastest.run import build_pairs
     from unstereo.biastest.schemas import PAIRS
     from unstereo.tables import write_table
 
     ref = _reference_dir(reference_dir, external_dir)
     s, release = _spec(spec, ref)
+    if settings:
+        own = _spec_options(s.name, settings, {"generator": generator, "runs": runs,
+                                               "max_pairs_per_spec": max_pairs_per_spec})  # fmt: skip
+        generator, runs, max_pairs_per_spec = own["generator"], own["runs"], own["max_pairs_per_spec"]
     try:
         run_list = tuple(int(r) for r in runs.split(",") if r.strip())
     except ValueError as exc:

@@ -8,7 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import unstereo.models.rules as model_rules
-from unstereo.biastest.run import is_spec_file, spec_entries
+from unstereo.biastest.run import is_spec_file, spec_entries, spec_section
+
+#: Section keys no command reads whole: the models (a job runs one, as its argument) and the per-specification
+#: overrides (folded into each pairs job's own settings by :func:`pairs_settings`, so that changing one
+#: specification's entry re-runs that specification's pairs job only).
+DROP = ("models", "per_spec")
 
 
 def models(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -36,6 +41,23 @@ def generated_specs(config: dict[str, Any]) -> list[str]:
                 )
             out.append(name)
     return out
+
+
+def per_spec(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """``biastest.per_spec``, each name checked against ``specs`` (ConfigError naming ``biastest.per_spec.<name>``
+    otherwise)."""
+    from unstereo.errors import ConfigError
+
+    known = specs(config)
+    entries = config["biastest"]["per_spec"]
+    for name in entries:
+        if name not in known:
+            raise ConfigError(
+                f"{name!r} is not among biastest.specs ({', '.join(known) or 'none'}); give a specification's "
+                "name (the summary's `spec`, e.g. Math_Arts_vs_Male_Female, not its app tag)",
+                key=f"biastest.per_spec.{name}",
+            )
+    return entries
 
 
 def spec_arg(entry: str, name: str) -> str:
@@ -75,7 +97,7 @@ def score_settings(config: dict[str, Any], name: str) -> str:
     """``--settings`` of ``unstereo biastest score`` for model ``name``: the biastest section as JSON, the model
     entry's own options overriding the stage's (:func:`unstereo.models.rules.settings_json`); the rule passes no
     option flag beside it. :func:`score_options` is the same as flags."""
-    return model_rules.settings_json(config["biastest"], entry=models(config)[name])
+    return model_rules.settings_json(config["biastest"], entry=models(config)[name], drop=DROP)
 
 
 def score_options(config: dict[str, Any], name: str) -> str:
@@ -93,8 +115,17 @@ def score_options(config: dict[str, Any], name: str) -> str:
 
 
 def settings_json(config: dict[str, Any], seed: int | None = None) -> str:
-    """``--settings`` of ``unstereo biastest generate``, ``pairs`` and ``summary``: the biastest section as JSON
-    (without ``models``; :func:`unstereo.models.rules.settings_json`), ``seed`` (the stage's, derived by the rule)
-    folded in. The commands find each option at its key (:data:`unstereo.biastest.cli.SECTION_KEYS`); the rules
-    pass no config value as a flag beside it."""
-    return model_rules.settings_json(config["biastest"], seed=seed)
+    """``--settings`` of ``unstereo biastest generate`` and ``summary``: the biastest section as JSON (without
+    ``models`` and ``per_spec``, :data:`DROP`; :func:`unstereo.models.rules.settings_json`), ``seed`` (the stage's,
+    derived by the rule) folded in. The commands find each option at its key
+    (:data:`unstereo.biastest.cli.SECTION_KEYS`); the rules pass no config value as a flag beside it. ``pairs``
+    takes :func:`pairs_settings`."""
+    return model_rules.settings_json(config["biastest"], seed=seed, drop=DROP)
+
+
+def pairs_settings(config: dict[str, Any], name: str, seed: int | None = None) -> str:
+    """``--settings`` of ``unstereo biastest pairs`` for specification ``name``: :func:`settings_json` with the
+    specification's ``per_spec`` entry over the section's keys (:func:`unstereo.biastest.run.spec_section`); the
+    same text as :func:`settings_json` for a specification without one."""
+    section = spec_section(config["biastest"], name)
+    return model_rules.settings_json(section, seed=seed, drop=DROP)

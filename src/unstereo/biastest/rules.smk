@@ -12,10 +12,13 @@ import unstereo.biastest.rules as bt
 BT = config["biastest"]
 BT_SPECS = bt.specs(config) if BT["enabled"] else {}
 BT_GENERATED = bt.generated_specs(config) if BT["enabled"] else []
+BT_PER_SPEC = bt.per_spec(config) if BT["enabled"] else {}  # names checked against biastest.specs
 BT_MODELS = bt.models(config) if BT["enabled"] else {}
 BT_SEED = section_seed(BT, "biastest")
 # --settings of every command: the section as JSON with the stage's seed folded in (biastest score: with the model
-# entry's own options, bt.score_settings); paths, the model argument, --threads and the cache stay on the command line.
+# entry's own options, bt.score_settings; biastest pairs: with its specification's per_spec entry, bt.pairs_settings,
+# so that one entry's change re-runs that pairs job only); paths, the model argument, --threads and the cache stay on
+# the command line.
 BT_SETTINGS = bt.settings_json(config, seed=BT_SEED)
 BT_REFERENCE = [] if BT["reference_dir"] else [resource_manifest("reference")]
 BT_GEN_MODEL_INPUT = model_rules.model_inputs(
@@ -91,7 +94,7 @@ rule biastest_pairs:
         generated=lambda wc, input: (
             f"--generated {input.generated[0]}" if input.generated else ""
         ),
-        settings=lambda wc: BT_SETTINGS,
+        settings=lambda wc: bt.pairs_settings(config, wc.bt_spec, seed=BT_SEED),
     shell:
         "unstereo biastest pairs {params.spec:q} -o {output:q} {params.reference} {params.generated}"
         " --settings {params.settings:q} > {log} 2>&1"

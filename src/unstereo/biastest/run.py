@@ -75,6 +75,28 @@ def get_spec(entry: str, name: str, reference_dir: str | Path | None) -> BiasSpe
     raise InputError(f"no specification named {name!r} in {entry}")
 
 
+def spec_overrides(section: dict[str, Any], name: str) -> dict[str, Any]:
+    """Dotted section key -> value that specification ``name``'s entry of ``per_spec`` sets (``released.runs``,
+    ``max_pairs_per_spec``; a null cap included); empty when it has none."""
+    entry = (section.get("per_spec") or {}).get(name) or {}
+    out = {f"released.{k}": v for k, v in (entry.get("released") or {}).items()}
+    out.update({k: v for k, v in entry.items() if k != "released"})
+    return out
+
+
+def spec_section(section: dict[str, Any], name: str) -> dict[str, Any]:
+    """The section as specification ``name``'s pairs see it: its ``per_spec`` entry over the section's keys, and
+    no ``per_spec`` (so that the pairs job of one specification depends on its own entry only). A copy."""
+    out = {k: v for k, v in section.items() if k != "per_spec"}
+    for path, value in spec_overrides(section, name).items():
+        head, _, key = path.rpartition(".")
+        if head:
+            out[head] = {**(out.get(head) or {}), key: value}
+        else:
+            out[key] = value
+    return out
+
+
 def build_pairs(
     spec: BiasSpec,
     *,
