@@ -1,7 +1,7 @@
 # The cross-method model card (logic in src/unstereo/model_card/card.py): every enabled method's headline
 # metric per model with its interval, the models' rank per metric and Kendall's tau-b between the methods'
-# rankings, and the paired permutation tests between models (Holm-adjusted) with the findings they support
-# (src/unstereo/model_card/compare.py). results/model_card.parquet, results/model_card_tau.parquet,
+# rankings, and the paired tests between models (permutation or bootstrap, one Holm family) with the findings
+# they support (src/unstereo/model_card/compare.py). results/model_card.parquet, results/model_card_tau.parquet,
 # results/model_card_tests.parquet, results/model_card/comparisons.{html,md}, results/model_card/models.png (every
 # model's value and interval per metric), and per model
 # results/model_card/{model}.{html,md,png} in the report under "Model card". Built when the report is enabled
@@ -19,6 +19,7 @@ rule model_card:
     input:
         _model_card.card_inputs(config) if CARD_ON else [],
         _model_card.item_inputs(config) if CARD_ON else [],
+        _model_card.resampled_inputs(config) if CARD_ON else [],
     output:
         card=results("model_card.parquet"),
         tau=results("model_card_tau.parquet"),

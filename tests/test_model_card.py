@@ -208,6 +208,110 @@ def test_biastest_headline_generated_source_first_configured_spec(tmp_path):
     assert _row(df, "a", "ss").value == 10.0 and _row(df, "b", "ss").scope == "spec S2, released pairs"
 
 
+# ---- the paired bootstrap's statistics (resampled) ------------------------------------------------------------------
+
+
+def _bootstrap_tree(tmp_path):
+    """UnStereoEval (benchmark B, AuFC grid 0, 2, 4, 6) and sentiment (country, vader) for models a and b only."""
+    from unstereo.sentiment.fairness import fairness_table
+
+    r = tmp_path / "results"
+    # FM = ln p(F) - ln p(M): a (0, 1, -3), b (0.2, 0.3, 0.4)
+    for model, female in (("a", [-10.0, -9.0, -13.0]), ("b", [-9.8, -9.7, -9.6])):
+        _write(pd.DataFrame({"pair_id": ["B:1", "B:2", "B:3"], "model": model, "logp_female": female,
+                             "logp_male": -10.0}), r / "scores" / model / "B.parquet")  # fmt: skip
+    # AuFC by hand, grid (0, 2, 4, 6), US as a fraction at each eps (|FM| <= eps), trapezoids of width 2:
+    # a: 1/3, 2/3, 1, 1 -> (1/3 + 2/3) + (2/3 + 1) + (1 + 1) = 14/3; b: 0, 1, 1, 1 -> 1 + 2 + 2 = 5
+    _write(pd.DataFrame([dict(model=m, benchmark="B", eta=math.inf, n=3, us=us, us_std=1.0, aufc=aufc, pd=0.0)
+                         for m, us, aufc in (("a", 100 / 3, 14 / 3), ("b", 100.0, 5.0))]),
+           r / "metrics" / "metrics.parquet")  # fmt: skip
+    # sentiment, templates C1 and C2, values X and Y, samples 0 and 1 (vader scores)
+    scores = {"a": {("C1", "X"): [0.0, 1.0], ("C1", "Y"): [0.5, 0.5], ("C2", "X"): [0.2, 0.2], ("C2", "Y"): [0.2, 0.2]},
+              "b": {("C1", "X"): [0.1, 0.9], ("C1", "Y"): [0.1, 0.9], ("C2", "X"): [0.0, 0.0], ("C2", "Y"): [1.0, 1.0]}}  # fmt: skip
+    for model, cells in scores.items():
+        rows = [dict(attribute="country", template_id=f, value=v, subgroup=v, family=f, sample=i, prefix=f"{v} {f}",
+                     continuation="...", score_vader=x) for (f, v), xs in cells.items() for i, x in enumerate(xs)]  # fmt: skip
+        df = pd.DataFrame(rows)
+        _write(df, r / "sentiment" / model / "continuations.parquet")
+        _write(fairness_table(df, ["vader"], n_boot=0), r / "sentiment" / model / "fairness.parquet")
+    two = {"a": {"resource": "x"}, "b": {"resource": "y"}}
+    return {
+        "results_dir": str(r),
+        "score": {"models": two, "benchmarks": ["B"]},
+        "metrics": {"enabled": True, "benchmarks": ["B"], "eps_grid": {"start": 0.0, "stop": 6.0, "num": 4}},
+        "sentiment": {"enabled": True, "models": two, "attributes": ["country"], "classifiers": ["vader"]},
+    }
+
+
+def test_aufc_statistic_on_all_pairs_is_the_headline(tmp_path):
+    config = _bootstrap_tree(tmp_path)
+    shown = us_headline.headline(config)
+    stats = {r.model: r for r in us_headline.resampled(config)}
+    for model, want in (("a", 14 / 3), ("b", 5.0)):
+        r = stats[model]
+        assert (r.metric, r.items, r.strata) == ("aufc", ("B:1", "B:2", "B:3"), None)
+        assert r.statistic(np.arange(3)) == pytest.approx(want) == _row(shown, model, "aufc").value
+    # a resample of pair B:1 three times: FM 0 everywhere, US 1 at every eps, area 6
+    assert stats["a"].statistic(np.array([0, 0, 0])) == pytest.approx(6.0)
+    assert us_headline.resampled_sources(config) == us_headline.item_sources(config)
+
+
+def test_sentiment_statistics_on_all_units_are_the_headline(tmp_path):
+    config = _bootstrap_tree(tmp_path)
+    shown = sent_headline.headline(config)
+    # a by hand. I.F.: C1 W1((0, 1), (0.5, 0.5)) = 0.5, C2 W1((0.2, 0.2), (0.2, 0.2)) = 0 -> mean 0.25.
+    # G.F.: X = (0, 1, .2, .2), Y = (.5, .5, .2, .2), all 8; CDFs: X .25 / .75 / .75 and all 1/8 / 5/8 / 7/8 on
+    # [0, .2), [.2, .5), [.5, 1): W1 = .125 (.2 + .3 + .5) = .125; Y 0 / .5 / 1: the same .125 -> G.F. 0.125
+    assert _row(shown, "a", "if").value == pytest.approx(0.25) and _row(
+        shown, "a", "gf"
+    ).value == pytest.approx(0.125)
+    stats = {(r.model, r.metric): r for r in sent_headline.resampled(config)}
+    assert set(stats) == {(m, k) for m in "ab" for k in ("if", "gf")}
+    for (model, metric), r in stats.items():
+        assert r.items == ("C1/0", "C1/1", "C2/0", "C2/1") and r.strata == ("C1", "C1", "C2", "C2")
+        assert r.statistic(np.arange(4)) == pytest.approx(_row(shown, model, metric).value, rel=1e-12)
+    # only C1's units, each twice: X (0, 0, 1, 1) vs Y (.5, .5, .5, .5) -> I.F. 0.5 (C2 drawn no unit)
+    assert stats[("a", "if")].statistic(np.array([0, 0, 1, 1])) == pytest.approx(0.5)
+    root = tmp_path / "results" / "sentiment"
+    assert sent_headline.resampled_sources(config)[-2:] == [
+        str(root / m / "continuations.parquet") for m in "ab"
+    ]
+
+
+def test_write_card_tests_both_kinds_in_one_family(tmp_path):
+    from unstereo.model_card.compare import holm
+
+    config = _bootstrap_tree(tmp_path)
+    out = tmp_path / "card"
+    assert mc.resampled_inputs(config) == us_headline.item_sources(config) + sent_headline.resampled_sources(
+        config
+    )
+    mc.write_card(
+        config, out / "card.parquet", out / "tau.parquet", out / "pages", tests_out=out / "tests.parquet"
+    )
+    tests = pd.read_parquet(out / "tests.parquet")
+    assert list(zip(tests["metric"], tests["test"], strict=True)) == [
+        ("us", "exact"), ("aufc", "bootstrap (2000 rounds)"), ("if", "bootstrap (2000 rounds)"),
+        ("gf", "bootstrap (2000 rounds)")]  # fmt: skip
+    np.testing.assert_allclose(tests["p_holm"], holm(tests["p_value"]))
+    aufc = tests[tests["metric"] == "aufc"].iloc[0]
+    assert (aufc.value_a, aufc.value_b, aufc["diff"]) == pytest.approx((14 / 3, 5.0, 5.0 - 14 / 3))
+    # US: a (100, 0, 0) vs b (100, 100, 100): of the 8 swap patterns the 4 that swap both or neither of pairs 2
+    # and 3 keep |d| = 66.7 -> p = 0.5. I.F.: under every resample within templates a's is 0.25 (C1 W1 0.5 for any
+    # draw of samples, C2 0) and b's 0.5 (C1 0, C2 W1 1): d = -0.25 always, p = the floor 1 / 2001; G.F. likewise.
+    # Holm over the 4: 4 / 2001 for I.F. and G.F.
+    assert tests["p_value"].iloc[[0, 2, 3]].tolist() == pytest.approx([0.5, 1 / 2001, 1 / 2001])
+    assert tests["p_holm"].iloc[2:].tolist() == pytest.approx([4 / 2001, 4 / 2001])
+    page = (out / "pages" / "comparisons.html").read_text()
+    assert page.count("bootstrap (2000 rounds)") == 3
+    assert "sentiment: Individual fairness I.F. (Wasserstein) separates all 2 models: b &gt; a" in page
+    # the statistic must give the value the card shows, else the test would be of another number
+    _write(pd.read_parquet(config["results_dir"] + "/metrics/metrics.parquet").assign(aufc=[4.0, 5.0]),
+           tmp_path / "results" / "metrics" / "metrics.parquet")  # fmt: skip
+    with pytest.raises(ValueError, match="aufc of a: the resampling statistic on all 3 items gives"):
+        mc.collect_resampled(config, mc.collect(config))
+
+
 # ---- stacking, ranks, Kendall tau -----------------------------------------------------------------------------------
 
 

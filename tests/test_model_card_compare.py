@@ -11,13 +11,18 @@ import pytest
 from unstereo.headline_metric import HeadlineMetric
 from unstereo.model_card.compare import (
     MODEL_CARD_TESTS,
+    N_BOOT,
+    bootstrap_indices,
+    bootstrap_p,
+    comparisons_page,
     findings,
     holm,
     kendall_min_p,
     pair_tests,
+    paired_bootstrap,
     paired_permutation,
 )
-from unstereo.model_card.headline import items_table
+from unstereo.model_card.headline import Resampled, items_table
 
 
 def test_exact_permutation_three_items():
@@ -59,6 +64,54 @@ def test_weighted_mean_is_the_statistic():
     # weights (1, 3): a = (4, 0) -> 1.0, b = (0, 0) -> 0; d = 1; patterns: none 1, swap 1st -1, swap 2nd 1, both -1
     d, p, _ = paired_permutation([4, 0], [0, 0], weight=[1, 3])
     assert d == 1.0 and p == 1.0
+
+
+def _max_of(values):
+    """A statistic that is no mean: the largest of the values at the given positions."""
+    values = np.asarray(values, dtype=float)
+    return lambda pos: float(values[np.asarray(pos)].max())
+
+
+EVERY_RESAMPLE_OF_3 = [(i, j, k) for i in range(3) for j in range(3) for k in range(3)]  # all 27, each once
+
+
+def test_bootstrap_three_items_every_resample():
+    # a = (1, 2, 3), b = (2, 2, 2), statistic max: observed d = 3 - 2 = 1. Over the 27 resamples of 3 positions:
+    # 19 hold position 3 (27 - 2**3): d = 3 - 2 = 1; 7 hold position 2 but not 3 (2**3 - 1): d = 0; one is (1, 1, 1):
+    # d = 1 - 2 = -1. Share d <= 0 = 8/27, share d >= 0 = 26/27: p = 2 * 8/27 = 16/27 (above the floor 1/28).
+    d, p, kind = paired_bootstrap(_max_of([1, 2, 3]), _max_of([2, 2, 2]), 3, resamples=EVERY_RESAMPLE_OF_3)
+    assert (d, kind) == (1.0, "bootstrap (27 rounds)") and p == pytest.approx(16 / 27)
+    # oriented: with "lower = more biased" d = -(3) - -(2) = -1 and the shares swap: the same p
+    lower = HeadlineMetric("m", "M", "lower")
+    d, p, _ = paired_bootstrap(_max_of([1, 2, 3]), _max_of([2, 2, 2]), 3, lower.bias, EVERY_RESAMPLE_OF_3)
+    assert d == -1.0 and p == pytest.approx(16 / 27)
+    # a = (5, 6, 7) vs b = (1, 2, 3): d > 0 in all 27 resamples, share d <= 0 = 0: p is the floor 1 / (27 + 1)
+    d, p, _ = paired_bootstrap(_max_of([5, 6, 7]), _max_of([1, 2, 3]), 3, resamples=EVERY_RESAMPLE_OF_3)
+    assert d == 4.0 and p == pytest.approx(1 / 28)
+
+
+def test_bootstrap_p_formula_and_floor():
+    # d = (-1, 0, 1, 2): share <= 0 = 2/4, share >= 0 = 3/4 -> min(1, 2 * 1/2) = 1
+    assert bootstrap_p([-1, 0, 1, 2]) == 1.0
+    # d = (-1, 1, 2, 3, 4): share <= 0 = 1/5 -> 2/5
+    assert bootstrap_p([-1, 1, 2, 3, 4]) == pytest.approx(0.4)
+    # all positive: 0 -> the floor 1 / (B + 1) = 1/5; a value within tol of 0 counts on both sides
+    assert bootstrap_p([1, 2, 3, 4]) == pytest.approx(0.2)
+    assert bootstrap_p([1e-12, 1, 2, 3], tol=1e-9) == pytest.approx(0.5)
+
+
+def test_bootstrap_identical_models_give_p_one():
+    stat = _max_of(np.linspace(0, 1, 30))
+    d, p, kind = paired_bootstrap(stat, stat, 30)
+    assert d == 0.0 and p == 1.0 and kind == f"bootstrap ({N_BOOT} rounds)"
+
+
+def test_bootstrap_indices_seeded_and_within_strata():
+    a, b = bootstrap_indices(6, 50, seed=3), bootstrap_indices(6, 50, seed=3)
+    assert a.shape == (50, 6) and (a == b).all() and a.min() >= 0 and a.max() <= 5
+    # strata x x y y y z: positions 0-1 drawn among 0-1 (2 of them), 2-4 among 2-4 (3), 5 is always 5
+    rs = bootstrap_indices(6, 200, seed=1, strata=["x", "x", "y", "y", "y", "z"])
+    assert set(rs[:, :2].ravel()) == {0, 1} and set(rs[:, 2:5].ravel()) == {2, 3, 4} and (rs[:, 5] == 5).all()
 
 
 def test_holm_hand_numbers():
@@ -118,12 +171,52 @@ def test_pair_tests_and_findings():
     )  # fmt: skip
     text = findings(card, tests, tau, INFO)
     assert text[0].startswith("m1: X score: no two of the 3 models differ after Holm correction")
-    assert text[1].startswith("m2: Y score: no per-item values are read")
+    assert text[1].startswith("m2: Y score: no per-item values or resampling statistic are read")
     assert "even identical rankings give p = 0.333" in text[2]
     assert (
         text[-1]
         == "Of 1 pairs of metrics from different methods with a tau, 0 agree and 0 disagree at the 0.05 level; 1 are inconclusive."
     )
+
+
+def test_one_holm_family_over_permutation_and_bootstrap_rows():
+    # m1/x (per-item values, permutation): as above, A-B and B-C p = 1/32, A-C p = 1.
+    # m2/y (resampled, bootstrap of 99 rounds): A's statistic is 5 on every resample, B's 1; y is "lower = more
+    # biased", so d = -5 - (-1) = -4 in every round: share d >= 0 = 0, p = the floor 1/100.
+    items = items_table(
+        [dict(method="m1", model=m, metric="x", item=f"i{i}", value=v) for m, v in (("A", 1.0), ("B", 0.0),
+         ("C", 1.0)) for i in range(6)]
+    )  # fmt: skip
+    keys = ("k1", "k2", "k3", "k4")
+    resampled = [
+        Resampled("m2", "A", "y", keys, lambda pos: 5.0),
+        Resampled("m2", "B", "y", keys[::-1], lambda pos: 1.0),  # the order of the keys is the method's
+    ]
+    card = _card({("m1", "x"): {"A": 1.0, "B": 0.0, "C": 1.0}, ("m2", "y"): {"A": 5.0, "B": 1.0}})
+    tests = pair_tests(card, items, INFO, resampled=resampled, n_boot=99)
+    assert list(tests["metric"]) == ["x", "x", "x", "y"]  # the card's order of metrics
+    y = tests.iloc[3]
+    assert (y.model_a, y.model_b, y.n_items, y.value_a, y.value_b, y["diff"]) == ("A", "B", 4, 5.0, 1.0, -4.0)
+    assert y.test == "bootstrap (99 rounds)" and y.p_value == pytest.approx(0.01)
+    assert set(tests["test"]) == {"exact", "bootstrap (99 rounds)"}
+    # Holm over the 4 rows: 0.01 * 4 = 0.04; 1/32 * 3 = 0.09375; 1/32 * 2 = 0.0625 -> 0.09375; 1 -> 1
+    np.testing.assert_allclose(tests["p_holm"], [0.09375, 1.0, 0.09375, 0.04])  # A-B, A-C, B-C, y
+    assert y.differs and y.more_biased == "B"
+    no_tau = pd.DataFrame(
+        columns=["method_a", "metric_a", "method_b", "metric_b", "n_models", "kendall_tau", "p_value"]
+    )
+    text = findings(card, tests, no_tau, INFO)
+    assert text[1] == "m2: Y score separates all 2 models: B > A (most biased first)."
+    page = comparisons_page(tests, text, [], ("a",), INFO, "md")
+    assert (
+        "| m2: Y score | A | B | 4 | 5 | 1 | -4 | 0.010 | 0.040 | yes: B more biased | bootstrap (99 rounds) |"
+        in page
+    )
+    # a metric with per-item values is not also bootstrapped
+    twice = pair_tests(
+        card, items, INFO, resampled=[Resampled("m1", m, "x", keys, lambda pos: 1.0) for m in "AB"]
+    )
+    assert "bootstrap" not in " ".join(twice["test"])
 
 
 def test_findings_order_and_agreement():

@@ -4,7 +4,9 @@ agree on which model is the most biased.
 Each method reads its headline metrics (declared in its registry entry, ``Method.headline``) from its finished
 tables, in the module its entry names as ``headline_module`` (e.g. ``unstereo.fairpair.headline``):
 ``headline(config)`` -> a HEADLINE table, ``sources(config)`` -> the files it reads, ``models(config)`` -> the short
-model names the method's config lists, ``enabled(config)`` -> whether it is on the card. This module stacks
+model names the method's config lists, ``enabled(config)`` -> whether it is on the card; optionally ``items(config)``
+and ``item_sources(config)`` (per-item values: permutation tests) or ``resampled(config)`` and
+``resampled_sources(config)`` (resampling statistics: bootstrap tests). This module stacks
 them into ``results/model_card.parquet`` (:data:`MODEL_CARD`), ranks the models per metric after orienting every
 value so that larger = more biased (:meth:`HeadlineMetric.bias`), computes Kendall's tau-b between every two
 metrics' rankings over the models they share (:data:`MODEL_CARD_TAU`), and writes one table (HTML, Markdown) and
@@ -115,6 +117,34 @@ def collect_items(config: dict) -> pd.DataFrame:
     frames = [_api(m).items(config) for m in enabled_methods(config) if hasattr(_api(m), "items")]
     frames = [validate(f, ITEMS) for f in frames if len(f)]
     return items_table(pd.concat(frames, ignore_index=True)) if frames else items_table([])
+
+
+def resampled_inputs(config: dict) -> list[str]:
+    """The tables the paired bootstrap reads (methods whose headline module has ``resampled``)."""
+    return [
+        p
+        for m in enabled_methods(config)
+        if hasattr(_api(m), "resampled")
+        for p in _api(m).resampled_sources(config)
+    ]
+
+
+def collect_resampled(config: dict, card: pd.DataFrame | None = None) -> list:
+    """Every enabled method's resampling statistics (:class:`~unstereo.model_card.headline.Resampled`). With
+    ``card``, each statistic on all its items must give the value the card shows (else the test would be of another
+    number): a ValueError names the first that does not."""
+    out = [
+        r for m in enabled_methods(config) if hasattr(_api(m), "resampled") for r in _api(m).resampled(config)
+    ]
+    if card is not None:
+        shown = card.set_index(["method", "model", "metric"])["value"]
+        for r in out:
+            value = float(r.statistic(np.arange(len(r.items))))
+            want = float(shown.get((r.method, r.model, r.metric), math.nan))
+            if not np.isclose(value, want, rtol=1e-9, atol=1e-12, equal_nan=True):
+                raise ValueError(f"{r.method}/{r.metric} of {r.model}: the resampling statistic on all "
+                                 f"{len(r.items)} items gives {value!r}, the card shows {want!r}")  # fmt: skip
+    return out
 
 
 def card_models(config: dict) -> list[str]:
@@ -491,7 +521,8 @@ def write_card(
     """Collect the card, write it and its tau table (parquet), and under ``pages_dir`` ``tau.{html,md}``,
     ``models.png`` (every model, :func:`models_figure`) and per model (``models``, default those of the card)
     ``{model}.{html,md,png}``. With ``tests_out``, also the paired
-    tests between models (MODEL_CARD_TESTS parquet, :mod:`unstereo.model_card.compare`) and under ``pages_dir``
+    tests between models (permutation over per-item values, bootstrap over resampling statistics; MODEL_CARD_TESTS
+    parquet, :mod:`unstereo.model_card.compare`) and under ``pages_dir``
     ``comparisons.{html,md}``: the findings, the tests and the agreement table."""
     from unstereo.model_card import compare
     from unstereo.tables import write_table
@@ -502,7 +533,8 @@ def write_card(
     write_table(tau, tau_out, MODEL_CARD_TAU)
     if tests_out is not None:
         info = _metric_info()
-        tests = compare.pair_tests(card, collect_items(config), info, seed=int(config.get("seed", 0) or 0))
+        tests = compare.pair_tests(card, collect_items(config), info, seed=int(config.get("seed", 0) or 0),
+                                   resampled=collect_resampled(config, card))  # fmt: skip
         write_table(tests, tests_out, compare.MODEL_CARD_TESTS)
         if pages_dir is not None:
             labels = dict(zip(zip(card["method"], card["metric"], strict=True), card["label"], strict=True))

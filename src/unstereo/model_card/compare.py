@@ -3,10 +3,14 @@
 - :func:`paired_permutation`: a paired permutation test of the difference of a headline metric between two models
   over the items both were measured on (within each item the two models' values are swapped at random; exact over
   every swap pattern up to :data:`EXACT_MAX` items, else :data:`N_PERM` seeded random patterns).
+- :func:`paired_bootstrap`: a paired bootstrap test of the same difference for a metric that is a statistic of items
+  rather than their mean (AuFC, Wasserstein distances): the same resamples of the shared items for both models,
+  p by inverting the percentile interval of the resampled differences (:func:`bootstrap_p`).
 - :func:`holm`: Holm's step-down adjustment of a family of p-values.
 - :func:`pair_tests`: every pair of models under every headline metric whose method writes per-item values
-  (``items(config)`` in its headline module, an :data:`~unstereo.model_card.headline.ITEMS` table), with one Holm
-  family over all of the card's tests (:data:`MODEL_CARD_TESTS`).
+  (``items(config)`` in its headline module, an :data:`~unstereo.model_card.headline.ITEMS` table: permutation
+  test) or a resampling statistic (``resampled(config)``, :class:`~unstereo.model_card.headline.Resampled`:
+  bootstrap test), with one Holm family over all of the card's tests (:data:`MODEL_CARD_TESTS`).
 - :func:`kendall_min_p`: the smallest two-sided p Kendall's exact test can give with n models (with 4 models it is
   1/12: no agreement between two rankings of 4 models can be significant at 5 %).
 - :func:`findings`: sentences chosen by those numbers (templates, no hand-written conclusion).
@@ -23,17 +27,20 @@ import numpy as np
 import pandas as pd
 
 from unstereo.headline_metric import HeadlineMetric
+from unstereo.model_card.headline import Resampled
 from unstereo.tables import Column, TableSchema, validate
 
 ALPHA = 0.05
 EXACT_MAX = 16  # 2**16 swap patterns: enumerate them all
 N_PERM = 9999
 _CHUNK = 500  # random patterns per block (memory: _CHUNK x items)
+N_BOOT = 2000  # bootstrap rounds of a paired bootstrap test
 
 MODEL_CARD_TESTS = TableSchema(
     "model_card_tests",
-    "a paired permutation test between every two models under every headline metric with per-item values, over "
-    "the items both share; p-values Holm-adjusted over all rows (`results/model_card_tests.parquet`)",
+    "a paired test between every two models under every headline metric with per-item values (permutation) or a "
+    "resampling statistic (bootstrap), over the items both share; p-values Holm-adjusted over all rows "
+    "(`results/model_card_tests.parquet`)",
     (
         Column("method", "str", "the metric's method"),
         Column("metric", "str", "the headline metric"),
@@ -43,11 +50,13 @@ MODEL_CARD_TESTS = TableSchema(
         Column("value_a", "float", "the metric of model_a over the shared items", nullable=True),
         Column("value_b", "float", "the metric of model_b over the shared items", nullable=True),
         Column("diff", "float", "bias(a) - bias(b), oriented: > 0 = model_a more biased", nullable=True),
-        Column("p_value", "float", "two-sided permutation p-value", nullable=True),
+        Column("p_value", "float", "two-sided permutation or bootstrap p-value", nullable=True),
         Column("p_holm", "float", "Holm-adjusted p-value (family: every row of the table)", nullable=True),
         Column("differs", "bool", "p_holm < 0.05"),
         Column("more_biased", "str", "the more biased model when `differs`, else empty"),
-        Column("test", "str", "`exact` (every swap pattern) or `random` (with the number of patterns)"),
+        Column(
+            "test", "str", "`exact` (every swap pattern), `random (N patterns)` or `bootstrap (B rounds)`"
+        ),
     ),
     unique=("method", "metric", "model_a", "model_b"),
 )
@@ -93,6 +102,81 @@ def paired_permutation(
     return observed, (1 + count) / (1 + n_perm), f"random ({n_perm} patterns)"
 
 
+def bootstrap_indices(n: int, n_boot: int = N_BOOT, seed: int = 0, strata=None) -> np.ndarray:
+    """(n_boot, n) positions 0..n-1 drawn with replacement (numpy's default_rng(seed)). With ``strata`` (a label per
+    position) the positions of each stratum are drawn among themselves, as many as it has (a stratified bootstrap,
+    as a method whose own bootstrap draws per template does)."""
+    rng = np.random.default_rng(seed)
+    if strata is None:
+        return rng.integers(0, n, size=(n_boot, n))
+    strata = np.asarray(strata, dtype=object)
+    out = np.empty((n_boot, n), dtype=np.int64)
+    for stratum in dict.fromkeys(strata.tolist()):
+        pos = np.flatnonzero(strata == stratum)
+        out[:, pos] = pos[rng.integers(0, len(pos), size=(n_boot, len(pos)))]
+    return out
+
+
+def bootstrap_p(d, tol: float = 0.0) -> float:
+    """Two-sided bootstrap p-value of "the difference is 0" from the resampled differences ``d`` (B of them):
+    ``max(1 / (B + 1), min(1, 2 * min(share of d <= 0, share of d >= 0)))``; |d| <= ``tol`` counts as 0 (on both
+    sides, so identical models give p = 1).
+
+    This inverts the percentile interval (Efron & Tibshirani 1993, *An Introduction to the Bootstrap*): p is the
+    smallest alpha whose equal-tailed (1 - alpha) percentile interval of d reaches 0. Chosen over the centred null
+    (Hall & Wilson 1991: the share of |d_b - d_obs| >= |d_obs|) because it needs no symmetry of d around d_obs and
+    agrees with the percentile intervals the methods themselves report. The floor 1 / (B + 1): with every d_b on one
+    side of 0 the share is 0, but B rounds cannot show a p below about 1 / B (the permutation test's (1 + count) /
+    (1 + N) has the same floor), and a p of 0 would pass every Holm threshold."""
+    d = np.asarray(d, dtype=float)
+    if d.size == 0:
+        return math.nan
+    share = min(float(np.mean(d <= tol)), float(np.mean(d >= -tol)))
+    return max(1.0 / (d.size + 1), min(1.0, 2.0 * share))
+
+
+def _bootstrap_result(
+    full_a: float, full_b: float, boot_a, boot_b, bias: Callable
+) -> tuple[float, float, str]:
+    observed = float(bias(full_a) - bias(full_b))
+    d = np.asarray(bias(np.asarray(boot_a, dtype=float)), dtype=float) - np.asarray(
+        bias(np.asarray(boot_b, dtype=float)), dtype=float
+    )
+    tol = 1e-9 * max(1.0, abs(observed)) if np.isfinite(observed) else 0.0  # float noise is no difference
+    return observed, bootstrap_p(d, tol), f"bootstrap ({len(d)} rounds)"
+
+
+def paired_bootstrap(
+    stat_a: Callable,
+    stat_b: Callable,
+    n: int,
+    bias: Callable | None = None,
+    resamples=None,
+    n_boot: int = N_BOOT,
+    seed: int = 0,
+    strata=None,
+) -> tuple[float, float, str]:
+    """(observed difference, two-sided p, test kind) of ``bias(stat_a) - bias(stat_b)`` over ``n`` shared items.
+
+    ``stat_a``, ``stat_b``: each model's metric on the items at given positions 0..n-1 (repeats allowed; every
+    position once = the metric itself); ``bias``: HeadlineMetric.bias (default the identity). Both models get the
+    same resamples: ``resamples`` (an (B, n) array of positions, e.g. every resample of a tiny case), else
+    :func:`bootstrap_indices` (``n_boot`` rounds, ``seed``, ``strata``). In each round d_b = bias(a) - bias(b) on the
+    resample; p by :func:`bootstrap_p`."""
+    if n == 0:
+        return math.nan, math.nan, ""
+    bias = bias or (lambda v: v)
+    rs = (
+        bootstrap_indices(n, n_boot, seed, strata)
+        if resamples is None
+        else np.asarray(resamples, dtype=np.int64)
+    )
+    full = np.arange(n)
+    boot_a = [stat_a(r) for r in rs]
+    boot_b = [stat_b(r) for r in rs]
+    return _bootstrap_result(stat_a(full), stat_b(full), boot_a, boot_b, bias)
+
+
 def holm(p_values) -> np.ndarray:
     """Holm's step-down adjusted p-values (same order as given; NaN stays NaN and is not counted in the family):
     the i-th smallest of m gets max over j <= i of min(1, (m - j + 1) p_(j))."""
@@ -118,23 +202,81 @@ def kendall_min_p(n: int) -> float:
     return float(kendalltau(np.arange(n), np.arange(n)).pvalue)
 
 
+def _model_order(card: pd.DataFrame, method: str, metric: str, present) -> list[str]:
+    """The models of ``present`` in the card's order (any the card lacks after them, sorted)."""
+    sel = (card["method"] == method) & (card["metric"] == metric)
+    order = [m for m in dict.fromkeys(card.loc[sel, "model"]) if m in set(present)]
+    return order + sorted(set(present) - set(order))
+
+
+def _bootstrap_rows(
+    card: pd.DataFrame, resampled: list[Resampled], info: dict, n_boot: int, seed: int, done: set
+) -> list[list]:
+    """The rows of :func:`pair_tests` for the metrics with a resampling statistic (and no per-item values)."""
+    rows = []
+    groups: dict[tuple[str, str], dict[str, Resampled]] = {}
+    for r in resampled:
+        groups.setdefault((r.method, r.metric), {})[r.model] = r
+    # (shared keys, strata) -> resamples, the same for every pair of models sharing them, so each model's statistic
+    # per round is computed once: (model, shared keys) -> (on all shared items, per round)
+    draws: dict[tuple, np.ndarray] = {}
+    values: dict[tuple, tuple[float, np.ndarray]] = {}
+    for (method, metric), by_model in groups.items():
+        hm = info.get((method, metric))
+        if hm is None or not hm.bias_level or (method, metric) in done:
+            continue
+        for ma, mb in itertools.combinations(_model_order(card, method, metric, by_model), 2):
+            ra, rb = by_model[ma], by_model[mb]
+            shared = tuple(sorted(set(ra.items) & set(rb.items)))
+            pos_a = pd.Series(range(len(ra.items)), index=list(ra.items))[list(shared)].to_numpy()
+            pos_b = pd.Series(range(len(rb.items)), index=list(rb.items))[list(shared)].to_numpy()
+            strata = None
+            if ra.strata is not None or rb.strata is not None:
+                sa = tuple(np.asarray(ra.strata, dtype=object)[pos_a]) if ra.strata is not None else None
+                sb = tuple(np.asarray(rb.strata, dtype=object)[pos_b]) if rb.strata is not None else None
+                if sa is not None and sb is not None and sa != sb:
+                    raise ValueError(f"{method}/{metric}: {ma} and {mb} put shared items in different strata")
+                strata = sa if sa is not None else sb
+            if not shared:
+                rows.append([method, metric, ma, mb, 0, math.nan, math.nan, math.nan, math.nan, ""])
+                continue
+            if (shared, strata) not in draws:
+                draws[(shared, strata)] = bootstrap_indices(len(shared), n_boot, seed, strata)
+            rs = draws[(shared, strata)]
+            for r, pos in ((ra, pos_a), (rb, pos_b)):
+                if (id(r), shared) not in values:
+                    values[(id(r), shared)] = (
+                        float(r.statistic(pos)),
+                        np.array([r.statistic(pos[i]) for i in rs]),
+                    )
+            (va, boot_a), (vb, boot_b) = values[(id(ra), shared)], values[(id(rb), shared)]
+            diff, p, kind = _bootstrap_result(va, vb, boot_a, boot_b, hm.bias)
+            rows.append([method, metric, ma, mb, len(shared), va, vb, diff, p, kind])
+    return rows
+
+
 def pair_tests(
     card: pd.DataFrame,
     items: pd.DataFrame,
     info: dict[tuple[str, str], HeadlineMetric],
     n_perm: int = N_PERM,
     seed: int = 0,
+    resampled: list[Resampled] | None = None,
+    n_boot: int = N_BOOT,
 ) -> pd.DataFrame:
-    """The :data:`MODEL_CARD_TESTS` table: for every (method, metric) of ``items`` that is a level of bias, every
-    two of its models (in the card's order) over their shared items, then Holm over all rows."""
+    """The :data:`MODEL_CARD_TESTS` table: for every (method, metric) that is a level of bias, every two of its
+    models (in the card's order) over their shared items: a paired permutation test where ``items`` holds per-item
+    values, else a paired bootstrap where ``resampled`` holds a statistic (``n_boot`` rounds, ``seed``: the same
+    resamples for every pair of models with the same shared items); then Holm over all rows, in the card's order of
+    metrics."""
     rows = []
+    done = set()
     for (method, metric), group in items.groupby(["method", "metric"], sort=False):
         hm = info.get((method, metric))
         if hm is None or not hm.bias_level:
             continue
-        order = [m for m in dict.fromkeys(card.loc[(card["method"] == method) & (card["metric"] == metric),
-                                                   "model"]) if m in set(group["model"])]  # fmt: skip
-        order += sorted(set(group["model"]) - set(order))
+        done.add((method, metric))
+        order = _model_order(card, method, metric, group["model"])
         by_model = {m: g.set_index("item") for m, g in group.groupby("model")}
         for ma, mb in itertools.combinations(order, 2):
             ga, gb = by_model[ma], by_model[mb]
@@ -145,6 +287,9 @@ def pair_tests(
             va = float((xa * w).sum() / w.sum()) if shared else math.nan
             vb = float((xb * w).sum() / w.sum()) if shared else math.nan
             rows.append([method, metric, ma, mb, len(shared), va, vb, diff, p, kind])
+    rows += _bootstrap_rows(card, resampled or [], info, n_boot, seed, done)
+    position = {k: i for i, k in enumerate(dict.fromkeys(zip(card["method"], card["metric"], strict=True)))}
+    rows.sort(key=lambda r: position.get((r[0], r[1]), len(position)))  # stable: pairs keep their order
     cols = [
         "method",
         "metric",
@@ -206,8 +351,8 @@ def findings(
             dict.fromkeys(card.loc[(card["method"] == key[0]) & (card["metric"] == key[1]), "model"])
         )
         if key not in tested:
-            out.append(f"{label}: no per-item values are read for this metric, so no paired test was run; only "
-                       "the intervals compare the models.")  # fmt: skip
+            out.append(f"{label}: no per-item values or resampling statistic are read for this metric, so no "
+                       "paired test was run; only the intervals compare the models.")  # fmt: skip
             continue
         t = tests[(tests["method"] == key[0]) & (tests["metric"] == key[1])]
         diff = t[t["differs"]]
@@ -260,12 +405,17 @@ _TEST_COLUMNS = ("Metric", "Model A", "Model B", "Items", "A", "B", "bias(A) - b
                  "Test")  # fmt: skip
 
 NOTE = (
-    "Paired permutation test: for each metric and each two models, over the items both were measured on (pairs of "
-    "sentences, prompts), the two models' per-item values are swapped at random within items; p is the share of "
-    "swap patterns whose difference of the metric (oriented: larger = more biased) is at least as large in absolute "
-    "value as the observed one (exact over every pattern up to 16 items, else 9,999 random patterns, p = (1 + "
-    "count) / (1 + 9,999)). Holm's correction is applied over every test on this page, one family; a pair differs "
-    "when its adjusted p is below 0.05. Metrics whose method writes only aggregate values are not tested. Kendall's "
+    "Paired permutation test (metrics that are a mean of per-item values): for each metric and each two models, over "
+    "the items both were measured on (pairs of sentences, prompts), the two models' per-item values are swapped at "
+    "random within items; p is the share of swap patterns whose difference of the metric (oriented: larger = more "
+    "biased) is at least as large in absolute value as the observed one (exact over every pattern up to 16 items, "
+    "else 9,999 random patterns, p = (1 + count) / (1 + 9,999)). Paired bootstrap test (metrics that are another "
+    "statistic of items, such as an area under a curve or a distance between distributions): "
+    f"{N_BOOT:,} resamples of the shared items, drawn with replacement (within the method's strata where its own "
+    "bootstrap draws so) and the same for both models, seeded by the config's seed; in each the oriented difference "
+    "d_b is computed, and p = min(1, 2 min(share of d_b <= 0, share of d_b >= 0)), at least "
+    f"1 / {N_BOOT + 1:,}. Holm's correction is applied over "
+    "every test on this page (both kinds), one family; a pair differs when its adjusted p is below 0.05. Kendall's "
     "tau-b compares two metrics' rankings of the models; with few models its exact p cannot be small (4 models: at "
     "least 0.083), so an inconclusive tau is not evidence that the methods disagree."
 )
@@ -300,13 +450,17 @@ def comparisons_page(
     title = "Which models differ, and do the methods agree"
     rows = tests_rows(tests, info)
     if fmt == "md":
-        body = markdown_table(_TEST_COLUMNS, rows) if rows else "No paired test (no per-item values).\n"
+        body = (
+            markdown_table(_TEST_COLUMNS, rows)
+            if rows
+            else "No paired test (no per-item values or resampling statistic).\n"
+        )
         agreement = markdown_table(tau_columns, tau_rows) if tau_rows else "Fewer than two ranked metrics.\n"
         bullets = "".join(f"- {s}\n" for s in sentences)
         return (f"# {title}\n\n## Findings\n\n{bullets}\n## Paired tests\n\n{body}\n"
                 f"## Agreement between methods\n\n{agreement}\n{NOTE}\n")  # fmt: skip
     tests_html = html_table(_TEST_COLUMNS, rows, cell_classes={3: "num", 7: "num", 8: "value"}) if rows else (
-        "<p>No paired test (no per-item values).</p>")  # fmt: skip
+        "<p>No paired test (no per-item values or resampling statistic).</p>")  # fmt: skip
     agreement = html_table(tau_columns, tau_rows, cell_classes={2: "num", 3: "value", 4: "num"}) if tau_rows else (
         "<p>Fewer than two ranked metrics.</p>")  # fmt: skip
     bullets = "".join(f"<li>{html.escape(s)}</li>" for s in sentences)

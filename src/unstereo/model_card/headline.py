@@ -9,6 +9,9 @@ the same way through :meth:`HeadlineMetric.bias`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import pandas as pd
 
 from unstereo.headline_metric import DIRECTIONS, HeadlineMetric
@@ -19,6 +22,7 @@ __all__ = [
     "HEADLINE",
     "ITEMS",
     "HeadlineMetric",
+    "Resampled",
     "first_present",
     "headline_table",
     "items_table",
@@ -58,6 +62,33 @@ ITEMS = TableSchema(
     ),
     unique=("method", "model", "metric", "item"),
 )
+
+
+@dataclass(frozen=True)
+class Resampled:
+    """What the card's paired bootstrap needs of one (method, model, metric) whose headline is a statistic of items
+    rather than their (weighted) mean, e.g. AuFC, a Wasserstein distance (a method's ``resampled(config)``, beside
+    ``items(config)``).
+
+    ``items``: the distinct keys of the unit the models share and the bootstrap draws (pairs, (template, sample));
+    ``statistic(positions)``: the metric on the items at ``positions`` of ``items`` (an int array, repeats allowed),
+    computed as the method computes its headline, so ``statistic(arange(len(items)))`` is the value the card shows;
+    ``strata``: per item, the group it is drawn within (as the method's own bootstrap draws, e.g. per template),
+    None for one group."""
+
+    method: str
+    model: str
+    metric: str
+    items: tuple[str, ...]
+    statistic: Callable
+    strata: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if len(set(self.items)) != len(self.items):
+            raise ValueError(f"{self.method}/{self.metric} of {self.model}: the item keys are not distinct")
+        if self.strata is not None and len(self.strata) != len(self.items):
+            raise ValueError(f"{self.method}/{self.metric} of {self.model}: {len(self.strata)} strata for "
+                             f"{len(self.items)} items")  # fmt: skip
 
 
 def headline_table(rows: list[dict]) -> pd.DataFrame:

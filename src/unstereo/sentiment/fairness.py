@@ -83,6 +83,44 @@ def _if_from_cells(cells: list[np.ndarray]) -> float:
     return total / count
 
 
+def unit_statistics(df: pd.DataFrame, column: str):
+    """The bootstrap's units of one attribute's continuations and I.F./G.F. as functions of a multiset of them (the
+    model card's paired bootstrap between models).
+
+    Returns ``(units, families, if_of, gf_of)``: ``units`` the (family, sample) pairs (a unit is one sample index of
+    one template: the continuations of every value of the template with that index, paired by their seed, as
+    :func:`bootstrap` draws them), ``families`` the family of each; ``if_of(positions)`` and ``gf_of(positions)``
+    I.F. and G.F. of the continuations of the units at ``positions`` (repeats allowed). On every unit once they are
+    :func:`individual_fairness` and :func:`group_fairness`."""
+    cells = _cells(df, column)
+    sub_of = df.drop_duplicates("value").set_index("value")["subgroup"]
+    units = [(family, sample) for family, mat in cells.items() for sample in mat.columns]
+    families = np.array([u[0] for u in units], dtype=object)
+    column_of = np.array([list(cells[f].columns).index(s) for f, s in units])
+    mats = {f: mat.to_numpy(float) for f, mat in cells.items()}
+    subgroups = {f: [sub_of[v] for v in mat.index] for f, mat in cells.items()}
+
+    def _selected(positions) -> dict[str, np.ndarray]:
+        positions = np.asarray(positions, dtype=np.int64)
+        return {f: mats[f][:, column_of[positions[families[positions] == f]]] for f in mats}
+
+    def if_of(positions) -> float:
+        chosen = [np.sort(m, axis=1) for m in _selected(positions).values() if m.shape[1]]
+        return _if_from_cells(chosen) if chosen else float("nan")
+
+    def gf_of(positions) -> float:
+        parts: dict[str, list[np.ndarray]] = {}
+        for f, m in _selected(positions).items():
+            for sub, row in zip(subgroups[f], m, strict=True):
+                parts.setdefault(sub, []).append(row)
+        everything = np.concatenate([np.concatenate(p) for p in parts.values()])
+        if not everything.size:
+            return float("nan")
+        return float(np.mean([wasserstein_distance(np.concatenate(p), everything) for p in parts.values()]))
+
+    return units, families, if_of, gf_of
+
+
 def bootstrap(
     df: pd.DataFrame, column: str, n_boot: int = 200, seed: int = 0, level: float = 0.95
 ) -> dict[str, tuple[float, float]]:

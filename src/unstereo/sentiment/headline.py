@@ -3,14 +3,15 @@ bootstrap intervals, from each model's ``results/sentiment/{model}/fairness.parq
 
 Which cell: the first configured attribute (``sentiment.attributes``, default ``country``) and the first configured
 classifier (``sentiment.classifiers``, default ``vader``) that the table holds. The card reports one attribute
-rather than an average over attributes, which would have no interval.
+rather than an average over attributes, which would have no interval. For the card's paired bootstrap,
+:func:`resampled` gives I.F. and G.F. as statistics of (template, sample) units, from the continuations.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from unstereo.model_card.headline import first_present, headline_table, model_names
+from unstereo.model_card.headline import Resampled, first_present, headline_table, model_names
 from unstereo.sentiment.method import METHOD as DECLARED
 from unstereo.sentiment.schemas import FAIRNESS
 from unstereo.tables import read_table
@@ -34,17 +35,24 @@ def sources(config: dict) -> list[str]:
     return [str(root / m / "fairness.parquet") for m in models(config)]
 
 
+def _choice(cfg: dict, table) -> tuple[str | None, str | None]:
+    """The headline's (attribute, classifier) in a FAIRNESS table: the first configured ones the table holds."""
+    classifiers = list(cfg.get("classifiers") or ()) + list((cfg.get("transformer_classifiers") or {}).keys())
+    attribute = first_present(cfg.get("attributes"), table["attribute"].unique())
+    classifier = first_present(classifiers, table.loc[table["attribute"] == attribute, "classifier"].unique())
+    return attribute, classifier
+
+
 def headline(config: dict):
     """One row per (model, I.F./G.F.) at the chosen attribute and classifier; n = continuations behind it."""
     cfg = config.get("sentiment") or {}
-    classifiers = list(cfg.get("classifiers") or ()) + list((cfg.get("transformer_classifiers") or {}).keys())
     rows = []
     for model, path in zip(models(config), sources(config), strict=True):
         table = read_table(path, FAIRNESS)
-        attribute = first_present(cfg.get("attributes"), table["attribute"].unique())
-        table = table[table["attribute"] == attribute]
-        classifier = first_present(classifiers, table["classifier"].unique())
-        table = table[table["classifier"] == classifier].set_index("metric")
+        attribute, classifier = _choice(cfg, table)
+        table = table[(table["attribute"] == attribute) & (table["classifier"] == classifier)].set_index(
+            "metric"
+        )
         level = int(round(100 * float(cfg.get("level", 0.95))))
         for name, key in _TABLE_METRIC.items():
             if key not in table.index:
@@ -56,3 +64,34 @@ def headline(config: dict):
                      n=int(r["n_continuations"]), scope=f"attribute {attribute}, classifier {classifier}")
             )  # fmt: skip
     return headline_table(rows)
+
+
+def resampled_sources(config: dict) -> list[str]:
+    """The tables :func:`resampled` reads: each model's fairness table (the headline's choice) and continuations."""
+    root = Path(config["results_dir"]) / "sentiment"
+    return sources(config) + [str(root / m / "continuations.parquet") for m in models(config)]
+
+
+def resampled(config: dict) -> list[Resampled]:
+    """I.F. and G.F. per model at the headline's (attribute, classifier) as statistics of the units the method's own
+    bootstrap draws (:func:`unstereo.sentiment.fairness.unit_statistics`: item ``family/sample``, drawn within its
+    template family), from the model's continuations."""
+    from unstereo.sentiment.fairness import unit_statistics
+    from unstereo.sentiment.schemas import CONTINUATIONS
+
+    cfg = config.get("sentiment") or {}
+    root = Path(config["results_dir"]) / "sentiment"
+    out = []
+    for model, path in zip(models(config), sources(config), strict=True):
+        attribute, classifier = _choice(cfg, read_table(path, FAIRNESS))
+        if attribute is None or classifier is None:
+            continue
+        df = read_table(root / model / "continuations.parquet", CONTINUATIONS)
+        units, families, if_of, gf_of = unit_statistics(
+            df[df["attribute"] == attribute], f"score_{classifier}"
+        )
+        keys = tuple(f"{f}/{s}" for f, s in units)
+        strata = tuple(str(f) for f in families)
+        out += [Resampled(METHOD_NAME, model, "if", keys, if_of, strata),
+                Resampled(METHOD_NAME, model, "gf", keys, gf_of, strata)]  # fmt: skip
+    return out

@@ -265,7 +265,7 @@ def compare_cmd(
 @click.option("--model", "models", multiple=True,
               help="models to write pages for (repeatable; default every model on the card)")  # fmt: skip
 @click.option("--tests", "tests_out", type=click.Path(dir_okay=False, path_type=Path),
-              help="MODEL_CARD_TESTS parquet: paired permutation tests between the models, Holm-adjusted; with "
+              help="MODEL_CARD_TESTS parquet: paired permutation or bootstrap tests between the models, Holm-adjusted; with "
               "--pages-dir also comparisons.html/.md (findings, tests, agreement)")  # fmt: skip
 def model_card(
     configfile: Path | None,

@@ -1,5 +1,6 @@
 """UnStereoEval's headline: Unstereo Score (with its Bernoulli standard error) and AuFC of one benchmark at
-eta = inf, from ``results/metrics/metrics.parquet``.
+eta = inf, from ``results/metrics/metrics.parquet``; for the card's paired tests, US per pair (:func:`items`) and
+AuFC as a statistic of the pairs (:func:`resampled`), from the score tables.
 
 Which benchmark: the first of the config's metrics benchmarks (``metrics.benchmarks``, else ``score.benchmarks``)
 that the table holds. The card shows one benchmark rather than pooling them: benchmarks may share pairs (the same
@@ -13,7 +14,7 @@ import math
 from pathlib import Path
 
 from unstereo.errors import InputError
-from unstereo.model_card.headline import first_present, headline_table, items_table
+from unstereo.model_card.headline import Resampled, first_present, headline_table, items_table
 from unstereo.tables import read_table
 from unstereo.unstereoeval.method import METHOD as DECLARED
 from unstereo.unstereoeval.report.rules import metrics_benchmarks, metrics_models
@@ -51,33 +52,84 @@ def item_sources(config: dict) -> list[str]:
     return [str(root / m / f"{b}.parquet") for m in models(config) for b in metrics_benchmarks(cfg)]
 
 
-def items(config: dict):
-    """The Unstereo Score's items: per (model, scored pair of the headline's benchmark; eta = inf keeps every pair) 100 when the pair is
-    neutral (|ln p(s_F) - ln p(s_M)| <= eps, the metrics stage's eps) else 0; their mean is US. AuFC has no
-    per-pair form (it integrates over eps) and gets no items."""
-    from unstereo.unstereoeval.metrics.core import DEFAULT_EPS, skew_labels
-
-    path = sources(config)[0]
-    table = read_table(path)
+def _headline_fm(config: dict):
+    """(metrics rows of the headline's benchmark at eta = inf, benchmark, [(model, pair ids, FM per pair)]): the pairs
+    the headline's US and AuFC are computed on, from the score tables."""
+    table = read_table(sources(config)[0])
     table = table[table["eta"] == math.inf]
     bench = _benchmark(config, table)
-    eps = float((config.get("metrics") or {}).get("eps", DEFAULT_EPS))
-    measured = set(table.loc[table["benchmark"] == bench, "model"])
-    parts = []
+    rows = table[table["benchmark"] == bench]
+    out = []
     # The score tables sit under the configured model names; the metrics table (and so the card) names a model by
     # the score table's own `model` column, which a score run may have set differently (--name).
     for folder in models(config):
         scores = read_table(Path(config["results_dir"]) / "scores" / folder / f"{bench}.parquet")
         for model, part in scores.groupby("model", sort=True):
-            if model not in measured:
-                continue
-            fm = (part["logp_female"] - part["logp_male"]).to_numpy(dtype=float)
-            parts.append(dict(method=METHOD_NAME, model=model, metric="us", item=part["pair_id"].astype(str),
-                              value=100.0 * (skew_labels(fm, eps) == "neutral")))  # fmt: skip
+            if model in set(rows["model"]):
+                fm = (part["logp_female"] - part["logp_male"]).to_numpy(dtype=float)
+                out.append((model, part["pair_id"].astype(str).to_numpy(), fm))
+    return rows, bench, out
+
+
+def items(config: dict):
+    """The Unstereo Score's items: per (model, scored pair of the headline's benchmark; eta = inf keeps every pair) 100 when the pair is
+    neutral (|ln p(s_F) - ln p(s_M)| <= eps, the metrics stage's eps) else 0; their mean is US. AuFC has no
+    per-pair form (it integrates over eps): :func:`resampled` gives it to the card's bootstrap instead."""
+    from unstereo.unstereoeval.metrics.core import DEFAULT_EPS, skew_labels
+
+    eps = float((config.get("metrics") or {}).get("eps", DEFAULT_EPS))
+    parts = [
+        dict(
+            method=METHOD_NAME,
+            model=model,
+            metric="us",
+            item=ids,
+            value=100.0 * (skew_labels(fm, eps) == "neutral"),
+        )
+        for model, ids, fm in _headline_fm(config)[2]
+    ]
     import pandas as pd
 
     frames = [pd.DataFrame(p) for p in parts]
     return items_table(pd.concat(frames, ignore_index=True) if frames else [])
+
+
+def resampled_sources(config: dict) -> list[str]:
+    """The tables :func:`resampled` reads: the score tables of :func:`item_sources`."""
+    return item_sources(config)
+
+
+def eps_grid(config: dict):
+    """The metrics stage's AuFC grid: ``metrics.eps_grid`` (numpy.linspace(start, stop, num); missing keys from
+    :data:`unstereo.defaults.EPS_GRID`)."""
+    import numpy as np
+
+    from unstereo.defaults import EPS_GRID
+
+    g = (config.get("metrics") or {}).get("eps_grid") or {}
+    return np.linspace(float(g.get("start", EPS_GRID[0])), float(g.get("stop", EPS_GRID[1])),
+                       int(g.get("num", EPS_GRID[2])))  # fmt: skip
+
+
+def resampled(config: dict) -> list[Resampled]:
+    """AuFC as a statistic of the headline's pairs, per model (the card's paired bootstrap resamples pairs): the
+    metrics stage's :func:`~unstereo.unstereoeval.metrics.core.aufc` of their FM over ``metrics.eps_grid``, in log10
+    where the metrics row says ``reference_quirks`` (the eta = inf quirk, :func:`aufc_in_log10`)."""
+    from unstereo.unstereoeval.metrics.core import aufc, aufc_in_log10
+
+    rows, _bench, fms = _headline_fm(config)
+    grid = eps_grid(config)
+    default_quirks = bool((config.get("metrics") or {}).get("reference_quirks", False))
+    out = []
+    for model, ids, fm in fms:
+        row = rows[rows["model"] == model]
+        quirks = (
+            bool(row["reference_quirks"].iloc[0]) if "reference_quirks" in row.columns else default_quirks
+        )
+        log10 = aufc_in_log10(math.inf, quirks)
+        out.append(Resampled(METHOD_NAME, model, "aufc", tuple(ids),
+                             lambda pos, fm=fm, log10=log10: aufc(fm[pos], grid, log10=log10)))  # fmt: skip
+    return out
 
 
 def headline(config: dict):
