@@ -56,8 +56,10 @@ def bench_args(
 ) -> list[str]:
     """llama-batched-bench's arguments for one shape. The context holds every row's prompt and new tokens (a
     shared prompt, ``-pps``, is copied into each row's cache, so it counts once per row too); ``-npl`` repeated
-    runs the shape ``repeats`` times in one process."""
-    args = ["-m", model, "-t", str(threads), "-c", str(rows * (prompt_tokens + max_new))]
+    runs the shape ``repeats`` times in one process; ``-lv 4`` logs the loader's info (the file type) but none of
+    the debug lines, which would be printed inside the timed loop. (llama.cpp raises a smaller context to 256
+    cells per row.)"""
+    args = ["-m", model, "-t", str(threads), "-c", str(rows * (prompt_tokens + max_new)), "-lv", "4"]
     args += ["-npp", str(prompt_tokens), "-ntg", str(max_new), "-npl", ",".join([str(rows)] * repeats)]
     return [*args, "-pps"] if kind == "n" else args
 
@@ -80,9 +82,11 @@ def parse_output(text: str) -> list[dict[str, float]]:
 
 
 def file_type(text: str) -> str:
-    """The weights' type from llama.cpp's loader log (``print_info: file type   = Q4_1``), or "?"."""
-    match = re.search(r"file type\s*=\s*(\S+)", text)
-    return match.group(1) if match else "?"
+    """The weights' type from llama.cpp's loader log (``print_info: file type   = Q4_1``), or "?"; with
+    ``+FA`` when the log says flash attention was enabled (llama.cpp's default, ``auto``, decides per model)."""
+    match = re.search(r"file type\s*=\s*(.+?)\s*$", text, re.MULTILINE)
+    kind = match.group(1) if match else "?"
+    return kind + ("+FA" if "Flash Attention enabled" in text else "")
 
 
 def binary(bin_dir: str) -> Path:

@@ -38,11 +38,11 @@ def test_parse_shape_and_label():
 def test_bench_args_per_shape():
     # 32 rows of their own 8-token prompt + 64 new: 32 x 72 = 2304 cache cells; two rounds in one process
     assert bench_llamacpp.bench_args("m.gguf", "batch", 32, 64, 1, 8, 2) == [
-        "-m", "m.gguf", "-t", "1", "-c", "2304", "-npp", "8", "-ntg", "64", "-npl", "32,32",
+        "-m", "m.gguf", "-t", "1", "-c", "2304", "-lv", "4", "-npp", "8", "-ntg", "64", "-npl", "32,32",
     ]  # fmt: skip
     # one shared 5-token prompt copied to 100 rows (-pps), 128 new each: 100 x 133 = 13300 cells
     assert bench_llamacpp.bench_args("m.gguf", "n", 100, 128, 2, 5, 1) == [
-        "-m", "m.gguf", "-t", "2", "-c", "13300", "-npp", "5", "-ntg", "128", "-npl", "100", "-pps",
+        "-m", "m.gguf", "-t", "2", "-c", "13300", "-lv", "4", "-npp", "5", "-ntg", "128", "-npl", "100", "-pps",
     ]  # fmt: skip
 
 
@@ -56,6 +56,9 @@ def test_parse_markdown_table():
     # S_TG is rows x new tokens / decode time: 32 x 64 / 4.096 s = 500
     assert rows[1]["pl"] * rows[1]["tg"] / rows[1]["t_tg"] == pytest.approx(rows[1]["speed_tg"])
     assert bench_llamacpp.file_type(OUTPUT) == "Q4_1"
+    assert bench_llamacpp.file_type(
+        "file type   = Q4_K - Medium\nresolve_fused_ops: Flash Attention enabled"
+    ) == ("Q4_K - Medium+FA")
     assert bench_llamacpp.file_type("no loader log") == "?"
 
 
