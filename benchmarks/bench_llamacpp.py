@@ -57,7 +57,7 @@ def bench_args(
     """llama-batched-bench's arguments for one shape. The context holds every row's prompt and new tokens (a
     shared prompt, ``-pps``, is copied into each row's cache, so it counts once per row too); ``-npl`` repeated
     runs the shape ``repeats`` times in one process; ``-lv 4`` logs the loader's info (the file type) but none of
-    the debug lines, which would be printed inside the timed loop. (llama.cpp raises a smaller context to 256
+    the debug lines (graph-building ones, which could land inside the timed loop). (llama.cpp raises a smaller context to 256
     cells per row.)"""
     args = ["-m", model, "-t", str(threads), "-c", str(rows * (prompt_tokens + max_new)), "-lv", "4"]
     args += ["-npp", str(prompt_tokens), "-ntg", str(max_new), "-npl", ",".join([str(rows)] * repeats)]
