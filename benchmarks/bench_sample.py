@@ -3,14 +3,15 @@
 same top_p and max_new_tokens, in one process, the methods taking turns in each round.
 
     python benchmarks/bench_sample.py [--model tiny | PATH | resource:smollm2/SmolLM2-135M-Instruct.Q4_1.gguf]
-        [--shape batch:32x64] [--shape n:100x128] [--top-p 0.9] [--repeats 2] [--threads 1]
+        [--shape batch:32x64] [--shape n:100x128] [--top-p 0.9] [--repeats 2] [--threads 1] [--method engine]
 
 Shapes: ``batch:PxT`` is P distinct prompts, one sample each, T new tokens, all in one batch; ``n:NxT`` is N
 samples of one prompt, T new tokens (transformers: ``num_return_sequences=N``; the engine: one prefill shared by
 the N rows). Both methods get a batch of all the rows (the engine's slots = rows). Rows may end early at end of
 sequence, so the figure is generated tokens/s (transformers' padding after a row's end is not counted). Prints a
 markdown table row per shape (best of ``--repeats`` rounds) and the process's peak RSS. ``tiny`` is a randomly
-initialised 4-layer GPT-2 with a 32,000-word vocabulary built here (no download).
+initialised 4-layer GPT-2 with a 32,000-word vocabulary built here (no download). ``--method`` (repeatable) runs
+only the named methods (default both): transformers alone takes 10+ minutes per round at n = 100 on a slow core.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ PROMPTS = [
     "In the morning the farmer",
 ]
 OPENINGS = ["", "Yesterday ", "In the story, ", "Everyone knows that "]
+METHODS = ("transformers", "engine")
 
 
 def distinct_prompts(n: int) -> list[str]:
@@ -94,8 +96,10 @@ def parse_shape(text: str) -> tuple[str, int, int]:
     return kind, int(rows), int(tokens)
 
 
-def run_shape(model, tok, kind: str, rows: int, max_new: int, top_p: float, repeats: int) -> dict:
-    """Timings of both methods at one shape."""
+def run_shape(
+    model, tok, kind: str, rows: int, max_new: int, top_p: float, repeats: int, methods=METHODS
+) -> dict:
+    """Timings of ``methods`` (default both) at one shape."""
     prompts = distinct_prompts(rows) if kind == "batch" else [PROMPTS[0]]
     backend = LocalBackend.from_loaded(model, tok, "bench", batch_size=rows)
     texts = prompts if kind == "batch" else prompts * rows
@@ -120,7 +124,8 @@ def run_shape(model, tok, kind: str, rows: int, max_new: int, top_p: float, repe
         return int((new != tok.pad_token_id).sum()) if tok.pad_token_id is not None else new.numel()
 
     engine()  # warm-up: the engine's probe, first-call allocations
-    timed = best_of(repeats, {"transformers": transformers_sample, "engine": engine})
+    fns = {"transformers": transformers_sample, "engine": engine}
+    timed = best_of(repeats, {name: fns[name] for name in methods})
     stats = backend._engine.stats if backend._engine else None
     return {name: (n_tok / sec, sec, n_tok) for name, (sec, n_tok) in timed.items()} | {
         "engine_ran": bool(backend._engine),  # False: the engine's probe failed and generate ran instead
@@ -141,7 +146,9 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--method", action="append", choices=METHODS, help="run only these (default both)")
     args = ap.parse_args()
+    methods = tuple(args.method or METHODS)
     torch.set_num_threads(args.threads)
     shapes = [parse_shape(s) for s in (args.shape or ["batch:32x64", "n:100x128"])]
 
@@ -159,11 +166,12 @@ def main() -> None:
     )
     print("|---|---|---|---|---|---|---|")
     for kind, rows, max_new in shapes:
-        r = run_shape(model, tok, kind, rows, max_new, args.top_p, args.repeats)
-        base, ours = r["transformers"][0], r["engine"][0]
+        r = run_shape(model, tok, kind, rows, max_new, args.top_p, args.repeats, methods)
+        rate = {name: f"{r[name][0]:.1f}" if name in r else "-" for name in METHODS}
+        ratio = f"{r['engine'][0] / r['transformers'][0]:.2f}x" if len(methods) == 2 else "-"
         shape = f"{rows} prompts x {max_new}" if kind == "batch" else f"n={rows} of 1 prompt x {max_new}"
-        print(f"| {label.split('/')[-1]} | {shape} | {args.threads} | {base:.1f} | {ours:.1f} | "
-              f"{ours / base:.2f}x | {r['prefills']}/{r['steps']} |", flush=True)  # fmt: skip
+        print(f"| {label.split('/')[-1]} | {shape} | {args.threads} | {rate['transformers']} | {rate['engine']} | "
+              f"{ratio} | {r['prefills']}/{r['steps']} |", flush=True)  # fmt: skip
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak RSS of the process: {peak:.0f} MiB")
 
