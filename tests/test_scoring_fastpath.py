@@ -380,6 +380,17 @@ def test_no_head_means_full_path():
     assert scorer.path == "full"
 
 
+def test_auto_path_off_the_cpu_is_the_full_pass(tok):
+    """On a GPU (a device string other than cpu) auto takes the model's own pass without probing the fast paths;
+    on the CPU it probes them and takes the tree; an explicit path is kept wherever the model is."""
+    model = tiny_gpt2(len(tok), seed=0)
+    on_gpu = CausalScorer(model, tok, device="cuda:1")
+    on_gpu._check = lambda path: pytest.fail(f"probed {path} on a GPU")
+    assert on_gpu._resolve_path() == "full" and on_gpu.onednn is False
+    assert CausalScorer(model, tok, device="cpu")._resolve_path() == "tree"
+    assert CausalScorer(model, tok, device="cpu", path="padded")._resolve_path() == "padded"
+
+
 def test_bad_path_name():
     from _scoring_models import Bigram, bigram_tokenizer
 
