@@ -101,7 +101,8 @@ def binary(bin_dir: str) -> Path:
 
 def run_shape(exe: Path, args: list[str]) -> tuple[dict[str, float], str]:
     """(fastest decode row, weights type) of one llama-batched-bench run."""
-    proc = subprocess.run([str(exe), *args], capture_output=True, text=True, check=False)
+    # a benchmark run takes minutes at these shapes; an hour means a hung binary
+    proc = subprocess.run([str(exe), *args], capture_output=True, text=True, check=False, timeout=3600)
     text = proc.stdout + proc.stderr
     rows = parse_output(text)
     if proc.returncode != 0 or not rows:
