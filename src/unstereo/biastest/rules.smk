@@ -12,7 +12,8 @@ import unstereo.biastest.rules as bt
 BT = config["biastest"]
 BT_SPECS = bt.specs(config) if BT["enabled"] else {}
 BT_GENERATED = bt.generated_specs(config) if BT["enabled"] else []
-BT_PER_SPEC = bt.per_spec(config) if BT["enabled"] else {}  # names checked against biastest.specs
+# per_spec entries, their names checked against biastest.specs
+BT_PER_SPEC = bt.per_spec(config) if BT["enabled"] else {}
 BT_MODELS = bt.models(config) if BT["enabled"] else {}
 BT_SEED = section_seed(BT, "biastest")
 # --settings of every command: the section as JSON with the stage's seed folded in (biastest score: with the model
