@@ -149,6 +149,18 @@ def _card(values: dict[tuple[str, str], dict[str, float]]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def test_findings_of_a_metric_with_one_model():
+    """One model has the metric (the default run's sentiment): no pair to test, and the sentence says so."""
+    card = _card({("m1", "x"): {"A": 1.0, "B": 0.0}, ("m2", "y"): {"A": 1.0}})
+    items = items_table(
+        [dict(method="m1", model=m, metric="x", item="i0", value=v) for m, v in (("A", 1.0), ("B", 0.0))]
+    )
+    tests = pair_tests(card, items, INFO)
+    text = findings(card, tests, pd.DataFrame(columns=["method_a", "metric_a", "method_b", "metric_b", "n_models",
+                                                       "models", "kendall_tau", "p_value", "note"]), INFO)  # fmt: skip
+    assert "m2: Y score: fewer than two models, nothing to compare." in text
+
+
 def test_pair_tests_and_findings():
     # m1/x: A = (1,1,1,1,1,1), B = (0,...): exact p = 2/64 = 1/32; C = A: A-C p = 1, B-C p = 1/32.
     items = items_table(

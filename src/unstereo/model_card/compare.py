@@ -350,6 +350,9 @@ def findings(
         models = list(
             dict.fromkeys(card.loc[(card["method"] == key[0]) & (card["metric"] == key[1]), "model"])
         )
+        if len(models) < 2:  # untested for want of a pair, whatever the metric offers
+            out.append(f"{label}: fewer than two models, nothing to compare.")
+            continue
         if key not in tested:
             out.append(f"{label}: no per-item values or resampling statistic are read for this metric, so no "
                        "paired test was run; only the intervals compare the models.")  # fmt: skip
