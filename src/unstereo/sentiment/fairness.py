@@ -83,6 +83,12 @@ def _if_from_cells(cells: list[np.ndarray]) -> float:
     return total / count
 
 
+def _gf_from_parts(parts: dict[str, list[np.ndarray]]) -> float:
+    """G.F. from each subgroup's score rows: mean W1 of a subgroup's scores to all scores."""
+    everything = np.concatenate([np.concatenate(p) for p in parts.values()])
+    return float(np.mean([wasserstein_distance(np.concatenate(p), everything) for p in parts.values()]))
+
+
 def unit_statistics(df: pd.DataFrame, column: str):
     """The bootstrap's units of one attribute's continuations and I.F./G.F. as functions of a multiset of them (the
     model card's paired bootstrap between models).
@@ -113,10 +119,9 @@ def unit_statistics(df: pd.DataFrame, column: str):
         for f, m in _selected(positions).items():
             for sub, row in zip(subgroups[f], m, strict=True):
                 parts.setdefault(sub, []).append(row)
-        everything = np.concatenate([np.concatenate(p) for p in parts.values()])
-        if not everything.size:
+        if not any(row.size for p in parts.values() for row in p):
             return float("nan")
-        return float(np.mean([wasserstein_distance(np.concatenate(p), everything) for p in parts.values()]))
+        return _gf_from_parts(parts)
 
     return units, families, if_of, gf_of
 
@@ -139,10 +144,7 @@ def bootstrap(
             for value, row in zip(mat.index, arr, strict=True):
                 parts.setdefault(sub_of[value], []).append(row)
         stats["IF"].append(_if_from_cells(resampled))
-        everything = np.concatenate([np.concatenate(p) for p in parts.values()])
-        stats["GF"].append(
-            np.mean([wasserstein_distance(np.concatenate(p), everything) for p in parts.values()])
-        )
+        stats["GF"].append(_gf_from_parts(parts))
     return {k: percentile_interval(v, level) for k, v in stats.items()}
 
 
