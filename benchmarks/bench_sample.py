@@ -11,7 +11,8 @@ the N rows). Both methods get a batch of all the rows (the engine's slots = rows
 sequence, so the figure is generated tokens/s (transformers' padding after a row's end is not counted). Prints a
 markdown table row per shape (best of ``--repeats`` rounds) and the process's peak RSS. ``tiny`` is a randomly
 initialised 4-layer GPT-2 with a 32,000-word vocabulary built here (no download). ``--method`` (repeatable) runs
-only the named methods (default both): transformers alone takes 10+ minutes per round at n = 100 on a slow core.
+only the named methods (default transformers and engine; `engine-int8` is the engine with `sampling_products: int8`):
+transformers alone takes 10+ minutes per round at n = 100 on a slow core.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ PROMPTS = [
     "In the morning the farmer",
 ]
 OPENINGS = ["", "Yesterday ", "In the story, ", "Everyone knows that "]
-METHODS = ("transformers", "engine")
+METHODS = ("transformers", "engine", "engine-int8")
+DEFAULT_METHODS = ("transformers", "engine")
 
 
 def distinct_prompts(n: int) -> list[str]:
@@ -102,6 +104,7 @@ def run_shape(
     """Timings of ``methods`` (default both) at one shape."""
     prompts = distinct_prompts(rows) if kind == "batch" else [PROMPTS[0]]
     backend = LocalBackend.from_loaded(model, tok, "bench", batch_size=rows)
+    int8 = LocalBackend.from_loaded(model, tok, "bench", batch_size=rows, sampling_products="int8")
     texts = prompts if kind == "batch" else prompts * rows
     reqs = [
         ContinuationRequest(p, temperature=1.0, top_p=top_p, max_tokens=max_new, seed=i)
@@ -114,6 +117,9 @@ def run_shape(
     def engine() -> int:
         return sum(r.completion_tokens for r in backend.continue_batch(reqs))
 
+    def engine_int8() -> int:
+        return sum(r.completion_tokens for r in int8.continue_batch(reqs))
+
     def transformers_sample() -> int:
         with torch.no_grad():
             out = model.generate(
@@ -124,7 +130,9 @@ def run_shape(
         return int((new != tok.pad_token_id).sum()) if tok.pad_token_id is not None else new.numel()
 
     engine()  # warm-up: the engine's probe, first-call allocations
-    fns = {"transformers": transformers_sample, "engine": engine}
+    if "engine-int8" in methods:
+        engine_int8()  # warm-up: and the int8 weights, quantised once
+    fns = {"transformers": transformers_sample, "engine": engine, "engine-int8": engine_int8}
     timed = best_of(repeats, {name: fns[name] for name in methods})
     stats = backend._engine.stats if backend._engine else None
     return {name: (n_tok / sec, sec, n_tok) for name, (sec, n_tok) in timed.items()} | {
@@ -146,9 +154,10 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--method", action="append", choices=METHODS, help="run only these (default both)")
+    ap.add_argument("--method", action="append", choices=METHODS,
+                    help="run these (default transformers and engine; engine-int8: sampling_products int8)")  # fmt: skip
     args = ap.parse_args()
-    methods = tuple(args.method or METHODS)
+    methods = tuple(args.method or DEFAULT_METHODS)
     torch.set_num_threads(args.threads)
     shapes = [parse_shape(s) for s in (args.shape or ["batch:32x64", "n:100x128"])]
 
@@ -162,15 +171,19 @@ def main() -> None:
         label = args.model
     print(f"model: {label}; top_p {args.top_p}, T=1, {args.threads} thread(s), best of {args.repeats}")
     print(
-        "| model | shape | threads | transformers tokens/s | engine tokens/s | ratio | engine prefills/steps |"
+        "| model | shape | threads | transformers tokens/s | engine tokens/s | engine int8 tokens/s | ratio |"
+        " engine prefills/steps |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for kind, rows, max_new in shapes:
         r = run_shape(model, tok, kind, rows, max_new, args.top_p, args.repeats, methods)
         rate = {name: f"{r[name][0]:.1f}" if name in r else "-" for name in METHODS}
-        ratio = f"{r['engine'][0] / r['transformers'][0]:.2f}x" if len(methods) == 2 else "-"
+        ratio = (
+            f"{r['engine'][0] / r['transformers'][0]:.2f}x" if {"engine", "transformers"} <= r.keys() else "-"
+        )
         shape = f"{rows} prompts x {max_new}" if kind == "batch" else f"n={rows} of 1 prompt x {max_new}"
         print(f"| {label.split('/')[-1]} | {shape} | {args.threads} | {rate['transformers']} | {rate['engine']} | "
+              f"{rate['engine-int8']} | "
               f"{ratio} | {r['prefills']}/{r['steps']} |", flush=True)  # fmt: skip
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak RSS of the process: {peak:.0f} MiB")

@@ -1,4 +1,4 @@
-"""benchmarks/bench_sample.py: --method runs only the named side."""
+"""benchmarks/bench_sample.py: --method runs only the named methods."""
 
 import sys
 from pathlib import Path
@@ -13,4 +13,10 @@ def test_run_shape_only_the_named_method():
     assert "engine" in r and "transformers" not in r
     rate, seconds, tokens = r["engine"]
     assert 0 < tokens <= 2 * 3 and rate == tokens / seconds
-    assert bench_sample.METHODS == ("transformers", "engine")  # the default: both
+    assert bench_sample.DEFAULT_METHODS == ("transformers", "engine")
+
+
+def test_run_shape_engine_with_int8_products():
+    model, tok = bench_sample.tiny_model(vocab=200)
+    r = bench_sample.run_shape(model, tok, "batch", 2, 3, 0.9, 1, methods=("engine-int8",))
+    assert set(r) & set(bench_sample.METHODS) == {"engine-int8"} and r["engine-int8"][2] > 0

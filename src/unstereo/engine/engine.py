@@ -192,7 +192,10 @@ class SamplingEngine:
     """Generates rows for a loaded (model, tokenizer) with ``slots`` rows at a time (see the module doc);
     ``slots="auto"``: as many as a call has rows, bounded (:meth:`slots_for`)."""
 
-    def __init__(self, model: Any, tokenizer: Any, slots: int | str = 8, onednn: bool = True):
+    def __init__(
+        self, model: Any, tokenizer: Any, slots: int | str = 8, onednn: bool = True, products: str = "float32"
+    ):
+        from unstereo.models import int8
         from unstereo.models.lm_head import split_causal_lm
         from unstereo.models.onednn import available
 
@@ -202,6 +205,13 @@ class SamplingEngine:
         parts = split_causal_lm(model)
         self.body, self.head = parts if parts is not None else (None, None)
         self.onednn = bool(onednn and parts is not None and available(self.head.weight))
+        if products not in int8.PRODUCTS:
+            raise ValueError(f"products must be one of {int8.PRODUCTS}, got {products!r}")
+        #: int8 products while sampling (:mod:`unstereo.models.int8`); the probe keeps fp32 (:meth:`check`)
+        self.int8 = products == "int8" and parts is not None and int8.available(self.head.weight)
+        self._int8_body: dict[Any, Any] | None = None  # built on the first call that samples in int8
+        self._int8_head: Any = None
+        self._int8_now = False
         config = getattr(model, "config", None)
         config = config.get_text_config() if hasattr(config, "get_text_config") else config
         self.config = config
@@ -246,14 +256,16 @@ class SamplingEngine:
         prompts = [torch.randint(0, vocab, (n,), generator=g).tolist() for n in (3, 6, 3)]
         prompts[2] = prompts[0]  # a shared prompt
         reqs = [EngineRequest(p, max_tokens=4, temperature=0.0) for p in prompts]
-        slots, auto = self.slots, self.auto
-        self.slots, self.auto = 2, False  # three requests in two slots: continuous batching and a moved row
+        slots, auto, int8 = self.slots, self.auto, self.int8
+        # three requests in two slots: continuous batching and a moved row; fp32 products, whose log-probabilities
+        # must equal the full pass's (int8 products change them by design: the probe checks the machinery)
+        self.slots, self.auto, self.int8 = 2, False, False
         try:
             outs = self.generate(reqs, logprobs=True, ignore_eos=True)
         except Exception as exc:  # an architecture that rejects the cache, the 4D mask or the position ids
             return f"{type(exc).__name__}: {exc}"
         finally:
-            self.slots, self.auto = slots, auto
+            self.slots, self.auto, self.int8 = slots, auto, int8
         diff = 0.0
         # one full pass per distinct sequence (the shared prompt's two greedy rows need one)
         wanted: dict[tuple[int, ...], Any] = {}
@@ -309,7 +321,7 @@ class SamplingEngine:
         rows: list[_Row] = []
         done: list[_Row | None] = [None] * len(requests)
         onednn = linears_through_onednn(self.body) if self.onednn else contextlib.nullcontext()
-        with torch.inference_mode(), onednn, _decode_attention_for(self.model):
+        with torch.inference_mode(), onednn, self._int8_products(), _decode_attention_for(self.model):
 
             def admit() -> None:
                 coming = [tuple(requests[i].ids) for i in queue[::-1][: cache.slots - len(rows)]]
@@ -358,6 +370,25 @@ class SamplingEngine:
                     self.stats.steps += 1
                 admit()
         return [EngineOutput(r.tokens, r.finish, r.logprobs if logprobs else None) for r in done]
+
+    @contextlib.contextmanager
+    def _int8_products(self):
+        """While sampling with ``products="int8"``: the body's linears and the head through their int8 forms
+        (built once, on the first call)."""
+        if not self.int8:
+            yield
+            return
+        from unstereo.models.int8 import Int8Linear, int8_layers, linears_through_int8
+
+        if self._int8_body is None:
+            self._int8_body = int8_layers(self.body)
+            self._int8_head = Int8Linear(self.head.weight, self.head.bias)
+        self._int8_now = True
+        try:
+            with linears_through_int8(self._int8_body):
+                yield
+        finally:
+            self._int8_now = False
 
     def _ends(self, row: _Row, token: int, eos: bool) -> bool:
         """Whether ``row`` ends with ``token`` (just appended); sets its finish reason."""
@@ -481,11 +512,12 @@ class SamplingEngine:
         from unstereo.models.onednn import linear
 
         head = self.head
-        out = (
-            linear(hidden, head.weight, head.bias)
-            if self.onednn
-            else F.linear(hidden, head.weight, head.bias)
-        )
+        if self._int8_now:
+            out = self._int8_head(hidden)
+        elif self.onednn:
+            out = linear(hidden, head.weight, head.bias)
+        else:
+            out = F.linear(hidden, head.weight, head.bias)
         return head.scale_and_cap_(out.float())
 
 

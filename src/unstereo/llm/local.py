@@ -109,6 +109,29 @@ def cut_at_stop(text: str, stops: tuple[str, ...]) -> tuple[str, bool]:
     return (text[:cut], True) if cut >= 0 else (text, False)
 
 
+#: Appended to a local model's label (:attr:`LocalBackend.model`, the LLM cache's key) when it samples with int8
+#: products.
+INT8_LABEL = " [int8 products]"
+
+
+def _int8_possible(device: str) -> bool:
+    """Whether a model on ``device`` (a request's) can sample with int8 products (on the CPU, the op working);
+    logs why not when it cannot."""
+    from unstereo.models.int8 import works
+    from unstereo.models.load import resolve_device
+
+    where = str(resolve_device(device))
+    if where != "cpu":
+        log.warning(
+            "sampling_products: int8 applies on the CPU only; %s samples with its own products", where
+        )
+        return False
+    if not works():
+        log.warning("sampling_products: int8 needs PyTorch's int8 dynamic linear, absent here: fp32 products")
+        return False
+    return True
+
+
 class LocalBackend:
     """transformers backend for chat (needs a chat template) and continuation (any causal LM); loaded on first use.
 
@@ -134,7 +157,9 @@ class LocalBackend:
             )
         self.request = request
         self.spec = request.spec
-        self.model = self.spec.label
+        self.int8 = request.sampling_products == "int8" and _int8_possible(request.device)
+        # the model's name in the LLM cache's keys: int8 products give other samples than fp32 ones
+        self.model = self.spec.label + (INT8_LABEL if self.int8 else "")
         from unstereo.engine.engine import AUTO_SLOTS
 
         self.auto = request.batch_size == "auto"
@@ -155,11 +180,16 @@ class LocalBackend:
         return f"LocalBackend(model={self.model!r})"
 
     @classmethod
-    def from_loaded(cls, lm, tok, label: str, batch_size: int | str = 8) -> LocalBackend:
+    def from_loaded(
+        cls, lm, tok, label: str, batch_size: int | str = 8, sampling_products: str = "float32"
+    ) -> LocalBackend:
         """A backend around an already loaded (model, tokenizer) (tests, benchmarks)."""
         from unstereo.models.request import ModelRequest
 
-        be = cls(ModelRequest(spec=ModelSpec(path=label), batch_size=batch_size))
+        request = ModelRequest(
+            spec=ModelSpec(path=label), batch_size=batch_size, sampling_products=sampling_products
+        )
+        be = cls(request)
         be._lm, be._tok = lm, tok
         be._prepare()
         return be
@@ -232,7 +262,8 @@ class LocalBackend:
         if self._engine is None:
             from unstereo.engine.engine import SamplingEngine
 
-            engine = SamplingEngine(self._lm, self._tok, slots="auto" if self.auto else self.batch_size)
+            engine = SamplingEngine(self._lm, self._tok, slots="auto" if self.auto else self.batch_size,
+                                    products="int8" if self.int8 else "float32")  # fmt: skip
             # a model loaded here from its spec: a probe passed before on this machine is not run again
             key = engine.probe_key() if self._own_model and engine.body is not None else None
             known = key is not None and probe_memo.recall("engine", key) == {"passed": True}
@@ -240,8 +271,11 @@ class LocalBackend:
             if problem is None:
                 if key is not None and not known:
                     probe_memo.remember("engine", key, {"passed": True})
+                products = (
+                    ", int8 products" if engine.int8 else ", products on oneDNN" if engine.onednn else ""
+                )
                 log.info("sampling engine for %s (%s%d slots%s; %s)", self.model, "up to " if engine.auto else "",
-                         engine.slots, ", products on oneDNN" if engine.onednn else "",
+                         engine.slots, products,
                          "its probe passed before on this machine" if known else "probe passed")  # fmt: skip
                 self._engine = engine
             else:

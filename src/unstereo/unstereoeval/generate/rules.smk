@@ -59,7 +59,9 @@ rule generate_use:
         # the judge (Qwen2.5-Coder-1.5B in fp32: 8.1 GB peak with the generator's weights shared) needs more
         **model_rules.job_resources(
             GENERATE,
-            mem_mb=12000 if GENERATE_NAT["judge"] is not None else 8000,
+            # int8 sampling products add an int8 copy of the weights and its outlier rows (3 GB for the 1.5B)
+            mem_mb=(12000 if GENERATE_NAT["judge"] is not None else 8000)
+            + (4000 if GENERATE.get("sampling_products") == "int8" else 0),
             runtime=24 * 60,
         ),
     params:
