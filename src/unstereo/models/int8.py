@@ -15,7 +15,9 @@ same int8 weight, scaled), the rest quantised.
 On Qwen2.5-Coder-1.5B this brought the mean KL divergence of next-token distributions from fp32's from 0.45 to
 0.03 nats and the greedy top-1 agreement from 81 % to 100 % on a generation prompt (docs/performance.md).
 
-Sampling only: scores, the judge of sense and the engine's probe keep fp32 products, and so does a model whose
+Offered where a model writes test material (the generate stage's ``sampling_products``, ``unstereo llm
+--sampling-products``), not where its samples are the measurement (FairPair, counterfactual sentiment): there int8
+would measure another model. Sampling only: scores, the judge of sense and the engine's probe keep fp32 products, and so does a model whose
 CPU build of PyTorch has no int8 dynamic linear (:func:`available`). The layers are swapped only inside
 :func:`linears_through_int8`; the model itself is never changed, so another user of the same weights in the same
 process (the generate stage's judge) sees fp32.
