@@ -3,6 +3,8 @@ hand-made input, the engine's use of it, and the setting's road from a config se
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -109,3 +111,14 @@ def test_int8_is_for_the_cpu_only(qwen, tok, caplog):  # noqa: F811
     backend = LocalBackend(request)
     assert not backend.int8 and backend.model == "some/folder"
     assert "int8 applies on the CPU only" in caplog.text
+
+
+def test_generate_fallback_says_it_samples_in_fp32(qwen, tok, monkeypatch, caplog):  # noqa: F811
+    monkeypatch.setattr(SamplingEngine, "check", lambda self: "no, not this one")
+    backend = LocalBackend.from_loaded(qwen, tok, "tiny", batch_size=2, sampling_products="int8")
+    with caplog.at_level(logging.WARNING, logger="unstereo"):
+        assert (
+            backend.continue_batch([ContinuationRequest("he", max_tokens=2, seed=0)])[0].completion_tokens
+            == 2
+        )
+    assert backend._engine is False and "generate samples with fp32 products" in caplog.text

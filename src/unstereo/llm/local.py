@@ -281,6 +281,8 @@ class LocalBackend:
             else:
                 log.warning("the sampling engine does not work with %s (%s): using transformers' generate",
                             self.model, problem)  # fmt: skip
+                if self.int8:
+                    log.warning("%s: generate samples with fp32 products (int8 is the engine's)", self.model)
                 self._engine = False
         return self._engine or None
 
