@@ -41,8 +41,8 @@ PRODUCTS = ("float32", "int8")
 
 
 class Int8Linear:
-    """One linear layer's int8 form: the packed per-row int8 weight (bias included) and the fp32 weight it came from
-    (for the outlier columns)."""
+    """One linear layer's int8 form: fbgemm's packed per-row int8 weight (bias included), and for the outlier columns
+    the same int8 weight transposed (``rows``: input column -> its weights) with the per-row ``scale``."""
 
     __slots__ = ("packed", "rows", "scale")
 
