@@ -104,7 +104,11 @@ def run_shape(
     """Timings of ``methods`` (default both) at one shape."""
     prompts = distinct_prompts(rows) if kind == "batch" else [PROMPTS[0]]
     backend = LocalBackend.from_loaded(model, tok, "bench", batch_size=rows)
-    int8 = LocalBackend.from_loaded(model, tok, "bench", batch_size=rows, sampling_products="int8")
+    int8 = (
+        LocalBackend.from_loaded(model, tok, "bench", batch_size=rows, sampling_products="int8")
+        if "engine-int8" in methods
+        else None
+    )
     texts = prompts if kind == "batch" else prompts * rows
     reqs = [
         ContinuationRequest(p, temperature=1.0, top_p=top_p, max_tokens=max_new, seed=i)

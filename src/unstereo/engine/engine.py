@@ -198,6 +198,7 @@ class SamplingEngine:
         from unstereo.models import int8
         from unstereo.models.lm_head import split_causal_lm
         from unstereo.models.onednn import available
+        from unstereo.models.request import SAMPLING_PRODUCTS
 
         self.model, self.tok = model, tokenizer
         self.auto = slots == "auto"
@@ -205,13 +206,12 @@ class SamplingEngine:
         parts = split_causal_lm(model)
         self.body, self.head = parts if parts is not None else (None, None)
         self.onednn = bool(onednn and parts is not None and available(self.head.weight))
-        if products not in int8.PRODUCTS:
-            raise ValueError(f"products must be one of {int8.PRODUCTS}, got {products!r}")
+        if products not in SAMPLING_PRODUCTS:
+            raise ValueError(f"products must be one of {SAMPLING_PRODUCTS}, got {products!r}")
         #: int8 products while sampling (:mod:`unstereo.models.int8`); the probe keeps fp32 (:meth:`check`)
         self.int8 = products == "int8" and parts is not None and int8.available(self.head.weight)
         self._int8_body: dict[Any, Any] | None = None  # built on the first call that samples in int8
         self._int8_head: Any = None
-        self._int8_now = False
         config = getattr(model, "config", None)
         config = config.get_text_config() if hasattr(config, "get_text_config") else config
         self.config = config
@@ -383,12 +383,8 @@ class SamplingEngine:
         if self._int8_body is None:
             self._int8_body = int8_layers(self.body)
             self._int8_head = Int8Linear(self.head.weight, self.head.bias)
-        self._int8_now = True
-        try:
-            with linears_through_int8(self._int8_body):
-                yield
-        finally:
-            self._int8_now = False
+        with linears_through_int8(self._int8_body):
+            yield
 
     def _ends(self, row: _Row, token: int, eos: bool) -> bool:
         """Whether ``row`` ends with ``token`` (just appended); sets its finish reason."""
@@ -512,7 +508,7 @@ class SamplingEngine:
         from unstereo.models.onednn import linear
 
         head = self.head
-        if self._int8_now:
+        if self.int8:  # only ever called inside generate, where _int8_products built the head's int8 form
             out = self._int8_head(hidden)
         elif self.onednn:
             out = linear(hidden, head.weight, head.bias)

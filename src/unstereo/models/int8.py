@@ -36,8 +36,6 @@ OUTLIER_THRESHOLD = 6.0
 #: output, the LM head's input: median 4.7, 455 of 1,536 columns above 6) is not one of outliers, and keeping
 #: hundreds of columns in fp32 cost more than the int8 product saved.
 OUTLIER_RATIO = 4.0
-#: The values ``sampling_products`` takes.
-PRODUCTS = ("float32", "int8")
 
 
 class Int8Linear:
