@@ -7,16 +7,19 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 
 import pytest
+import torch
+from safetensors.torch import save_file
 
 import unstereo.models.gguf_convert as gguf_convert
 from unstereo.errors import UnstereoError
 
 
 class FakeConvert:
-    """Writes a folder the way dequantise does (config + marker) and counts calls."""
+    """Writes a folder the way dequantise does (config, weights, marker) and counts calls."""
 
     def __init__(self):
         self.calls = []
@@ -26,6 +29,7 @@ class FakeConvert:
         shutil.rmtree(out, ignore_errors=True)  # as dequantise: whatever was there is replaced
         out.mkdir(parents=True)
         (out / "config.json").write_text(json.dumps({"from": str(path / gguf_file)}))
+        save_file({"w": torch.zeros(3)}, str(out / "model.safetensors"))  # 8 + header + 12 bytes of data
         (out / gguf_convert.MARKER).write_text(json.dumps({"version": gguf_convert.CONVERSION_VERSION}))
 
 
@@ -108,3 +112,42 @@ def test_sha_from_the_resource_manifest_when_it_lists_the_file(tmp_path):
 def test_missing_file_is_an_error(tmp_path, cache):
     with pytest.raises(UnstereoError, match="GGUF file not found"):
         gguf_convert.converted_folder(tmp_path, "absent.gguf", tmp_path / "absent.gguf.hf", FakeConvert())
+
+
+@pytest.mark.parametrize(
+    "damage, why",
+    [
+        ("config-missing", "config.json unreadable"),
+        ("config-not-object", "not a JSON object"),
+        ("weights-missing", "no [*].safetensors"),
+        ("weights-cut", "bytes where its header says"),  # a conversion cut short by a full disk
+        ("weights-empty", "unreadable header"),
+        ("weights-random", "header of"),  # 8 random bytes read as the header's length: more than the file
+    ],
+)
+def test_a_damaged_conversion_is_set_aside_and_converted_again(tmp_path, cache, caplog, damage, why):
+    """A finished conversion (marker present) whose files are damaged is renamed <folder>.damaged-<time>, never
+    deleted, with a warning naming it, and the GGUF file is converted again."""
+    convert = FakeConvert()
+    beside = _gguf(tmp_path / "r")
+    gguf_convert.converted_folder(tmp_path / "r", "m.gguf", beside, convert)
+    folder = beside.resolve()
+    weights = folder / "model.safetensors"
+    if damage == "config-missing":
+        (folder / "config.json").unlink()
+    elif damage == "config-not-object":
+        (folder / "config.json").write_text("[1, 2]")
+    elif damage == "weights-missing":
+        weights.unlink()
+    elif damage == "weights-cut":
+        weights.write_bytes(weights.read_bytes()[:-4])
+    elif damage == "weights-empty":
+        weights.write_bytes(b"")
+    else:
+        weights.write_bytes(os.urandom(64))
+    assert gguf_convert.conversion_damage(folder) is not None
+    gguf_convert.converted_folder(tmp_path / "r", "m.gguf", beside, convert)
+    assert len(convert.calls) == 2 and gguf_convert.conversion_damage(beside) is None
+    aside = list(folder.parent.glob(folder.name + ".damaged-*"))
+    assert len(aside) == 1 and (aside[0] / gguf_convert.MARKER).exists()  # kept, renamed
+    assert re.search(why, caplog.text) and str(folder) in caplog.text and "set aside" in caplog.text

@@ -30,7 +30,7 @@ from typing import Any
 import pandas as pd
 
 from unstereo.errors import InputError
-from unstereo.io import atomic_path, write_json
+from unstereo.io import atomic_path, set_aside, write_json
 from unstereo.log import get_logger, progress
 from unstereo.tables import TableSchema, write_table
 
@@ -122,41 +122,49 @@ def chunked_map(
     _prepare_chunk_dir(
         chunk_dir, fp, {"run": fingerprint, "chunk_size": chunk_size, "key": key, "n": len(table)}
     )
+    try:
+        n_chunks = (len(table) + chunk_size - 1) // chunk_size
+        state: list[Any] = []  # [setup()] once set up
+        parts = []
+        for k in progress(range(n_chunks), desc=desc, total=n_chunks, unit="chunk"):
+            chunk = table.iloc[k * chunk_size : (k + 1) * chunk_size].reset_index(drop=True)
+            path = chunk_dir / f"{k:04d}.parquet"
+            covered = keys_hash(list(chunk[key]))
+            done = _read_chunk(path, fp, covered)
+            if done is None:
+                if setup is not None and not state:
+                    state.append(setup())
+                log.info(
+                    "%s: chunk %d/%d, rows %d-%d",
+                    desc,
+                    k + 1,
+                    n_chunks,
+                    k * chunk_size,
+                    k * chunk_size + len(chunk) - 1,
+                )
+                done = fn(chunk, state[0]) if setup is not None else fn(chunk)
+                _check_output(done, chunk, key, k)
+                _write_chunk(done, path, fp, covered)
+                if after_chunk is not None:
+                    after_chunk(k, n_chunks)
+            else:
+                log.info("chunk %d/%d: already %s, skipped", k + 1, n_chunks, past)
+            parts.append(done)
 
-    n_chunks = (len(table) + chunk_size - 1) // chunk_size
-    state: list[Any] = []  # [setup()] once set up
-    parts = []
-    for k in progress(range(n_chunks), desc=desc, total=n_chunks, unit="chunk"):
-        chunk = table.iloc[k * chunk_size : (k + 1) * chunk_size].reset_index(drop=True)
-        path = chunk_dir / f"{k:04d}.parquet"
-        covered = keys_hash(list(chunk[key]))
-        done = _read_chunk(path, fp, covered)
-        if done is None:
-            if setup is not None and not state:
-                state.append(setup())
-            log.info(
-                "%s: chunk %d/%d, rows %d-%d",
-                desc,
-                k + 1,
-                n_chunks,
-                k * chunk_size,
-                k * chunk_size + len(chunk) - 1,
-            )
-            done = fn(chunk, state[0]) if setup is not None else fn(chunk)
-            _check_output(done, chunk, key, k)
-            _write_chunk(done, path, fp, covered)
-            if after_chunk is not None:
-                after_chunk(k, n_chunks)
-        else:
-            log.info("chunk %d/%d: already %s, skipped", k + 1, n_chunks, past)
-        parts.append(done)
-
-    result = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=list(columns or [key]))
-    if finalize is not None:
-        result = finalize(result)
-    write_table(result, out, schema)
-    shutil.rmtree(chunk_dir, ignore_errors=True)
-    return result
+        result = (
+            pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=list(columns or [key]))
+        )
+        if finalize is not None:
+            result = finalize(result)
+        write_table(result, out, schema)
+        shutil.rmtree(chunk_dir, ignore_errors=True)
+        return result
+    except BaseException:
+        # a failure before any chunk was finished (a model that cannot be loaded, a bad input found by ``fn``)
+        # leaves nothing worth resuming: no empty chunk folder beside the output (issue 55)
+        if chunk_dir.is_dir() and not any(chunk_dir.glob("[0-9]*.parquet")):
+            shutil.rmtree(chunk_dir, ignore_errors=True)
+        raise
 
 
 def _prepare_chunk_dir(chunk_dir: Path, fp: str, run: dict[str, Any]) -> None:
@@ -165,17 +173,22 @@ def _prepare_chunk_dir(chunk_dir: Path, fp: str, run: dict[str, Any]) -> None:
     if chunk_dir.exists():
         try:
             old = json.loads(marker.read_text())["fingerprint"]
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            # damaged (a RUN.json cut short, a folder that is a file): kept aside, never taken for another run's
+            set_aside(chunk_dir, f"its {marker.name} is unreadable: {type(exc).__name__}: {exc}")
             old = None
-        if old == fp:
+        if old is None:
+            pass
+        elif old == fp:
             n = len(list(chunk_dir.glob("[0-9]*.parquet")))
             log.info("resuming from %s (%d finished chunk(s))", chunk_dir, n)
             return
-        log.warning(
-            "discarding chunks in %s: they belong to another run (model, settings or input changed)",
-            chunk_dir,
-        )
-        shutil.rmtree(chunk_dir)
+        else:
+            log.warning(
+                "discarding chunks in %s: they belong to another run (model, settings or input changed)",
+                chunk_dir,
+            )
+            shutil.rmtree(chunk_dir)
     chunk_dir.mkdir(parents=True, exist_ok=True)
     write_json(marker, {"fingerprint": fp, **run})
 
@@ -214,8 +227,11 @@ def _read_chunk(path: Path, fp: str, covered: str) -> pd.DataFrame | None:
     try:
         arrow = pq.read_table(path)
         meta = json.loads((arrow.schema.metadata or {})[META_KEY])
-    except Exception as exc:  # noqa: BLE001 - any unreadable chunk is simply computed again
-        log.warning("ignoring unreadable chunk %s: %s", path, exc)
+    except Exception as exc:  # noqa: BLE001 - any unreadable chunk is set aside and computed again
+        # out of the chunk folder (removed once the table is done): USE-5.chunks-0003.parquet.damaged-<time>
+        set_aside(
+            path, f"unreadable chunk: {exc}", dest=path.parent.with_name(f"{path.parent.name}-{path.name}")
+        )
         return None
     if meta != {"fingerprint": fp, "keys": covered}:
         log.warning("ignoring chunk %s: it holds other input rows", path)

@@ -117,6 +117,14 @@ def main(argv: list[str] | None = None) -> None:
     except UnstereoError as exc:
         click.echo(f"unstereo: error: {exc}", err=True)
         sys.exit(1)
+    except OSError as exc:
+        if exc.filename is None:  # not about a file: a defect, shown with its traceback
+            raise
+        # a file that cannot be opened, read or written (missing, a folder, no permission, disk full): the file
+        # and the reason, as the UnstereoError above
+        where = exc.filename if exc.filename2 is None else f"{exc.filename} -> {exc.filename2}"
+        click.echo(f"unstereo: error: {where}: {exc.strerror or exc}", err=True)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,15 +52,104 @@ def write_json(path: str | Path, obj: Any) -> Path:
     return write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
 
 
-def open_sqlite(path: Path | None, statements: Iterable[str]):
+def set_aside(path: str | Path, reason: str, dest: str | Path | None = None) -> Path:
+    """Rename damaged derived data (a cache file, a chunk, a conversion folder) to ``<name>.damaged-<UTC time>``
+    beside it (``<dest>.damaged-<UTC time>`` when ``dest`` is given: a chunk leaves its folder, which is removed
+    once the table is done), never deleting it, and log a warning naming both paths and ``reason``; return the new
+    path.
+
+    Derived data is rebuilt from its inputs, so a run goes on from a clean state; the damaged copy stays for
+    inspection (remove it by hand once read). Two processes setting the same path aside: the second finds it gone
+    and does nothing (the caller rebuilds either way)."""
+    import time
+
+    path = Path(path)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    base = Path(dest) if dest is not None else path
+    target = base.with_name(f"{base.name}.damaged-{stamp}")
+    n = 1
+    while target.exists():
+        n += 1
+        target = base.with_name(f"{base.name}.damaged-{stamp}-{n}")
+    try:
+        os.replace(path, target)
+    except FileNotFoundError:
+        return target
+    _log().warning("%s is damaged (%s): set aside as %s; it is rebuilt from its inputs", path, reason, target)
+    return target
+
+
+def _log():
+    from unstereo.log import get_logger
+
+    return get_logger("io")
+
+
+def sqlite_damage(path: Path, tables: Mapping[str, Sequence[str]] | None = None) -> str | None:
+    """Why the SQLite file ``path`` is unusable as a cache, or None when it is sound: not a database (random bytes,
+    cut short), a failed ``PRAGMA quick_check`` (SQLite's check of every page, index and record without the
+    cross-checks of ``integrity_check``: linear in the file's size), or one of ``tables`` (name -> its columns)
+    present with other columns (a file of another program or version). An empty file is a sound new database."""
+    import sqlite3
+
+    if path.stat().st_size == 0:
+        return None
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=60)
+    except sqlite3.Error as exc:
+        return f"cannot open it: {exc}"
+    try:
+        rows = conn.execute("PRAGMA quick_check").fetchall()
+        if [r[0] for r in rows] != ["ok"]:
+            return "SQLite's quick_check: " + "; ".join(str(r[0]) for r in rows[:3])
+        for table, columns in (tables or {}).items():
+            have = [r[1] for r in conn.execute(f"PRAGMA table_info({table})").fetchall()]
+            if have and have != list(columns):
+                return f"its table {table!r} has columns {have}, not {list(columns)}"
+    except sqlite3.DatabaseError as exc:
+        return str(exc)
+    finally:
+        conn.close()
+    return None
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on ``<path>.lock``: one process at a time checks (and sets aside) a shared file."""
+    import fcntl
+
+    with open(path.with_name(path.name + ".lock"), "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def open_sqlite(
+    path: Path | None, statements: Iterable[str], tables: Mapping[str, Sequence[str]] | None = None
+):
     """A SQLite connection for an on-disk cache shared by parallel jobs (``path=None``: in memory): WAL journal,
     60 s busy timeout, usable from several threads (callers hold their own lock), ``statements`` (the schema) run
-    once. Used by the LLM cache and the score cache."""
+    once. Used by the LLM cache and the score cache.
+
+    A cache is derived data: an existing file that fails :func:`sqlite_damage` (random bytes, cut short, a failed
+    ``PRAGMA quick_check``, ``tables`` with other columns) is set aside (:func:`set_aside`, with its ``-wal`` and
+    ``-shm`` files) with a warning and a new, empty cache takes its place. The check runs under an exclusive lock
+    on ``<path>.lock`` so that parallel jobs opening the same damaged file set it aside once."""
     import sqlite3
     import time
 
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
+        with _file_lock(path):
+            why = sqlite_damage(path, tables) if path.exists() else None
+            if why is not None:
+                aside = set_aside(path, why)
+                for side in ("-wal", "-shm"):  # SQLite's journal files go with the file they belong to
+                    extra = path.with_name(path.name + side)
+                    if extra.exists():
+                        os.replace(extra, aside.with_name(aside.name + side))
     conn = sqlite3.connect(":memory:" if path is None else str(path), check_same_thread=False, timeout=60)
     if path is not None:
         # Switching a new file to WAL while another job does the same can fail at once with "database is locked"

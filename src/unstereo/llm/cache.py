@@ -24,6 +24,8 @@ CREATE TABLE IF NOT EXISTS completions (
     created REAL NOT NULL
 )
 """
+#: The table's columns: a file whose ``completions`` table has others is not this cache (set aside on open).
+_TABLES = {"completions": ("key", "backend", "model", "request", "response", "created")}
 
 
 class ChatCache:
@@ -32,7 +34,7 @@ class ChatCache:
     def __init__(self, path: str | Path | None):
         self.path = None if path is None else Path(path)
         self._lock = threading.Lock()
-        self._conn = open_sqlite(self.path, (_SCHEMA,))
+        self._conn = open_sqlite(self.path, (_SCHEMA,), _TABLES)
 
     def get(self, key: str) -> ChatResult | None:
         with self._lock:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from unstereo.defaults import RESOURCE_MANIFEST
 from unstereo.errors import UnstereoError
-from unstereo.io import sha256_file
+from unstereo.io import set_aside, sha256_file
 from unstereo.log import get_logger
 
 log = get_logger("models")
@@ -47,6 +47,49 @@ def is_current(folder: Path) -> bool:
         return False
 
 
+def conversion_damage(folder: Path) -> str | None:
+    """Why a finished conversion ``folder`` cannot be loaded, or None: its ``config.json`` is not a JSON object, or a
+    ``*.safetensors`` file is cut short or damaged (its header, an 8-byte length and a JSON table of tensors whose
+    data offsets must end exactly at the file's end). Reads only the headers: a few KiB per file."""
+    import struct
+
+    try:
+        config = json.loads((folder / "config.json").read_text())
+    except (OSError, ValueError) as exc:
+        return f"config.json unreadable: {exc}"
+    if not isinstance(config, dict):
+        return "config.json is not a JSON object"
+    weights = sorted(folder.glob("*.safetensors"))
+    if not weights:
+        return "no *.safetensors weights"
+    for path in weights:
+        try:
+            size = path.stat().st_size
+            with path.open("rb") as fh:
+                (n,) = struct.unpack("<Q", fh.read(8))
+                if n > size - 8:
+                    return f"{path.name}: header of {n:,} bytes in a file of {size:,}"
+                table = json.loads(fh.read(n))
+            end = max((int(t["data_offsets"][1]) for k, t in table.items() if k != "__metadata__"), default=0)
+        except (OSError, ValueError, KeyError, TypeError, IndexError, struct.error, AttributeError) as exc:
+            return f"{path.name}: unreadable header ({type(exc).__name__}: {exc})"
+        if 8 + n + end != size:
+            return f"{path.name}: {size:,} bytes where its header says {8 + n + end:,}"
+    return None
+
+
+def _sound(folder: Path) -> bool:
+    """True when ``folder`` holds a finished, loadable conversion of the current version; a finished one that is
+    damaged (:func:`conversion_damage`) is set aside (renamed, never deleted), so that it is converted again."""
+    if not is_current(folder):
+        return False
+    why = conversion_damage(folder)
+    if why is None:
+        return True
+    set_aside(folder.resolve(), why)
+    return False
+
+
 def gguf_sha256(path: Path) -> str:
     """sha256 of a GGUF file: from the resource manifest beside it when it lists the file, else computed."""
     manifest = path.parent / RESOURCE_MANIFEST
@@ -64,8 +107,10 @@ def dequantise(path: Path, gguf_file: str, out: Path) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from unstereo.models.gguf_check import check_gguf
     from unstereo.models.gguf_tokenizer import needs_bpe_repair, repair_gemma_tokenizer
 
+    check_gguf(path / gguf_file)  # a file cut short or of another architecture: one line naming it
     log.info("converting %s to a Hugging Face folder %s (once)", path / gguf_file, out)
     tokenizer = AutoTokenizer.from_pretrained(path, gguf_file=gguf_file)
     model = AutoModelForCausalLM.from_pretrained(path, gguf_file=gguf_file, dtype=torch.float32)
@@ -104,7 +149,7 @@ def converted_folder(path: str | Path, gguf_file: str, beside: Path, convert=deq
     bytes (linked from ``beside``), else a new conversion into the cache (or beside, when the cache is not
     writable). ``convert(path, gguf_file, out)`` does the work (a test hook)."""
     gguf = Path(path) / gguf_file
-    if is_current(beside):
+    if _sound(beside):
         return beside
     if not gguf.is_file():
         raise UnstereoError(f"GGUF file not found: {gguf}")
@@ -118,7 +163,7 @@ def converted_folder(path: str | Path, gguf_file: str, beside: Path, convert=deq
         log.warning("the conversion cache %s is not writable; converting beside the file", cached.parent)
         convert(Path(path), gguf_file, beside)
         return beside
-    if is_current(cached):
+    if _sound(cached):
         log.info("%s: reusing the conversion in %s", gguf, cached)
     else:
         convert(Path(path), gguf_file, cached)
