@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from _float_tolerance import f32_sum_tol
 
 from unstereo.biastest.pairs import (
     balanced_sample,
@@ -324,7 +325,8 @@ def test_scoring_masked_on_a_tiny_bert(tmp_path):
     masked[0, 1] = tok.mask_token_id
     with torch.no_grad():
         logit = model(input_ids=masked).logits[0, 1, ids[1]]
-    assert out.score_a[0] == pytest.approx(float(logit), abs=1e-5) and out.ntok_a[0] == 1
+    # one float32 logit, batched with padding there and alone here: float32's rounding of one term
+    assert out.score_a[0] == pytest.approx(float(logit), abs=f32_sum_tol(float(logit))) and out.ntok_a[0] == 1
     assert out.score_kind[0] == "masked-biastestgpt"
     # AUL: the pair score is the mean log-prob (sum / tokens); PLL and CrowS-Pairs: the sum
     for name, cls in (("aul", AulScorer), ("pll", MaskedScorer), ("crows-pairs", CrowsPairsScorer)):

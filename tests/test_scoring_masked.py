@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from _float_tolerance import f32_sum_tol
 
 from unstereo.errors import InputError
 from unstereo.scoring.masked import AulScorer, MaskedScorer
@@ -61,7 +62,7 @@ def test_pll_every_token_masked_in_turn(bert):
     seq = ids("the", "engine", "##er", "likes", "math", ".")
     want = sum(masked_lp(model, seq, p) for p in range(1, len(seq) - 1))  # 6 masked copies
     got = MaskedScorer(model, tok, batch_size=4).score(["the engineer likes math ."])[0]
-    assert got[0] == pytest.approx(want, abs=1e-5) and got[1] == 6
+    assert got[0] == pytest.approx(want, abs=f32_sum_tol(want, 6)) and got[1] == 6  # 6 float32 log-probs
     assert REDUCE["pll"] == "sum"  # the sentence score is the value itself
 
 
@@ -71,8 +72,10 @@ def test_aul_mean_log_prob_with_nothing_masked(bert):
     row = logits(model, seq)
     lps = [float(row[p, seq[p]] - torch.logsumexp(row[p], 0)) for p in range(1, len(seq) - 1)]
     got = AulScorer(model, tok, batch_size=2).score(["the nurse likes math .", "he said"])[0]
-    assert got[0] == pytest.approx(sum(lps), abs=1e-5) and got[1] == 5
-    assert REDUCE["aul"] == "mean" and got[0] / got[1] == pytest.approx(sum(lps) / 5, abs=1e-6)
+    assert got[0] == pytest.approx(sum(lps), abs=f32_sum_tol(sum(lps), 5)) and got[1] == 5
+    assert REDUCE["aul"] == "mean" and got[0] / got[1] == pytest.approx(
+        sum(lps) / 5, abs=f32_sum_tol(sum(lps), 5) / 5
+    )
 
 
 def test_crows_pairs_shared_tokens_given_the_modified_ones(bert):
@@ -89,8 +92,8 @@ def test_crows_pairs_shared_tokens_given_the_modified_ones(bert):
     got = CrowsPairsScorer(model, tok, batch_size=3).score(
         [with_partner(a, b), with_partner(b, a, first=False)]
     )
-    assert got[0][0] == pytest.approx(want1, abs=1e-5) and got[0][1] == 4
-    assert got[1][0] == pytest.approx(want2, abs=1e-5) and got[1][1] == 4
+    assert got[0][0] == pytest.approx(want1, abs=f32_sum_tol(want1, 4)) and got[0][1] == 4
+    assert got[1][0] == pytest.approx(want2, abs=f32_sum_tol(want2, 4)) and got[1][1] == 4
     # differs from PLL on the same sentence (PLL also scores "nurse")
     assert got[0][0] != pytest.approx(MaskedScorer(model, tok).score([a])[0][0], abs=1e-3)
     with pytest.raises(InputError, match="partner"):
@@ -116,13 +119,18 @@ def test_crows_pairs_reordered_pair_one_matcher_in_pair_order(bert):
     got = scorer.score([with_partner(a, b), with_partner(b, a, first=False)])
     want1 = sum(masked_lp(model, s1, p) for p in (1, 4, 5, 6))
     want2 = sum(masked_lp(model, s2, p) for p in (3, 4, 5, 6))
-    assert got == [(pytest.approx(want1, abs=1e-5), 4), (pytest.approx(want2, abs=1e-5), 4)]
+    assert got == [
+        (pytest.approx(want1, abs=f32_sum_tol(want1, 4)), 4),
+        (pytest.approx(want2, abs=f32_sum_tol(want2, 4)), 4),
+    ]
     assert got[0][0] > got[1][0]  # the authors' judgement: S1 more probable (S2's own matcher said S2)
     assert want2 != pytest.approx(sum(masked_lp(model, s2, p) for p in (1, 4, 5, 6)), abs=1e-3)
     # the order is the pair's, as in the authors' code: the same two sentences with S2 first score differently
     rev = scorer.score([with_partner(b, a), with_partner(a, b, first=False)])
-    assert rev[0][0] == pytest.approx(sum(masked_lp(model, s2, p) for p in (1, 4, 5, 6)), abs=1e-5)
-    assert rev[1][0] == pytest.approx(sum(masked_lp(model, s1, p) for p in (3, 4, 5, 6)), abs=1e-5)
+    want3 = sum(masked_lp(model, s2, p) for p in (1, 4, 5, 6))
+    want4 = sum(masked_lp(model, s1, p) for p in (3, 4, 5, 6))
+    assert rev[0][0] == pytest.approx(want3, abs=f32_sum_tol(want3, 4))
+    assert rev[1][0] == pytest.approx(want4, abs=f32_sum_tol(want4, 4))
 
 
 # The CrowS-Pairs authors' own code on the `bert` fixture's model, run outside the project: nyu-mll/crows-pairs,
@@ -158,7 +166,9 @@ def test_crows_pairs_as_the_authors_metric_py(bert, s1, s2, pos1, pos2, want1, w
     got = CrowsPairsScorer(model, tok, batch_size=4).score(
         [with_partner(s1, s2), with_partner(s2, s1, first=False)]
     )
-    assert got == [(pytest.approx(want1, abs=1e-5), len(pos1)), (pytest.approx(want2, abs=1e-5), len(pos2))]
+    # golden values of the authors' code on one CPU kind: float32 rounding of another kind differs (issue 55)
+    tol1, tol2 = f32_sum_tol(want1, len(pos1)), f32_sum_tol(want2, len(pos2))
+    assert got == [(pytest.approx(want1, abs=tol1), len(pos1)), (pytest.approx(want2, abs=tol2), len(pos2))]
 
 
 def test_biastestgpt_one_mask_per_term_mean_raw_logit(bert):
@@ -169,20 +179,25 @@ def test_biastestgpt_one_mask_per_term_mean_raw_logit(bert):
     scorer = MaskedTermScorer(model, tok, batch_size=2)
     row = logits(model, [CLS, MASK, V["likes"], V["math"], V["."], SEP])[1]
     got = scorer.score(["⟦engineer⟧ likes math .", "⟦nurse⟧ likes math ."])
-    assert (
-        got[0][0] == pytest.approx(float(row[V["engine"]] + row[V["##er"]]) / 2, abs=1e-5) and got[0][1] == 2
-    )
-    assert got[1][0] == pytest.approx(float(row[V["nurse"]]), abs=1e-5) and got[1][1] == 1
+    want = float(row[V["engine"]] + row[V["##er"]]) / 2  # a mean of two float32 logits: error of their sizes
+    size = float(row[V["engine"]].abs() + row[V["##er"]].abs()) / 2
+    assert got[0][0] == pytest.approx(want, abs=f32_sum_tol(size, 2)) and got[0][1] == 2
+    want = float(row[V["nurse"]])
+    assert got[1][0] == pytest.approx(want, abs=f32_sum_tol(want)) and got[1][1] == 1
     assert REDUCE["biastestgpt"] == "sum"
     # the authors' texts: [R] left literal ("[", "r", "]" tokens), the term masked, its logit at the mask
     seq = [CLS, V["the"], MASK, V["student"], V["got"], V["["], V["r"], V["]"], V["prize"], V["."], SEP]
     row = logits(model, seq)[2]
     got = scorer.score(["The ⟦female⟧ student got [R] prize."])[0]
-    assert got[0] == pytest.approx(float(row[V["fe"]] + row[V["##male"]]) / 2, abs=1e-5)
+    want = float(row[V["fe"]] + row[V["##male"]]) / 2
+    assert got[0] == pytest.approx(
+        want, abs=f32_sum_tol(float(row[V["fe"]].abs() + row[V["##male"]].abs()) / 2, 2)
+    )
     # a term twice: both places masked, the score read at the first mask
     seq = [CLS, MASK, V["said"], MASK, SEP]
     got = scorer.score(["⟦he⟧ said ⟦he⟧"])[0]
-    assert got == (pytest.approx(float(logits(model, seq)[1, V["he"]]), abs=1e-5), 1)
+    want = float(logits(model, seq)[1, V["he"]])
+    assert got == (pytest.approx(want, abs=f32_sum_tol(want)), 1)
     with pytest.raises(InputError, match="marked"):
         scorer.score(["nothing marked"])
 

@@ -102,8 +102,50 @@ def cli() -> None:
     """
 
 
+def input_files(argv: list[str]) -> list[str]:
+    """The arguments of a command line that name existing files or folders (``--opt=PATH`` too): its inputs, and
+    outputs that exist already."""
+    import os
+
+    out = []
+    for arg in argv:
+        value = arg.split("=", 1)[1] if arg.startswith("--") and "=" in arg else arg
+        if value and not value.startswith("-") and os.path.exists(value) and value not in out:
+            out.append(value)
+    return out
+
+
+def _name_inputs(argv: list[str]) -> None:
+    """After a failure: one line naming the command's input files, so that the log of a job among 200 says which
+    files it read (issue 55); Snakemake's error summary lists the rule's inputs too."""
+    files = input_files(argv)
+    if files:
+        click.echo(f"unstereo: the failed command's files: {', '.join(files)}", err=True)
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point: library errors become one clear line on stderr and exit status 1."""
+    """Console entry point: library errors become one clear line on stderr and exit status 1; any failure is
+    followed by a line naming the command's input files."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        _main(argv)
+    except SystemExit as exc:
+        if exc.code not in (0, None):
+            _name_inputs(argv)
+        raise
+    except KeyboardInterrupt:
+        _name_inputs(argv)
+        sys.exit(130)
+    except Exception:
+        # a defect (or an error no check foresaw): its traceback, then the files it was reading
+        import traceback
+
+        traceback.print_exc()
+        _name_inputs(argv)
+        sys.exit(1)
+
+
+def _main(argv: list[str]) -> None:
     try:
         cli.main(args=argv, prog_name="unstereo", standalone_mode=False)
     except click.exceptions.Abort:

@@ -182,7 +182,7 @@ def load_spec_file(path: str | Path) -> list[BiasSpec]:
     try:
         text = path.read_text(encoding="utf-8")
         data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
-    except (OSError, json.JSONDecodeError, yaml.YAMLError) as exc:
+    except (OSError, ValueError, yaml.YAMLError) as exc:  # ValueError: JSON, not UTF-8
         raise InputError(f"cannot read bias specification: {exc}", path=path) from exc
     if isinstance(data, dict):
         return [spec_from_dict(data, source=str(path))]

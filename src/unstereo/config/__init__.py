@@ -198,11 +198,11 @@ def read_section_arg(value: str | None, name: str) -> dict[str, Any]:
         return {}
     text = value
     path = Path(value)
-    if not value.lstrip().startswith("{") and path.is_file():
-        text = path.read_text(encoding="utf-8")
     try:
+        if not value.lstrip().startswith("{") and path.is_file():
+            text = path.read_text(encoding="utf-8")
         data = json.loads(text) if text.lstrip().startswith("{") else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+    except (json.JSONDecodeError, yaml.YAMLError, UnicodeDecodeError) as exc:
         raise ConfigError(f"--settings is neither JSON nor a readable YAML file: {exc}") from exc
     if not isinstance(data, dict):
         raise ConfigError("--settings must be a mapping")
@@ -218,4 +218,10 @@ def load_config(path: str | Path, schema_dir: str | Path | None = None) -> dict[
         config = _load_yaml(path) or {}
     except yaml.YAMLError as exc:
         raise ConfigError(f"not valid YAML: {exc}", source=str(path)) from exc
+    except UnicodeDecodeError as exc:  # random bytes, a binary file given by mistake
+        raise ConfigError(
+            f"not a text file (not UTF-8: {exc.reason} at byte {exc.start})", source=str(path)
+        ) from exc
+    except OSError as exc:
+        raise ConfigError(f"cannot read it: {exc.strerror or exc}", source=str(path)) from exc
     return validate_config(config, schema_dir=schema_dir, source=str(path))

@@ -65,7 +65,7 @@ class PromptSet:
 def _load_file(path: Path) -> list[Prompt]:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
+    except (OSError, yaml.YAMLError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read prompt file: {exc}", path=path) from exc
     if not isinstance(data, dict) or not isinstance(data.get("prompts"), list) or not data["prompts"]:
         raise InputError("prompt file needs a non-empty list 'prompts'", path=path)

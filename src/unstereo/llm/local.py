@@ -266,7 +266,7 @@ class LocalBackend:
                                     products="int8" if self.int8 else "float32")  # fmt: skip
             # a model loaded here from its spec: a probe passed before on this machine is not run again
             key = engine.probe_key() if self._own_model and engine.body is not None else None
-            known = key is not None and probe_memo.recall("engine", key) == {"passed": True}
+            known = key is not None and probe_memo.recall("engine", key, {"passed": bool}) == {"passed": True}
             problem = None if known else engine.check()
             if problem is None:
                 if key is not None and not known:

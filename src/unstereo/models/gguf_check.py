@@ -136,7 +136,8 @@ def check_gguf(path: str | Path, architectures: list[str] | None = None) -> str:
     if architectures is None:
         from transformers.modeling_gguf_pytorch_utils import GGUF_SUPPORTED_ARCHITECTURES
 
-        architectures = list(GGUF_SUPPORTED_ARCHITECTURES)
+        # the mapping's keys are the architectures, plus two sections that are not ones
+        architectures = [a for a in GGUF_SUPPORTED_ARCHITECTURES if a not in ("general", "tokenizer")]
     if arch not in architectures:
         raise InputError(
             f"GGUF architecture {arch!r} is not one this project can load (transformers loads: "

@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from unstereo.io import set_aside
 from unstereo.log import get_logger
 
 log = get_logger("models.probe_memo")
@@ -65,12 +66,36 @@ def _path(kind: str, key: str) -> Path:
     return cache_root() / "probes" / kind / f"{key}.json"
 
 
-def recall(kind: str, key: str) -> dict[str, Any] | None:
-    """The verdict remembered for ``(kind, key)``, or None (none yet, or unreadable)."""
+def recall(kind: str, key: str, fields: dict[str, type] | None = None) -> dict[str, Any] | None:
+    """The verdict remembered for ``(kind, key)``, or None (none yet, or damaged).
+
+    A verdict is derived data: a file that is not JSON (cut short, random bytes), not a JSON object, or whose
+    ``fields`` (name -> type) are missing or of another type is set aside (renamed ``<digest>.json.damaged-<time>``,
+    with a warning) and the caller probes again, as on a machine that never probed."""
+    path = _path(kind, key)
     try:
-        return json.loads(_path(kind, key).read_text())
-    except (OSError, ValueError):
+        text = path.read_text()
+    except FileNotFoundError:
         return None
+    except OSError as exc:
+        log.debug("cannot read the probe verdict %s: %s", path, exc)
+        return None
+    try:
+        verdict = json.loads(text)
+    except ValueError as exc:
+        verdict, why = None, f"not JSON: {exc}"
+    else:
+        why = None if isinstance(verdict, dict) else f"a JSON {type(verdict).__name__}, not an object"
+        for name, typ in (fields or {}).items():
+            if why is None and not (
+                isinstance(verdict.get(name), typ)
+                and not (typ is int and isinstance(verdict.get(name), bool))
+            ):
+                why = f"its {name!r} is {verdict.get(name)!r}, not {typ.__name__}"
+    if why is not None:
+        set_aside(path, why)
+        return None
+    return verdict
 
 
 def remember(kind: str, key: str, verdict: dict[str, Any]) -> None:

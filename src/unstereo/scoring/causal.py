@@ -314,7 +314,7 @@ class CausalScorer:
             self.onednn = onednn_available(self._parts[1].weight)
         wanted = ("tree", "padded") if self.path_requested == "auto" else (self.path_requested,)
         key = self._probe_key() if self.remember_probe and self._parts is not None else None
-        verdict = probe_memo.recall("scorer", key) if key is not None else None
+        verdict = probe_memo.recall("scorer", key, {"path": str, "segment": int}) if key is not None else None
         if verdict is not None and verdict.get("path") in (*wanted, "full") and "segment" in verdict:
             log.info("scoring path %s: its probe ran before on this machine", verdict["path"])
             self._segment = int(verdict["segment"])

@@ -49,28 +49,33 @@ def score_file(
     if source is not None:
         table = read_table(source, TEXTS if texts else PAIRS)
     run, make_scorer = scorer_for(request)
-    if cache is not None and not isinstance(cache, ScoreCache):
+    own = cache is not None and not isinstance(cache, ScoreCache)
+    if own:  # opened here, closed here: its WAL is folded back into the file
         cache = ScoreCache(cache)
     name = name or request.spec.label
-    if texts:
-        return score_texts(
+    try:
+        if texts:
+            return score_texts(
+                table,
+                make_scorer,
+                out,
+                run=run,
+                chunk_size=chunk_size,
+                model_name=name,
+                source=source,
+                cache=cache,
+            )
+        return score_pairs(
             table,
             make_scorer,
             out,
+            model_name=name,
             run=run,
             chunk_size=chunk_size,
-            model_name=name,
+            reference_quirks=reference_quirks,
             source=source,
             cache=cache,
         )
-    return score_pairs(
-        table,
-        make_scorer,
-        out,
-        model_name=name,
-        run=run,
-        chunk_size=chunk_size,
-        reference_quirks=reference_quirks,
-        source=source,
-        cache=cache,
-    )
+    finally:
+        if own:
+            cache.close()
