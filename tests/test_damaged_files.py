@@ -49,7 +49,13 @@ def damage(path: Path, kind: str) -> Path:
 
 def run_cli(capsys, *args: str) -> tuple[int, str]:
     """(exit status, stderr) of ``unstereo ARGS`` run in this process, as the console entry point runs it."""
+    import logging
+    import sys
+
     capsys.readouterr()
+    for handler in logging.getLogger("unstereo").handlers:  # made in an earlier test, on that test's stderr
+        if isinstance(handler, logging.StreamHandler):
+            handler.stream = sys.stderr  # (setStream would flush the closed one)
     try:
         main([str(a) for a in args])
         code = 0
@@ -132,7 +138,7 @@ def tiny_gguf(path: Path, arch: str = "llama") -> Path:
     [
         ("missing", ["not found"]),
         ("empty", ["empty"]),
-        ("cut", ["cut short", "output.weight"]),  # the header is whole, the second tensor's data is not
+        ("cut", ["cut short", "ends at byte"]),  # the header is whole, the tensors' data is not
         ("header-cut", ["cut short inside its header"]),
         ("random", ["not a GGUF file"]),
         ("other-architecture", ["architecture 'clip'"]),
@@ -220,7 +226,10 @@ def damage_sqlite(path: Path, kind: str, table: str) -> None:
 
 
 def set_aside_copies(path: Path) -> list[Path]:
-    return sorted(path.parent.glob(path.name + ".damaged-*"))
+    """The damaged copies of ``path`` set aside (SQLite's -wal and -shm files, moved with theirs, left out)."""
+    return sorted(
+        p for p in path.parent.glob(path.name + ".damaged-*") if not p.name.endswith(("-wal", "-shm"))
+    )
 
 
 @pytest.mark.parametrize("kind", ["empty", "cut", "random", "wrong-shape"])
@@ -341,3 +350,54 @@ def test_set_aside_never_overwrites(tmp_path):
     # already moved by another process: nothing to do, nothing raised
     assert set_aside(tmp_path / "gone", "test").name.startswith("gone.damaged-")
     assert len(os.listdir(tmp_path)) == 3
+
+
+# ---- a failure inside a job names its files (issue 55, item 4) -----------------------------------------------------
+
+
+def test_a_failed_command_names_its_files(model_dir, tmp_path, capsys):
+    """After the error line, one line lists the command's arguments that are existing files (its inputs): the log of
+    a job among 200 says which files it read, whatever failed."""
+    table = tmp_path / "texts.parquet"
+    write_table(pd.DataFrame({"prompt_id": ["a"], "prompt": ["x"]}), table)
+    code, err = run_cli(capsys, *score_args(model_dir, table, tmp_path / "o.parquet", "--no-cache"))
+    assert code == 1 and err.splitlines()[-1] == f"unstereo: the failed command's files: {model_dir}, {table}"
+
+
+def test_a_defect_keeps_its_traceback_and_names_the_files(tmp_path, capsys, monkeypatch):
+    """An error no check foresaw (a defect): its traceback, then the files, exit status 1."""
+    import unstereo.config.cli as config_cli
+
+    config = tmp_path / "c.yaml"
+    config.write_text("seed: 0\n")
+    monkeypatch.setattr(config_cli, "load_config", lambda *a, **k: 1 / 0)
+    code, err = run_cli(capsys, "config", "validate", config)
+    assert code == 1 and "Traceback" in err and "ZeroDivisionError" in err
+    assert err.splitlines()[-1] == f"unstereo: the failed command's files: {config}"
+
+
+def test_snakemake_names_the_inputs_of_a_failed_job(tmp_path):
+    """Snakemake's error summary lists the failed job's inputs and its log, and the log ends with the file at fault
+    and the files the command read."""
+    import subprocess
+    import sys
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_bytes(np.random.default_rng(55).bytes(64))
+    (tmp_path / "Snakefile").write_text(
+        "rule check:\n"
+        "    input: 'bad.yaml'\n"
+        "    output: 'checked.txt'\n"
+        "    log: 'logs/check.log'\n"
+        "    shell: 'unstereo config validate {input} > {log} 2>&1 && touch {output}'\n"
+    )
+    bindir = Path(sys.executable).parent
+    env = {**os.environ, "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}"}
+    res = subprocess.run([str(bindir / "snakemake"), "--cores", "1", "-d", str(tmp_path), "-s",
+                          str(tmp_path / "Snakefile")], capture_output=True, text=True, env=env, timeout=300)  # fmt: skip
+    assert res.returncode != 0
+    summary = res.stdout + res.stderr
+    assert "Error in rule check" in summary and "input: bad.yaml" in summary and "logs/check.log" in summary
+    log = (tmp_path / "logs" / "check.log").read_text()
+    assert "Traceback" not in log and "bad.yaml: not a text file" in log
+    assert log.splitlines()[-1] == "unstereo: the failed command's files: bad.yaml"

@@ -103,14 +103,17 @@ def cli() -> None:
 
 
 def input_files(argv: list[str]) -> list[str]:
-    """The arguments of a command line that name existing files or folders (``--opt=PATH`` too): its inputs, and
-    outputs that exist already."""
+    """The arguments of a command line that name existing files, or folders written with a ``/`` (a subcommand's
+    name is no input even where a folder of that name exists), ``--opt=PATH`` too: its inputs, and outputs that
+    exist already."""
     import os
 
     out = []
     for arg in argv:
         value = arg.split("=", 1)[1] if arg.startswith("--") and "=" in arg else arg
-        if value and not value.startswith("-") and os.path.exists(value) and value not in out:
+        if not value or value.startswith("-") or value in out:
+            continue
+        if os.path.isfile(value) or (os.sep in value and os.path.isdir(value)):
             out.append(value)
     return out
 

@@ -74,15 +74,15 @@ def recall(kind: str, key: str, fields: dict[str, type] | None = None) -> dict[s
     with a warning) and the caller probes again, as on a machine that never probed."""
     path = _path(kind, key)
     try:
-        text = path.read_text()
+        data = path.read_bytes()
     except FileNotFoundError:
         return None
     except OSError as exc:
         log.debug("cannot read the probe verdict %s: %s", path, exc)
         return None
     try:
-        verdict = json.loads(text)
-    except ValueError as exc:
+        verdict = json.loads(data)
+    except ValueError as exc:  # UnicodeDecodeError too
         verdict, why = None, f"not JSON: {exc}"
     else:
         why = None if isinstance(verdict, dict) else f"a JSON {type(verdict).__name__}, not an object"
