@@ -1,0 +1,179 @@
+"""Kill a workflow run with SIGKILL at random moments, resume it each time, and check that nothing is lost.
+
+    python scripts/kill_resume.py --configfile .test/config-methods.yaml --workdir /tmp/kill-resume --phase reference
+    python scripts/kill_resume.py --configfile .test/config-methods.yaml --workdir /tmp/kill-resume --phase killed
+
+``reference`` runs the config once, uninterrupted, into ``WORKDIR/reference`` and records its wall time T.
+``killed`` runs it again into ``WORKDIR/killed`` with ``--kills`` (>= 10) SIGKILLs of the whole process group
+(snakemake and every job) at random moments, drawn (``--seed``) uniformly over (0.03 T, 0.97 T) of the run's
+cumulative time; after each kill ``snakemake --unlock`` then ``snakemake --rerun-incomplete`` resumes it, and after
+the last one it runs to the end. Then every table (``*.parquet``, ``*.csv``) of the killed run is compared with the
+reference's: equal (pandas, exactly), or listed with the largest difference. ``all`` does both. Each phase fits the
+10-minute slot of the machine's CPU lock for the ``.test`` configs; run each under ``flock``.
+
+Both runs share ``WORKDIR/external`` (the offline resources, fetched by the reference run: the killed run does not
+fetch them again) and the machine's GGUF conversions. What may legitimately differ: the robustness cost tables
+(``robustness/**/*.cost.parquet``, ``robustness/cost.parquet``) count the forward passes and cache hits of what each
+run computed, and a resumed run computes less (its score cache holds the texts of the killed attempts).
+Snakemake's timing files (``benchmarks/``), logs, figures and HTML pages are not compared.
+
+Exit status 0 when every table of the reference is in the killed run and equal, apart from the cost tables.
+Prints one JSON summary line (kill moments, resume times, tables compared, equal, differing) at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+# Tables that record what a run computed rather than what it found: a resumed run computed less.
+RUN_RECORDS = ("cost.parquet",)
+SKIP_DIRS = {"benchmarks", "logs", "external", ".snakemake"}
+
+
+def snakemake(config: Path, results: Path, external: Path, cores: int, *extra: str) -> list[str]:
+    return [
+        str(Path(sys.executable).parent / "snakemake"),
+        "--cores",
+        str(cores),
+        "--configfile",
+        str(config),
+        "--config",
+        f"results_dir={results}",
+        f"external_dir={external}",
+        *extra,
+    ]
+
+
+def run(cmd: list[str], log: Path, timeout: float | None = None) -> tuple[int | None, float]:
+    """(exit status or None when killed at ``timeout``, seconds): the command in its own process group, output to
+    ``log``; at ``timeout`` the whole group gets SIGKILL (snakemake and every running job)."""
+    start = time.monotonic()
+    with log.open("ab") as out:
+        out.write(f"\n$ {' '.join(cmd)}\n".encode())
+        out.flush()
+        proc = subprocess.Popen(cmd, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            code = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            code = None
+    return code, time.monotonic() - start
+
+
+def tables(root: Path) -> dict[str, Path]:
+    out = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if path.is_file() and path.suffix in (".parquet", ".csv") and not SKIP_DIRS & set(rel.parts[:-1]):
+            if not path.name.startswith("."):  # an atomic write's temporary file, left by a killed job
+                out[str(rel)] = path
+    return out
+
+
+def compare(reference: Path, killed: Path) -> dict:
+    import pandas as pd
+
+    ref, got = tables(reference), tables(killed)
+    equal, differing, records = [], {}, []
+    for rel, path in ref.items():
+        if rel not in got:
+            differing[rel] = "missing in the killed run"
+            continue
+        read = pd.read_parquet if path.suffix == ".parquet" else pd.read_csv
+        a, b = read(path), read(got[rel])
+        try:
+            pd.testing.assert_frame_equal(a, b, check_exact=True)
+            equal.append(rel)
+        except AssertionError as exc:
+            if Path(rel).name.endswith(RUN_RECORDS):
+                records.append(rel)
+            else:
+                differing[rel] = str(exc).splitlines()[0:6]
+    return {
+        "tables": len(ref),
+        "equal": len(equal),
+        "run_records_differing": records,
+        "differing": differing,
+        "extra_in_killed_run": sorted(set(got) - set(ref)),
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--configfile", type=Path, default=REPO / ".test" / "config-methods.yaml")
+    ap.add_argument("--workdir", type=Path, required=True)
+    ap.add_argument("--phase", choices=["reference", "killed", "all"], default="all")
+    ap.add_argument("--kills", type=int, default=10)
+    ap.add_argument("--seed", type=int, default=55)
+    ap.add_argument("--cores", type=int, default=2)
+    args = ap.parse_args()
+    if args.kills < 1:
+        ap.error("--kills must be >= 1")
+    work = args.workdir.resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    external = work / "external"
+    state_file = work / "state.json"
+    state = json.loads(state_file.read_text()) if state_file.exists() else {}
+    config = args.configfile.resolve()
+
+    if args.phase in ("reference", "all"):
+        code, seconds = run(
+            snakemake(config, work / "reference", external, args.cores), work / "reference.log"
+        )
+        if code != 0:
+            print(f"the reference run failed (status {code}); see {work / 'reference.log'}", file=sys.stderr)
+            return 2
+        state["reference_seconds"] = round(seconds, 1)
+        state_file.write_text(json.dumps(state, indent=1))
+        print(f"reference run: {seconds:.1f} s", flush=True)
+    if args.phase == "reference":
+        return 0
+
+    total = state.get("reference_seconds")
+    if total is None:
+        print("no reference run yet: run --phase reference first", file=sys.stderr)
+        return 2
+    rng = random.Random(args.seed)
+    moments = sorted(rng.uniform(0.03 * total, 0.97 * total) for _ in range(args.kills))
+    results, log = work / "killed", work / "killed.log"
+    attempts, elapsed = [], 0.0
+    for i, moment in enumerate(moments):
+        run(snakemake(config, results, external, args.cores, "--unlock"), log)
+        wait = max(moment - elapsed, 1.0)  # a run's own time: the moments are of the cumulative run
+        code, seconds = run(snakemake(config, results, external, args.cores, "--rerun-incomplete"), log, wait)
+        elapsed += seconds
+        attempts.append({"kill": i + 1, "at_s": round(moment, 1), "ran_s": round(seconds, 1), "status": code})
+        print(f"kill {i + 1}: after {seconds:.1f} s (cumulative {elapsed:.1f} s of {total:.1f})", flush=True)
+        if code is not None:  # finished before the kill: the remaining moments have nothing to kill
+            break
+    run(snakemake(config, results, external, args.cores, "--unlock"), log)
+    code, seconds = run(snakemake(config, results, external, args.cores, "--rerun-incomplete"), log)
+    elapsed += seconds
+    if code != 0:
+        print(f"the final resume failed (status {code}); see {log}", file=sys.stderr)
+        return 1
+    summary = {
+        "config": str(args.configfile),
+        "reference_seconds": total,
+        "killed_run_seconds": round(elapsed, 1),
+        "kills": sum(1 for a in attempts if a["status"] is None),
+        "attempts": attempts,
+        **compare(work / "reference", results),
+    }
+    (work / "summary.json").write_text(json.dumps(summary, indent=1))
+    print(json.dumps(summary))
+    return 0 if not summary["differing"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
