@@ -401,3 +401,15 @@ def test_snakemake_names_the_inputs_of_a_failed_job(tmp_path):
     log = (tmp_path / "logs" / "check.log").read_text()
     assert "Traceback" not in log and "bad.yaml: not a text file" in log
     assert log.splitlines()[-1] == "unstereo: the failed command's files: bad.yaml"
+
+
+def test_an_output_that_cannot_be_written_is_one_line(model_dir, tmp_path, capsys):
+    """An OSError about a file (here the output's folder is a file) is reported like an input error: the file and
+    the reason, no traceback."""
+    (tmp_path / "folder").write_text("a file where a folder should be")
+    out = tmp_path / "folder" / "o.parquet"
+    code, err = run_cli(
+        capsys, *score_args(model_dir, texts_table(tmp_path / "t.parquet"), out, "--no-cache")
+    )
+    assert code == 1 and "Traceback" not in err, err
+    assert f"unstereo: error: {tmp_path / 'folder'}" in err
