@@ -49,6 +49,14 @@ def tiny_gpt2(vocab_size: int, seed: int = 0):
     return GPT2LMHeadModel(config).eval()
 
 
+def save_tiny_gpt2(path: Path) -> Path:
+    """:func:`tiny_gpt2` with :func:`word_tokenizer`, saved as a Hugging Face folder at ``path``."""
+    tok = word_tokenizer()
+    tiny_gpt2(len(tok)).save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
+
+
 def tiny_bert(tmp_path: Path, seed: int = 0):
     """(model, tokenizer) of a randomly initialised 2-layer BERT with a word-level vocab file written to tmp_path."""
     from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast

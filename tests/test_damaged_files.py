@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from _scoring_models import tiny_gpt2, word_tokenizer
+from _scoring_models import save_tiny_gpt2
 
 from unstereo.cli import main
 from unstereo.tables import write_table
@@ -76,11 +76,7 @@ def assert_one_clear_line(code: int, err: str, path: Path, *words: str) -> None:
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
     """A randomly initialised 2-layer GPT-2 with a word-level tokenizer, saved as a Hugging Face folder."""
-    tok = word_tokenizer()
-    path = tmp_path_factory.mktemp("gpt2")
-    tiny_gpt2(len(tok)).save_pretrained(path)
-    tok.save_pretrained(path)
-    return path
+    return save_tiny_gpt2(tmp_path_factory.mktemp("gpt2"))
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import sys
 import pandas as pd
 import pytest
 import yaml
-from _scoring_models import tiny_gpt2, word_tokenizer
+from _scoring_models import save_tiny_gpt2
 from click.testing import CliRunner
 
 import unstereo.models.rules as model_rules
@@ -39,11 +39,7 @@ PROMPTS = common_sents(["doctor", "engineer"], [("John", "Jane")], [("man", "wom
 @pytest.fixture(scope="module")
 def tiny_dir(tmp_path_factory):
     """A randomly initialised 2-layer GPT-2 (word-level vocabulary with he/his/him) saved as a folder."""
-    tok = word_tokenizer()
-    path = tmp_path_factory.mktemp("tiny-gpt2")
-    tiny_gpt2(len(tok)).save_pretrained(path)
-    tok.save_pretrained(path)
-    return path
+    return save_tiny_gpt2(tmp_path_factory.mktemp("tiny-gpt2"))
 
 
 # ---------------------------------------------------------------------------------------- LLM perturbation

@@ -95,7 +95,7 @@ def sqlite_damage(path: Path, tables: Mapping[str, Sequence[str]] | None = None)
     if path.stat().st_size == 0:
         return None
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=60)
+        conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True, timeout=60)  # '?', '#' quoted
     except sqlite3.Error as exc:
         return f"cannot open it: {exc}"
     try:
