@@ -202,6 +202,58 @@ def test_a_damaged_table_of_prompts(model_dir, tmp_path, capsys, kind):
     assert not out.exists()
 
 
+@pytest.mark.parametrize("suffix", [".jsonl", ".jsonl.zst", ".txt"])
+@pytest.mark.parametrize("kind", ["empty", "cut", "random"])
+def test_a_damaged_corpus_file(tmp_path, capsys, suffix, kind):
+    """A corpus shard: empty ("no documents"), cut short (.jsonl: a malformed last line; .zst: a truncated stream),
+    random bytes (not UTF-8, not zstd): an error naming the file and line. A plain-text shard cut short is a shard
+    of fewer lines (its last one cut): counted."""
+    import zstandard
+
+    text = "\n".join(json.dumps({"text": f"she said he went to the store {i}"}) for i in range(200)) + "\n"
+    if suffix == ".txt":
+        text = "\n".join(f"she said he went to the store {i}" for i in range(200)) + "\n"
+    data = text.encode()
+    shard = tmp_path / f"shard{suffix}"
+    shard.write_bytes(zstandard.ZstdCompressor().compress(data) if suffix.endswith(".zst") else data)
+    damage(shard, kind)
+    code, err = run_cli(capsys, "corpus", "count", shard, "-o", tmp_path / "counts")
+    if kind == "cut" and suffix == ".txt":
+        assert code == 0, err
+        return
+    assert_one_clear_line(code, err, shard)
+
+
+@pytest.mark.parametrize("kind", [*DAMAGES, "wrong-columns"])
+def test_a_damaged_delta_table(tmp_path, capsys, kind):
+    pairs = tmp_path / "pairs.parquet"
+    pd.DataFrame({"pair_id": ["b:0"], "benchmark": ["b"], "template": ["{pronoun} went home"],
+                  "sentence_female": ["she went home"], "sentence_male": ["he went home"], "seed_word": ["home"],
+                  "max_pmi": [np.nan], "max_pmi_word": [None], "source": ["x"]}).to_parquet(pairs)  # fmt: skip
+    delta = tmp_path / "delta.csv"
+    pd.DataFrame({"word": ["home"], "delta": [0.5], "count": [3]}).to_csv(delta, index=False)
+    if kind == "wrong-columns":
+        pd.DataFrame({"word": ["home"], "x": [0.5]}).to_csv(delta, index=False)
+    else:
+        damage(delta, kind)
+    code, err = run_cli(capsys, "benchmarks", "maxpmi", pairs, "--delta", delta, "-o", tmp_path / "o.parquet")
+    assert_one_clear_line(code, err, delta)  # cut: the header itself is cut ("needs a count column")
+
+
+@pytest.mark.parametrize(
+    "target, kind",
+    [("config.json", "random"), ("config.json", "empty"), ("model.safetensors", "cut"),
+     ("model.safetensors", "random"), ("model.safetensors", "empty"), ("model.safetensors", "missing")],
+)  # fmt: skip
+def test_a_damaged_model_folder(tmp_path, capsys, target, kind):
+    model = save_tiny_gpt2(tmp_path / "model")
+    damage(model / target, kind)
+    out = tmp_path / "o.parquet"
+    code, err = run_cli(capsys, *score_args(model, texts_table(tmp_path / "t.parquet"), out, "--no-cache"))
+    assert_one_clear_line(code, err, model, "cannot load model")
+    assert not out.exists() and not out.with_name("o.chunks").exists()
+
+
 # ---- derived data -------------------------------------------------------------------------------------------------
 
 

@@ -103,17 +103,24 @@ def cli() -> None:
 
 
 def input_files(argv: list[str]) -> list[str]:
-    """The arguments of a command line that name existing files, or folders written with a ``/`` (a subcommand's
-    name is no input even where a folder of that name exists), ``--opt=PATH`` too: its inputs, and outputs that
-    exist already."""
+    """The arguments of a command line that name existing files or folders (``--opt=PATH`` too), after the
+    subcommand names (a folder called ``config`` is not the ``config`` subcommand's input): its inputs, and outputs
+    that exist already."""
     import os
 
+    skip, group = 0, cli
+    while isinstance(group, click.Group) and skip < len(argv):
+        try:
+            group = group.get_command(click.Context(group), argv[skip])
+        except Exception:  # noqa: BLE001 - an unknown or broken subcommand: no more names to skip
+            group = None
+        if group is None:
+            break
+        skip += 1
     out = []
-    for arg in argv:
+    for arg in argv[skip:]:
         value = arg.split("=", 1)[1] if arg.startswith("--") and "=" in arg else arg
-        if not value or value.startswith("-") or value in out:
-            continue
-        if os.path.isfile(value) or (os.sep in value and os.path.isdir(value)):
+        if value and not value.startswith("-") and value not in out and os.path.exists(value):
             out.append(value)
     return out
 

@@ -100,12 +100,19 @@ def load_causal_lm(spec: ModelSpec | str, dtype: str = "auto", device: str = "au
     device = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, device)
     path = convert_gguf(spec) if spec.gguf_file else spec.path
+    from safetensors import SafetensorError
+
     try:
         model = AutoModelForCausalLM.from_pretrained(
             path, dtype=torch_dtype, revision=None if spec.gguf_file else spec.revision
         )
     except OSError as exc:
         raise UnstereoError(f"cannot load model {spec.path!r}: {exc}") from exc
+    except SafetensorError as exc:
+        raise UnstereoError(
+            f"cannot load model {spec.path!r}: a *.safetensors file of it is cut short or damaged ({exc}); "
+            "copy or download it again"
+        ) from exc
     tokenizer = load_tokenizer(spec)
     model.to(device)
     model.eval()
