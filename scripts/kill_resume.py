@@ -5,8 +5,8 @@
 
 ``reference`` runs the config once, uninterrupted, into ``WORKDIR/reference`` and records its wall time T.
 ``killed`` runs it again into ``WORKDIR/killed`` with ``--kills`` (>= 10) SIGKILLs of the whole process group
-(snakemake and every job) at random moments, drawn (``--seed``) uniformly over (0.03 T, 0.97 T) of the run's
-cumulative time; after each kill ``snakemake --unlock`` then ``snakemake --rerun-incomplete`` resumes it, and after
+(snakemake and every job) at random moments, drawn (``--seed``) uniformly over (0.03 T, 0.97 T) of the cumulative
+time spent executing jobs (each attempt's clock starts when Snakemake begins to execute jobs, after its DAG); after each kill ``snakemake --unlock`` then ``snakemake --rerun-incomplete`` resumes it, and after
 the last one it runs to the end. Then every table (``*.parquet``, ``*.csv``) of the killed run is compared with the
 reference's: equal (pandas, exactly), or listed with the largest difference. ``all`` does both. Each phase fits the
 10-minute slot of the machine's CPU lock for the ``.test`` configs; run each under ``flock``.
@@ -27,6 +27,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -53,21 +54,35 @@ def snakemake(config: Path, results: Path, external: Path, cores: int, *extra: s
     ]
 
 
-def run(cmd: list[str], log: Path, timeout: float | None = None) -> tuple[int | None, float]:
-    """(exit status or None when killed at ``timeout``, seconds): the command in its own process group, output to
-    ``log``; at ``timeout`` the whole group gets SIGKILL (snakemake and every running job)."""
+def run(cmd: list[str], log: Path, timeout: float | None = None) -> tuple[int | None, float, float]:
+    """(exit status, or None when killed; seconds in all; seconds since Snakemake began to execute jobs): the command
+    in its own process group, output appended to ``log``. With ``timeout``, once Snakemake has built its DAG and
+    begins to execute jobs (``Select jobs to execute`` in its output), the whole group (snakemake and every running
+    job) gets SIGKILL ``timeout`` seconds later: a kill lands among jobs, not in the DAG building of a restart."""
     start = time.monotonic()
     with log.open("ab") as out:
         out.write(f"\n$ {' '.join(cmd)}\n".encode())
         out.flush()
+        offset = log.stat().st_size
         proc = subprocess.Popen(cmd, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            code = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            code = None
-    return code, time.monotonic() - start
+        executing = None
+        while proc.poll() is None:
+            time.sleep(0.1)
+            if timeout is None:
+                continue
+            now = time.monotonic()
+            if executing is None:
+                with log.open("rb") as fh:
+                    fh.seek(offset)
+                    if b"Select jobs to execute" in fh.read():
+                        executing = now
+            elif now - executing >= timeout:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                end = time.monotonic()
+                return None, end - start, end - executing
+        end = time.monotonic()
+    return proc.returncode, end - start, end - executing if executing is not None else 0.0
 
 
 def tables(root: Path) -> dict[str, Path]:
@@ -127,7 +142,7 @@ def main() -> int:
     config = args.configfile.resolve()
 
     if args.phase in ("reference", "all"):
-        code, seconds = run(
+        code, seconds, _ = run(
             snakemake(config, work / "reference", external, args.cores), work / "reference.log"
         )
         if code != 0:
@@ -146,18 +161,31 @@ def main() -> int:
     rng = random.Random(args.seed)
     moments = sorted(rng.uniform(0.03 * total, 0.97 * total) for _ in range(args.kills))
     results, log = work / "killed", work / "killed.log"
+    shutil.rmtree(results, ignore_errors=True)  # this script's own scratch: every killed phase starts afresh
+    log.unlink(missing_ok=True)
     attempts, elapsed = [], 0.0
     for i, moment in enumerate(moments):
         run(snakemake(config, results, external, args.cores, "--unlock"), log)
-        wait = max(moment - elapsed, 1.0)  # a run's own time: the moments are of the cumulative run
-        code, seconds = run(snakemake(config, results, external, args.cores, "--rerun-incomplete"), log, wait)
-        elapsed += seconds
-        attempts.append({"kill": i + 1, "at_s": round(moment, 1), "ran_s": round(seconds, 1), "status": code})
-        print(f"kill {i + 1}: after {seconds:.1f} s (cumulative {elapsed:.1f} s of {total:.1f})", flush=True)
+        # the moments are of the cumulative time spent executing jobs; at least 1 s of this attempt's
+        wait = max(moment - elapsed, 1.0)
+        code, seconds, executing = run(
+            snakemake(config, results, external, args.cores, "--rerun-incomplete"), log, wait
+        )
+        elapsed += executing
+        attempts.append(
+            {"kill": i + 1, "at_s": round(moment, 1), "ran_s": round(seconds, 1),
+             "executing_s": round(executing, 1), "status": code}
+        )  # fmt: skip
+        print(
+            f"kill {i + 1}: {executing:.1f} s into its jobs (cumulative {elapsed:.1f} s of {total:.1f})",
+            flush=True,
+        )
         if code is not None:  # finished before the kill: the remaining moments have nothing to kill
             break
     run(snakemake(config, results, external, args.cores, "--unlock"), log)
-    code, seconds = run(snakemake(config, results, external, args.cores, "--rerun-incomplete"), log)
+    code, seconds, executing = run(
+        snakemake(config, results, external, args.cores, "--rerun-incomplete"), log
+    )
     elapsed += seconds
     if code != 0:
         print(f"the final resume failed (status {code}); see {log}", file=sys.stderr)
@@ -165,7 +193,7 @@ def main() -> int:
     summary = {
         "config": str(args.configfile),
         "reference_seconds": total,
-        "killed_run_seconds": round(elapsed, 1),
+        "killed_run_seconds": round(elapsed, 1),  # executing jobs, plus the whole of the final resume
         "kills": sum(1 for a in attempts if a["status"] is None),
         "attempts": attempts,
         **compare(work / "reference", results),
