@@ -22,8 +22,13 @@ if not workflow.overwrite_configfiles:
 
 
 # Validates against the shared schemas (workflow/schemas links to src/unstereo/config/schemas) and each method's own
-# (in its package folder), fills in defaults, names the bad key.
-validate_config(config)
+# (in its package folder), fills in defaults, names the bad key and the config file(s).
+validate_config(
+    config,
+    source=", ".join(
+        map(str, workflow.overwrite_configfiles or ["config/config.yaml"])
+    ),
+)
 
 # With the paper reproduction on, the HTML report (`snakemake --report`) opens with its summary, written by rule
 # paper_reproduction (cells compared, within rounding, explained, unexplained).

@@ -461,3 +461,18 @@ def test_an_output_that_cannot_be_written_is_one_line(model_dir, tmp_path, capsy
     )
     assert code == 1 and "Traceback" not in err, err
     assert f"unstereo: error: {tmp_path / 'folder'}" in err
+
+
+def test_snakemake_names_the_config_file_and_key(tmp_path):
+    """A config key of the wrong type given to the workflow: Snakemake stops before any job, naming the file and
+    the key."""
+    import subprocess
+    import sys
+
+    config = tmp_path / "bad.yaml"
+    config.write_text("corpus:\n  window: ten\n")
+    repo = Path(__file__).resolve().parents[1]
+    res = subprocess.run([str(Path(sys.executable).parent / "snakemake"), "-n", "--quiet", "rules", "--configfile",
+                          str(config), "-d", str(tmp_path)], cwd=repo, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert res.returncode != 0
+    assert f"{config}: config key 'corpus.window': 'ten' is not of type 'integer'" in res.stdout + res.stderr
