@@ -308,6 +308,16 @@ def test_a_damaged_score_cache_is_set_aside(model_dir, isolated, capsys, caplog,
         assert conn.execute("SELECT COUNT(*) FROM scores").fetchone()[0] == 3
 
 
+def test_a_folder_given_as_a_cache_is_an_error_not_set_aside(tmp_path):
+    from unstereo.errors import InputError
+    from unstereo.scoring.cache import ScoreCache
+
+    (tmp_path / "c").mkdir()
+    with pytest.raises(InputError, match="is a folder"):
+        ScoreCache(tmp_path / "c")
+    assert (tmp_path / "c").is_dir() and set_aside_copies(tmp_path / "c") == []
+
+
 @pytest.mark.parametrize("kind", ["cut", "random", "wrong-shape"])
 def test_a_damaged_llm_cache_is_set_aside(model_dir, tmp_path, capsys, caplog, kind):
     """The issue's third case: `unstereo llm continue ... --cache bad.sqlite` with random bytes."""

@@ -141,6 +141,10 @@ def open_sqlite(
     import time
 
     if path is not None:
+        if path.is_dir():  # a folder is nobody's damaged cache: never set aside
+            from unstereo.errors import InputError
+
+            raise InputError("is a folder; give a cache file (SQLite)", path=path)
         path.parent.mkdir(parents=True, exist_ok=True)
         with _file_lock(path):
             why = sqlite_damage(path, tables) if path.exists() else None
