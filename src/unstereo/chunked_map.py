@@ -10,9 +10,11 @@
 
 A killed job leaves its finished chunks; the next call with the same fingerprint skips them and computes only the
 rest. Another fingerprint (other model, settings or input rows) discards the old chunks with a warning. A chunk that
-cannot be read, or that records another fingerprint or other input keys, is computed again. Once every chunk is
-done their concatenation (optionally passed through ``finalize``) is written atomically to ``out`` and the chunk
-folder is removed.
+records another fingerprint or other input keys is computed again; one that cannot be read (cut short, random
+bytes) is set aside (:func:`unstereo.io.set_aside`: ``USE-5.chunks-0003.parquet.damaged-<time>``, out of the folder)
+and computed again, and a folder whose ``RUN.json`` cannot be read is set aside whole. Once every chunk is done their
+concatenation (optionally passed through ``finalize``) is written atomically to ``out`` and the chunk folder is
+removed. A call that fails before finishing any chunk leaves no chunk folder.
 
 ``fn`` may return any number of rows per input row (one score per text, n samples per prompt, none for a filtered
 row), but each output row carries the ``key`` of the input row it came from, and only keys of its own chunk.
