@@ -486,3 +486,18 @@ def test_snakemake_names_the_config_file_and_key(tmp_path):
                           str(config), "-d", str(tmp_path)], cwd=repo, capture_output=True, text=True, timeout=300)  # fmt: skip
     assert res.returncode != 0
     assert f"{config}: config key 'corpus.window': 'ten' is not of type 'integer'" in res.stdout + res.stderr
+
+
+@pytest.mark.parametrize("kind", ["missing", "empty", "random"])
+@pytest.mark.parametrize("reader", ["bias specification", "prompt file"])
+def test_a_damaged_specification_or_prompt_file(tmp_path, reader, kind):
+    from unstereo.biastest.spec import load_spec_file
+    from unstereo.errors import InputError
+    from unstereo.generation.prompts import _load_file
+
+    path = tmp_path / "f.yaml"
+    path.write_text("prompts:\n  - {id: a, text: 'x {word}', fields: [word]}\n")
+    damage(path, kind)
+    with pytest.raises(InputError) as err:
+        (load_spec_file if reader == "bias specification" else _load_file)(path)
+    assert str(err.value).startswith(f"{path}: ")  # names the file
