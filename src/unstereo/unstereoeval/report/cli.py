@@ -299,3 +299,44 @@ def model_card(
     card, tau = write_card(config, output, tau_out, pages_dir, list(models) if models else None, tests_out)
     log.info("wrote %d headline rows of %d model(s) to %s, %d tau row(s) to %s", len(card), card["model"].nunique(),
              output, len(tau), tau_out)  # fmt: skip
+
+
+@group.command("occupations")
+@click.option(
+    "--configfile",
+    type=EXISTING_FILE,
+    help="the workflow's config (validated, defaults filled in); says which methods ran and where their tables are",
+)
+@click.option(
+    "--config-json", help="the validated config as JSON instead of --configfile (what the rule passes)"
+)
+@click.option("--stats", "stats", required=True, type=EXISTING_FILE,
+              help="Winogender's occupations-stats.tsv (the reference resource: winogender/data/occupations-stats.tsv)")  # fmt: skip
+@cli_options.output("OCCUPATION_LEANS parquet (results/occupation_leans.parquet; a CSV is written beside it)")
+@click.option("--correlations", "corr_out", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="OCCUPATION_CORRELATIONS parquet: the leans against the share of women and against each other")  # fmt: skip
+@click.option("--pages-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="write occupations.html, .md and .png (findings, figure, tables) here")  # fmt: skip
+def occupations(
+    configfile: Path | None, config_json: str | None, stats: Path, output: Path, corr_out: Path,
+    pages_dir: Path | None,
+) -> None:  # fmt: skip
+    """Agreement on occupations: every method's per-occupation gender lean from its per-item outputs, correlated
+    with the share of women (BLS, Bergsma) and between methods (docs/methods.md#agreement-on-occupations)."""
+    import json
+
+    from unstereo.config import load_config
+    from unstereo.model_card.occupations import write
+
+    if (configfile is None) == (config_json is None):
+        raise click.UsageError("give exactly one of --configfile and --config-json")
+    if configfile is not None:
+        config = load_config(configfile)
+    else:
+        try:
+            config = json.loads(config_json)
+        except json.JSONDecodeError as exc:
+            raise click.BadParameter(f"not JSON: {exc}", param_hint="--config-json") from exc
+    leans, corr = write(config, stats, output, corr_out, pages_dir)
+    log.info("wrote %d lean rows (%d models, %d occupations or terms) to %s, %d correlations to %s", len(leans),
+             leans["model"].nunique(), leans["occupation"].nunique(), output, len(corr), corr_out)  # fmt: skip
