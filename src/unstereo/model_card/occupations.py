@@ -748,28 +748,31 @@ def figure(leans: pd.DataFrame, corr: pd.DataFrame | None = None):
         axes[0, 0].text(
             0.5, 0.5, "No method has an occupation with a share of women.", ha="center", va="center"
         )
-    grid = np.linspace(0, 100, 50)
     for ax, (method, variant) in zip(axes.ravel(), measures, strict=False):
         sub = df[(df["method"] == method) & (df["variant"] == variant)]
+        kind = sub["kind"].iloc[0]
+        grid = np.linspace(0, 50 if kind == "magnitude" else 100, 50)
         for model, g in sub.groupby("model", sort=False):
             x, y = g["bls_pct_female"].to_numpy(float), g["lean"].to_numpy(float)
+            if kind == "magnitude":  # no direction: against the distance from a balanced occupation
+                x = np.abs(x - 50)
             ax.scatter(x, y, s=14, color=colours[model], alpha=0.75, label=f"{model} (n = {len(g)})")
             band = _fit_band(x, y, grid)
             if band is not None:
                 fit, lo, hi = band
                 ax.plot(grid, fit, color=colours[model], lw=1.4)
                 ax.fill_between(grid, lo, hi, color=colours[model], alpha=0.12, lw=0)
-        kind = sub["kind"].iloc[0]
         if kind != "magnitude":
             ax.axhline(0, color="0.5", lw=0.6, ls="--")
         ys = sub["lean"].to_numpy(float)
         pad = 0.1 * (np.ptp(ys) or 1.0)
         ax.set_ylim(ys.min() - 2 * pad, ys.max() + 2 * pad)  # the bands may widen far beyond the points
-        ax.set_xlim(0, 100)
+        ax.set_xlim(0, 50 if kind == "magnitude" else 100)
         ylabel = {"lean": "lean (nats, > 0 = male)", "magnitude": "F (no direction)",
                   "sentiment": "sentiment - mean"}[kind]  # fmt: skip
         ax.set_ylabel(ylabel, fontsize=8)
-        ax.set_xlabel("BLS 2015: % women in the occupation", fontsize=8)
+        ax.set_xlabel("BLS 2015: |% women - 50| (distance from balance)" if kind == "magnitude"
+                      else "BLS 2015: % women in the occupation", fontsize=8)  # fmt: skip
         note = ""
         if corr is not None and len(corr):
             c = corr[(corr["family"] == "yardstick") & (corr["measure_a"] == f"{method} / {variant}")
