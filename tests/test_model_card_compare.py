@@ -256,8 +256,8 @@ def test_findings_say_when_no_test_can_reach_alpha():
     assert (tests["n_untied"].iloc[0], tests["min_p"].iloc[0], tests["p_value"].iloc[0]) == (3, 0.25, 0.25)
     text = findings(card, tests, pd.DataFrame(columns=["method_a", "method_b"]), INFO)
     assert text[0] == ("m1: X score: no two of the 2 models differ after Holm correction (smallest adjusted p = "
-                       "0.250; no test of this metric can reach p < 0.05 (smallest reachable p = 0.25, at most 3 "
-                       "untied items)).")  # fmt: skip
+                       "0.250; no test of this metric can reach p < 0.05: its smallest reachable p is 0.25, with at "
+                       "most 3 untied items).")  # fmt: skip
 
 
 def test_one_holm_family_over_permutation_and_bootstrap_rows():

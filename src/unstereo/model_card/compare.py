@@ -409,9 +409,9 @@ def findings(
             out.append(f"{label}: fewer than two models, nothing to compare.")
         elif not len(diff):
             floor = t["min_p"].min()
-            why = (f"; no test of this metric can reach p < {alpha:g} (smallest reachable p = {floor:.2g}"
-                   + (f", at most {int(t['n_untied'].max())} untied items" if t["n_untied"].notna().all() else "")
-                   + ")" if np.isfinite(floor) and floor >= alpha else "")  # fmt: skip
+            why = (f"; no test of this metric can reach p < {alpha:g}: its smallest reachable p is {floor:.2g}"
+                   + (f", with at most {int(t['n_untied'].max())} untied items" if t["n_untied"].notna().all() else "")
+                   if np.isfinite(floor) and floor >= alpha else "")  # fmt: skip
             out.append(f"{label}: no two of the {len(models)} models differ after Holm correction "
                        f"(smallest adjusted p = {_p(t['p_holm'].min())}{why}).")  # fmt: skip
         else:
