@@ -208,3 +208,66 @@ def test_read_stats_names_the_bad_line(tmp_path):
     )
     with pytest.raises(InputError, match="bad.tsv:3: column .bergsma_pct_female. is not a number"):
         oc.read_stats(bad)
+
+
+def test_write_from_a_config_tree(tmp_path):
+    # Every method's per-item table for models a and b, as the workflow lays them out; the leans are read from
+    # there (no model run) and written with the page, figure and correlations.
+    r = tmp_path / "results"
+
+    def put(df, *parts):
+        path = r.joinpath(*parts)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        df.to_parquet(path)
+
+    occs = ["nurse", "engineer", "secretary", "plumber"]
+    lean = {"a": [-1.0, 2.0, -3.0, 4.0], "b": [-2.0, 1.0, -1.0, 3.0]}
+    for m in "ab":
+        ids = [f"WG:{o}.x.{k}" for o in occs for k in (0, 1)]
+        x = np.repeat(lean[m], 2)
+        put(pd.DataFrame({"pair_id": ids, "logp_male": x, "logp_female": 0.0}), "scores", m, "WG.parquet")
+        put(pd.DataFrame({"pair_id": ids + [i + "@negation" for i in ids], "logp_male": np.r_[x, -x],
+                          "logp_female": 0.0}), "robustness", "WG", "scores", f"{m}.parquet")  # fmt: skip
+        put(pd.DataFrame({"prompt_id": [f"cs:{o}:john:man" for o in occs], "phi": "jaccard", "k": 2,
+                          "F": [1.0, 2.0, 3.0, 4.0]}), "fairpair", m, "per_prompt.parquet")  # fmt: skip
+        put(pd.DataFrame({"pair_id": ["p1"], "logp_a": [-5.0], "logp_b": [-6.0]}),
+            "biastest", m, "Professions_vs_Gender", "scores.parquet")  # fmt: skip
+    put(pd.DataFrame({"pair_id": ["p1"], "attribute": ["plumber"], "group_term_a": ["he"], "group_term_b": ["she"]}),
+        "biastest", "Professions_vs_Gender", "pairs.parquet")  # fmt: skip
+    two = {"a": {"resource": "x"}, "b": {"resource": "y"}}
+    config = {
+        "results_dir": str(r), "seed": 0,
+        "benchmarks": {"sources": {"WG": {"kind": "winogender"}, "U": {"kind": "use-raw"}}},
+        "score": {"enabled": True, "models": two, "benchmarks": ["U", "WG"]},
+        "metrics": {"eps": 0.5},
+        "robustness": {"enabled": True, "models": [], "benchmarks": ["WG"]},
+        "fairpair": {"enabled": True, "models": two, "phis": ["jaccard"], "folds": [2]},
+        "biastest": {"enabled": True, "specs": ["Professions_vs_Gender"], "models": {}},
+        "sentiment": {"enabled": False},
+    }  # fmt: skip
+    assert len(oc.input_paths(config)) == 2 + 2 + 3 + 2  # scores, robustness, biastest (pairs + 2), fairpair
+    stats = tmp_path / "stats.tsv"
+    STATS.to_csv(stats, sep="\t", index=False)
+    leans, corr = oc.write(config, stats, r / "occupation_leans.parquet", r / "occupation_correlations.parquet",
+                           r / "model_card")  # fmt: skip
+    got = leans.set_index(["model", "method", "variant", "occupation"])["lean"]
+    assert got[("a", "unstereoeval", "all pairs", "secretary")] == -3.0
+    assert got[("b", "robustness", "negation", "nurse")] == 2.0
+    assert got[("a", "fairpair", "F (jaccard, k = 2)", "plumber")] == 4.0
+    assert got[("b", "biastest", "Professions_vs_Gender", "plumber")] == 1.0  # he: -5 minus she: -6
+    # robustness negation reverses every lean: rho -1 against the original in each model, pooled -1; with 4
+    # occupations per model the pooled exact test has 24 * 24 orders, 2 reach |mean rho| = 1: p = 2/576
+    row = corr.set_index(["family", "model", "measure_a", "measure_b"]).loc[
+        ("methods", "pooled", "robustness / original", "robustness / negation")
+    ]
+    assert row.spearman == pytest.approx(-1.0) and row.spearman_p == pytest.approx(2 / 576)
+    for name in (
+        "occupation_leans.csv",
+        "model_card/occupations.html",
+        "model_card/occupations.md",
+        "model_card/occupations.png",
+    ):
+        assert (r / name).stat().st_size > 0
+    from unstereo.outputs_check import ROOT_TABLES
+
+    assert {"occupation_leans.parquet", "occupation_correlations.parquet"} <= set(ROOT_TABLES)
