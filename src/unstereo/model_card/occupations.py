@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from unstereo.errors import InputError
+from unstereo.model_card.compare import holm
 from unstereo.tables import Column, TableSchema, validate
 
 ALPHA = 0.05
@@ -374,12 +375,6 @@ def stratified_test(strata: list[tuple[np.ndarray, np.ndarray]], n_perm: int = N
     return out
 
 
-def holm(p) -> np.ndarray:
-    from unstereo.model_card.compare import holm as _holm
-
-    return _holm(p)
-
-
 def _measure(method: str, variant: str) -> str:
     return f"{method} / {variant}"
 
@@ -478,7 +473,7 @@ def correlations(leans: pd.DataFrame, n_perm: int = N_PERM, seed: int = 0) -> pd
     df = df.astype({"n": "int64", "n_models": "int64"})
     df["p_holm"] = np.nan
     for _family, idx in df.groupby("family").groups.items():
-        df.loc[idx, "p_holm"] = holm(df.loc[idx, "spearman_p"].to_numpy(float))
+        df.loc[idx, "p_holm"] = holm(df.loc[idx, "spearman_p"].to_numpy(float))  # compare.holm: NaN left out
     df["verdict"] = [verdict(f, c, r, p) for f, c, r, p in zip(df["family"], df["compared"], df["spearman"],
                                                                  df["p_holm"], strict=True)]  # fmt: skip
     return validate(df[OCCUPATION_CORRELATIONS.names], OCCUPATION_CORRELATIONS)
@@ -668,9 +663,10 @@ def collect(config: dict, stats: pd.DataFrame) -> pd.DataFrame:
     eps = float(_section(config, "metrics").get("eps", DEFAULT_EPS))
     for model, path in found.get("unstereoeval", []):
         rows += winogender_leans(read_table(path), model, eps)
-    for model, path in found.get("biastest", [])[1:]:
+    if found.get("biastest"):
         male, female = _gender_terms()
         pairs = read_table(found["biastest"][0][1])
+    for model, path in found.get("biastest", [])[1:]:
         rows += biastest_leans(pairs, read_table(path), model, male, female, PROFESSIONS_SPEC)
     fp = _section(config, "fairpair")
     for model, path in found.get("fairpair", []):

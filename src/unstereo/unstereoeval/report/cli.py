@@ -247,6 +247,22 @@ def compare_cmd(
         )
 
 
+def _config_arg(configfile: Path | None, config_json: str | None) -> dict:
+    """The config of ``--configfile`` (validated, defaults filled in) or ``--config-json``: exactly one of them."""
+    import json
+
+    from unstereo.config import load_config
+
+    if (configfile is None) == (config_json is None):
+        raise click.UsageError("give exactly one of --configfile and --config-json")
+    if configfile is not None:
+        return load_config(configfile)
+    try:
+        return json.loads(config_json)
+    except json.JSONDecodeError as exc:
+        raise click.BadParameter(f"not JSON: {exc}", param_hint="--config-json") from exc
+
+
 @group.command("model-card")
 @click.option(
     "--configfile",
@@ -278,20 +294,9 @@ def model_card(
 ) -> None:
     """The cross-method model card: every enabled method's headline metric per model with its interval, the
     models' rank per metric (1 = most biased) and Kendall's tau-b between the methods' rankings."""
-    import json
-
-    from unstereo.config import load_config
     from unstereo.model_card.card import enabled_methods, write_card
 
-    if (configfile is None) == (config_json is None):
-        raise click.UsageError("give exactly one of --configfile and --config-json")
-    if configfile is not None:
-        config = load_config(configfile)
-    else:
-        try:
-            config = json.loads(config_json)
-        except json.JSONDecodeError as exc:
-            raise click.BadParameter(f"not JSON: {exc}", param_hint="--config-json") from exc
+    config = _config_arg(configfile, config_json)
     if not enabled_methods(config):
         raise click.ClickException(
             "no method with headline metrics is enabled in the config: nothing to card"
@@ -323,20 +328,9 @@ def occupations(
 ) -> None:  # fmt: skip
     """Agreement on occupations: every method's per-occupation gender lean from its per-item outputs, correlated
     with the share of women (BLS, Bergsma) and between methods (docs/methods.md#agreement-on-occupations)."""
-    import json
-
-    from unstereo.config import load_config
     from unstereo.model_card.occupations import write
 
-    if (configfile is None) == (config_json is None):
-        raise click.UsageError("give exactly one of --configfile and --config-json")
-    if configfile is not None:
-        config = load_config(configfile)
-    else:
-        try:
-            config = json.loads(config_json)
-        except json.JSONDecodeError as exc:
-            raise click.BadParameter(f"not JSON: {exc}", param_hint="--config-json") from exc
+    config = _config_arg(configfile, config_json)
     leans, corr = write(config, stats, output, corr_out, pages_dir)
     log.info("wrote %d lean rows (%d models, %d occupations or terms) to %s, %d correlations to %s", len(leans),
              leans["model"].nunique(), leans["occupation"].nunique(), output, len(corr), corr_out)  # fmt: skip
