@@ -239,7 +239,7 @@ def test_write_from_a_config_tree(tmp_path):
         "results_dir": str(r), "seed": 0,
         "benchmarks": {"sources": {"WG": {"kind": "winogender"}, "U": {"kind": "use-raw"}}},
         "score": {"enabled": True, "models": two, "benchmarks": ["U", "WG"]},
-        "metrics": {"eps": 0.5},
+        "metrics": {"enabled": True, "eps": 0.5},
         "robustness": {"enabled": True, "models": [], "benchmarks": ["WG"]},
         "fairpair": {"enabled": True, "models": two, "phis": ["jaccard"], "folds": [2]},
         "biastest": {"enabled": True, "specs": ["Professions_vs_Gender"], "models": {}},

@@ -570,30 +570,23 @@ def findings(corr: pd.DataFrame, leans: pd.DataFrame | None = None) -> list[str]
 
 
 # ---- reading the methods' outputs --------------------------------------------------------------------------------
+# Each method's headline module (its registry entry's ``headline_module``, as for the card) may offer
+# ``occupation_sources(config)`` (the per-item tables it reads) and ``occupation_leans(config)`` (lean rows, from the
+# functions above): this module imports no method.
 
 PROFESSIONS_SPEC = "Professions_vs_Gender"
 
 
-def _section(config: dict, name: str) -> dict:
-    return config.get(name) or {}
-
-
 def winogender_benchmark(config: dict, among) -> str | None:
     """The first benchmark of ``among`` whose source is Winogender (``kind: winogender``)."""
-    sources = _section(config, "benchmarks").get("sources") or {}
+    sources = (config.get("benchmarks") or {}).get("sources") or {}
     for b in among or ():
         if (sources.get(b) or {}).get("kind") == "winogender":
             return b
     return None
 
 
-def _score_models(config: dict) -> list[str]:
-    from unstereo.unstereoeval.report.rules import metrics_models
-
-    return metrics_models({"metrics": {}, **config})
-
-
-def _gender_terms() -> tuple[set[str], set[str]]:
+def gender_terms() -> tuple[set[str], set[str]]:
     """(male, female) words of the project's gendered pairs (data/gendered_pairs.csv): which of a BiasTestGPT
     pair's two group terms is the male one."""
     from unstereo.package_data import DATA_DIR
@@ -602,94 +595,21 @@ def _gender_terms() -> tuple[set[str], set[str]]:
     return set(pairs["male"].str.lower()), set(pairs["female"].str.lower())
 
 
-def inputs(config: dict) -> dict[str, list[tuple[str, str]]]:
-    """The per-item tables the leans read, per method: (model, path) pairs."""
-    root = Path(config["results_dir"])
-    out: dict[str, list[tuple[str, str]]] = {}
-    score = _section(config, "score")
-    if score.get("enabled"):
-        bench = winogender_benchmark(config, score.get("benchmarks"))
-        if bench:
-            out["unstereoeval"] = [
-                (m, str(root / "scores" / m / f"{bench}.parquet")) for m in _score_models(config)
-            ]
-    rob = _section(config, "robustness")
-    if rob.get("enabled") and score.get("models"):
-        bench = winogender_benchmark(config, rob.get("benchmarks"))
-        if bench:
-            names = list(rob.get("models") or ()) or list(score.get("models") or ())
-            out["robustness"] = [
-                (m, str(root / "robustness" / bench / "scores" / f"{m}.parquet")) for m in names
-            ]
-    bt = _section(config, "biastest")
-    if bt.get("enabled"):
-        from unstereo.biastest.rules import models as bt_models
-        from unstereo.biastest.rules import specs as bt_specs
+def _apis(config: dict) -> list:
+    """The headline modules of the enabled methods on the card that offer occupation leans."""
+    from unstereo.model_card.card import _api, enabled_methods
 
-        if PROFESSIONS_SPEC in bt_specs({"biastest": {"specs": [], **bt}}):
-            names = list(bt_models({"biastest": {"models": {}, **bt}, "score": score}))
-            out["biastest"] = [("", str(root / "biastest" / PROFESSIONS_SPEC / "pairs.parquet"))] + [
-                (m, str(root / "biastest" / m / PROFESSIONS_SPEC / "scores.parquet")) for m in names
-            ]
-    fp = _section(config, "fairpair")
-    if fp.get("enabled") and fp.get("models"):
-        from unstereo.model_card.headline import model_names
-
-        out["fairpair"] = [
-            (m, str(root / "fairpair" / m / "per_prompt.parquet")) for m in model_names(fp["models"])
-        ]
-    se = _section(config, "sentiment")
-    if se.get("enabled") and se.get("models") and "occupation" in (se.get("attributes") or ["occupation"]):
-        from unstereo.model_card.headline import model_names
-
-        out["sentiment"] = [(m, str(root / "sentiment" / m / "continuations.parquet"))
-                            for m in model_names(se["models"])]  # fmt: skip
-    return out
+    return [_api(m) for m in enabled_methods(config) if hasattr(_api(m), "occupation_leans")]
 
 
 def input_paths(config: dict) -> list[str]:
     """Every file :func:`collect` reads (the rule's input), the statistics file aside."""
-    return [p for pairs in inputs(config).values() for _, p in pairs]
+    return [p for api in _apis(config) for p in api.occupation_sources(config)]
 
 
 def collect(config: dict, stats: pd.DataFrame) -> pd.DataFrame:
-    """The :data:`OCCUPATION_LEANS` table of every enabled method with occupations (:func:`inputs`)."""
-    from unstereo.defaults import DEFAULT_EPS
-    from unstereo.model_card.headline import first_present
-    from unstereo.tables import read_table
-
-    rows: list[dict] = []
-    found = inputs(config)
-    eps = float(_section(config, "metrics").get("eps", DEFAULT_EPS))
-    for model, path in found.get("unstereoeval", []):
-        rows += winogender_leans(read_table(path), model, eps)
-    if found.get("biastest"):
-        male, female = _gender_terms()
-        pairs = read_table(found["biastest"][0][1])
-    for model, path in found.get("biastest", [])[1:]:
-        rows += biastest_leans(pairs, read_table(path), model, male, female, PROFESSIONS_SPEC)
-    fp = _section(config, "fairpair")
-    for model, path in found.get("fairpair", []):
-        from unstereo.fairpair.headline import _k
-
-        per = read_table(path)
-        phi = first_present(fp.get("phis"), per["phi"].unique())
-        per = per[per["phi"] == phi]
-        if per.empty:
-            continue
-        k, _ = _k(fp, per["k"])
-        rows += fairpair_leans(per[per["k"] == k], model, f"F ({phi}, k = {k})")
-    for model, path in found.get("robustness", []):
-        rows += robustness_leans(read_table(path), model)
-    se = _section(config, "sentiment")
-    for model, path in found.get("sentiment", []):
-        cont = read_table(path)
-        classifiers = [c for c in (se.get("classifiers") or ()) if f"score_{c}" in cont.columns]
-        classifier = classifiers[0] if classifiers else first_present(
-            None, [c[len("score_"):] for c in cont.columns if c.startswith("score_")])  # fmt: skip
-        if classifier:
-            rows += sentiment_leans(cont, model, classifier)
-    return leans_table(rows, stats)
+    """The :data:`OCCUPATION_LEANS` table of every enabled method that offers occupation leans."""
+    return leans_table([r for api in _apis(config) for r in api.occupation_leans(config)], stats)
 
 
 # ---- the figure and the page -------------------------------------------------------------------------------------

@@ -160,3 +160,30 @@ def headline(config: dict):
             )  # fmt: skip
         )
     return headline_table(rows)
+
+
+def _winogender(config: dict) -> str | None:
+    from unstereo.model_card.occupations import winogender_benchmark
+
+    score = config.get("score") or {}
+    return winogender_benchmark(config, score.get("benchmarks")) if score.get("enabled") else None
+
+
+def occupation_sources(config: dict) -> list[str]:
+    """The score tables of the scored Winogender benchmark (every model), for the card's agreement on occupations."""
+    bench = _winogender(config)
+    root = Path(config["results_dir"]) / "scores"
+    return [str(root / m / f"{bench}.parquet") for m in models(config)] if bench else []
+
+
+def occupation_leans(config: dict) -> list[dict]:
+    """Per model and Winogender occupation, the lean over all pairs and over those whose pronoun refers to the
+    occupation (:func:`unstereo.model_card.occupations.winogender_leans`; eps: ``metrics.eps``)."""
+    from unstereo.model_card.occupations import winogender_leans
+    from unstereo.unstereoeval.metrics.core import DEFAULT_EPS
+
+    eps = float((config.get("metrics") or {}).get("eps", DEFAULT_EPS))
+    paths = occupation_sources(config)
+    return [
+        r for m, p in zip(models(config), paths, strict=True) for r in winogender_leans(read_table(p), m, eps)
+    ]
