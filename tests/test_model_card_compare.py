@@ -65,6 +65,11 @@ def test_exact_or_random_is_chosen_on_untied_items():
     # the random floor 1 / (1 + 9,999) above 16
     assert permutation_min_p(4) == 0.125 and permutation_min_p(0) == 1.0 and permutation_min_p(1) == 1.0
     assert permutation_min_p(17) == pytest.approx(1 / 10000)
+    # the same 4 untied pairs among 200,000 tied ones: still exact over 16 patterns (of the untied items only, so
+    # no 16 x 200,004 array), the same p
+    big_tied = np.r_[np.full(100_000, 100.0), np.zeros(100_000)]
+    big_a, big_b = np.r_[a[:4], big_tied], np.r_[b[:4], big_tied]
+    assert paired_permutation(big_a, big_b)[1:] == (0.625, "exact")
     # a = 1, b = 0 on 4 untied items: the extreme pattern and its mirror are 2 of 16 -> the floor is reached
     assert paired_permutation([1, 1, 1, 1, 5], [0, 0, 0, 0, 5])[1] == 0.125
 
