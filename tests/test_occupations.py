@@ -268,6 +268,11 @@ def test_write_from_a_config_tree(tmp_path):
         "model_card/occupations.png",
     ):
         assert (r / name).stat().st_size > 0
+    # without a Winogender benchmark UnStereoEval and robustness add nothing (no error): FairPair and BiasTestGPT
+    config["benchmarks"]["sources"]["WG"]["kind"] = "templates"
+    assert len(oc.input_paths(config)) == 3 + 2
+    leans, _ = oc.write(config, stats, r / "l.parquet", r / "c.parquet")
+    assert set(leans["method"]) == {"fairpair", "biastest"}
     from unstereo.outputs_check import ROOT_TABLES
 
     assert {"occupation_leans.parquet", "occupation_correlations.parquet"} <= set(ROOT_TABLES)

@@ -82,4 +82,6 @@ def occupation_leans(config: dict) -> list[dict]:
     from unstereo.model_card.occupations import robustness_leans
 
     paths = occupation_sources(config)
+    if not paths:  # no Winogender benchmark
+        return []
     return [r for m, p in zip(models(config), paths, strict=True) for r in robustness_leans(read_table(p), m)]

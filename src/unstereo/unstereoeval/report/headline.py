@@ -184,6 +184,8 @@ def occupation_leans(config: dict) -> list[dict]:
 
     eps = float((config.get("metrics") or {}).get("eps", DEFAULT_EPS))
     paths = occupation_sources(config)
+    if not paths:  # no Winogender benchmark scored
+        return []
     return [
         r for m, p in zip(models(config), paths, strict=True) for r in winogender_leans(read_table(p), m, eps)
     ]
