@@ -82,3 +82,58 @@ rule model_card:
 
 if CARD_ON:
     ALL_TARGETS.extend(rules.model_card.output)
+
+
+# Agreement on occupations (src/unstereo/model_card/occupations.py): every method's lean on Winogender's occupations
+# from the per-item tables it already wrote (no model run), against the share of women of Winogender's
+# occupations-stats.tsv and against each other. results/occupation_leans.{parquet,csv},
+# results/occupation_correlations.parquet, results/model_card/occupations.{html,md,png}.
+import unstereo.model_card.occupations as _occupations
+
+OCCUPATION_INPUTS = _occupations.input_paths(config) if CARD_ON else []
+
+
+rule model_card_occupations:
+    """Per-occupation leans of every method with occupations, their correlations with the share of women and
+    between methods."""
+    input:
+        OCCUPATION_INPUTS,
+        reference=resource_manifest("reference"),
+    output:
+        leans=results("occupation_leans.parquet"),
+        csv=results("occupation_leans.csv"),
+        correlations=results("occupation_correlations.parquet"),
+        page=report(
+            results("model_card", "occupations.html"),
+            caption="../workflow/report/model_card_occupations.rst",
+            category=_model_card.CATEGORY,
+            subcategory="Agreement on occupations",
+        ),
+        figure=report(
+            results("model_card", "occupations.png"),
+            caption="../workflow/report/model_card_occupations.rst",
+            category=_model_card.CATEGORY,
+            subcategory="Agreement on occupations",
+        ),
+        markdown=results("model_card", "occupations.md"),
+    log:
+        f"{LOGS}/report/model_card_occupations.log",
+    conda:
+        "../src/unstereo/unstereoeval/report/env.yaml"
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        config=lambda wc: _model_card.card_config(config),
+        stats=lambda wc, input: Path(input.reference).parent
+        / "winogender"
+        / "data"
+        / "occupations-stats.tsv",
+        pages_dir=lambda wc, output: Path(output.page).parent,
+    shell:
+        "unstereo report occupations --config-json {params.config:q} --stats {params.stats:q}"
+        " -o {output.leans} --correlations {output.correlations} --pages-dir {params.pages_dir} > {log} 2>&1"
+
+
+if OCCUPATION_INPUTS:
+    ALL_TARGETS.extend(rules.model_card_occupations.output)

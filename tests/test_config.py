@@ -58,6 +58,7 @@ def test_invalid_yaml_is_reported(tmp_path):
         "config/config.yaml",
         "config/paper.yaml",
         "config/study.yaml",
+        "config/study-hub.yaml",
         ".test/config.yaml",
         ".test/config-methods.yaml",
     ],

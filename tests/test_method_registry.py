@@ -94,6 +94,7 @@ def test_each_builtin_method_is_one_folder():
         "model_card.rst",
         "model_card_comparisons.rst",
         "model_card_models.rst",
+        "model_card_occupations.rst",
         "model_card_tau.rst",
     ]
     assert sorted(p.name for p in SCHEMA_DIR.iterdir()) == [

@@ -243,17 +243,25 @@ def _bootstrap_tree(tmp_path):
     }
 
 
-def test_aufc_statistic_on_all_pairs_is_the_headline(tmp_path):
+def test_aufc_items_are_per_pair_areas_whose_mean_is_the_headline(tmp_path):
+    from unstereo.unstereoeval.metrics.core import aufc, pair_areas
+
     config = _bootstrap_tree(tmp_path)
     shown = us_headline.headline(config)
-    stats = {r.model: r for r in us_headline.resampled(config)}
-    for model, want in (("a", 14 / 3), ("b", 5.0)):
-        r = stats[model]
-        assert (r.metric, r.items, r.strata) == ("aufc", ("B:1", "B:2", "B:3"), None)
-        assert r.statistic(np.arange(3)) == pytest.approx(want) == _row(shown, model, "aufc").value
-    # a resample of pair B:1 three times: FM 0 everywhere, US 1 at every eps, area 6
-    assert stats["a"].statistic(np.array([0, 0, 0])) == pytest.approx(6.0)
-    assert us_headline.resampled_sources(config) == us_headline.item_sources(config)
+    items = us_headline.items(config)
+    # per-pair areas by hand, grid (0, 2, 4, 6), trapezoids of width 2 of the pair's curve (1 where |FM| <= eps):
+    # a: FM 0 -> (1, 1, 1, 1): 6; FM 1 -> (0, 1, 1, 1): 1 + 2 + 2 = 5; FM -3 -> (0, 0, 1, 1): 0 + 1 + 2 = 3; mean
+    # 14/3, the headline. b: FM .2, .3, .4 -> (0, 1, 1, 1) each: 5, 5, 5; mean 5.
+    for model, want, mean in (("a", [6.0, 5.0, 3.0], 14 / 3), ("b", [5.0, 5.0, 5.0], 5.0)):
+        got = items[(items["model"] == model) & (items["metric"] == "aufc")]
+        assert got["item"].tolist() == ["B:1", "B:2", "B:3"] and got["value"].tolist() == pytest.approx(want)
+        assert got["value"].mean() == pytest.approx(mean) == _row(shown, model, "aufc").value
+    # the mean of the areas is aufc on any FM (the trapezoid rule is linear in the curve), in nats and in log10
+    fm = np.random.default_rng(0).normal(0, 2, 200)
+    grid = np.linspace(0, 6, 101)
+    for log10 in (False, True):
+        assert pair_areas(fm, grid, log10).mean() == pytest.approx(aufc(fm, grid, log10), rel=1e-12)
+    assert not hasattr(us_headline, "resampled")  # AuFC takes the permutation test, not the bootstrap
 
 
 def test_sentiment_statistics_on_all_units_are_the_headline(tmp_path):
@@ -283,15 +291,13 @@ def test_write_card_tests_both_kinds_in_one_family(tmp_path):
 
     config = _bootstrap_tree(tmp_path)
     out = tmp_path / "card"
-    assert mc.resampled_inputs(config) == us_headline.item_sources(config) + sent_headline.resampled_sources(
-        config
-    )
+    assert mc.resampled_inputs(config) == sent_headline.resampled_sources(config)
     mc.write_card(
         config, out / "card.parquet", out / "tau.parquet", out / "pages", tests_out=out / "tests.parquet"
     )
     tests = pd.read_parquet(out / "tests.parquet")
     assert list(zip(tests["metric"], tests["test"], strict=True)) == [
-        ("us", "exact"), ("aufc", "bootstrap (2000 rounds)"), ("if", "bootstrap (2000 rounds)"),
+        ("us", "exact"), ("aufc", "exact"), ("if", "bootstrap (2000 rounds)"),
         ("gf", "bootstrap (2000 rounds)")]  # fmt: skip
     np.testing.assert_allclose(tests["p_holm"], holm(tests["p_value"]))
     aufc = tests[tests["metric"] == "aufc"].iloc[0]
@@ -300,15 +306,20 @@ def test_write_card_tests_both_kinds_in_one_family(tmp_path):
     # and 3 keep |d| = 66.7 -> p = 0.5. I.F.: under every resample within templates a's is 0.25 (C1 W1 0.5 for any
     # draw of samples, C2 0) and b's 0.5 (C1 0, C2 W1 1): d = -0.25 always, p = the floor 1 / 2001; G.F. likewise.
     # Holm over the 4: 4 / 2001 for I.F. and G.F.
-    assert tests["p_value"].iloc[[0, 2, 3]].tolist() == pytest.approx([0.5, 1 / 2001, 1 / 2001])
+    # AuFC: per-pair areas a (6, 5, 3), b (5, 5, 5): pair 2 tied, 2 untied; a - b = +1 and -2, observed sum -1;
+    # the 4 sign patterns give -1, -3, 3, 1: every |sum| >= 1 -> p = 1, smallest reachable p 2 / 4.
+    assert tests["p_value"].tolist() == pytest.approx([0.5, 1.0, 1 / 2001, 1 / 2001])
+    assert tests["n_untied"].iloc[:2].tolist() == [2, 2] and tests["n_untied"].iloc[2:].isna().all()
+    assert tests["min_p"].tolist() == pytest.approx([0.5, 0.5, 1 / 2001, 1 / 2001])
     assert tests["p_holm"].iloc[2:].tolist() == pytest.approx([4 / 2001, 4 / 2001])
     page = (out / "pages" / "comparisons.html").read_text()
-    assert page.count("bootstrap (2000 rounds)") == 3
+    assert page.count("bootstrap (2000 rounds)") == 2
     assert "sentiment: Individual fairness I.F. (Wasserstein) separates all 2 models: b &gt; a" in page
     # the statistic must give the value the card shows, else the test would be of another number
-    _write(pd.read_parquet(config["results_dir"] + "/metrics/metrics.parquet").assign(aufc=[4.0, 5.0]),
-           tmp_path / "results" / "metrics" / "metrics.parquet")  # fmt: skip
-    with pytest.raises(ValueError, match="aufc of a: the resampling statistic on all 3 items gives"):
+    fair = pd.read_parquet(config["results_dir"] + "/sentiment/a/fairness.parquet")
+    fair.loc[fair["metric"] == "IF", "value"] += 1.0
+    _write(fair, tmp_path / "results" / "sentiment" / "a" / "fairness.parquet")
+    with pytest.raises(ValueError, match="if of a: the resampling statistic on all 4 items gives"):
         mc.collect_resampled(config, mc.collect(config))
 
 

@@ -21,6 +21,8 @@ from unstereo.model_card.compare import (
     pair_tests,
     paired_bootstrap,
     paired_permutation,
+    permutation_min_p,
+    untied,
 )
 from unstereo.model_card.headline import Resampled, items_table
 
@@ -39,10 +41,37 @@ def test_exact_permutation_two_items_every_pattern_as_extreme():
 
 
 def test_identical_models_give_p_one():
-    x = np.linspace(0, 1, 40)  # 40 items: the random branch
-    d, p, kind = paired_permutation(x, x, n_perm=199)
-    assert d == 0.0 and p == 1.0 and kind.startswith("random")
+    # 40 items, all tied: no swap moves anything, the one pattern is the observed one
+    x = np.linspace(0, 1, 40)
+    assert paired_permutation(x, x, n_perm=199) == (0.0, 1.0, "exact")
     assert paired_permutation([3.0, 1.0], [3.0, 1.0])[1] == 1.0
+    # 40 untied items differing only by float noise: the random branch, and the noise splits no tie (p = 1)
+    d, p, kind = paired_permutation(x, x * (1 + 1e-13), n_perm=199)
+    assert abs(d) < 1e-12 and p == 1.0 and kind == "random (199 patterns)"
+
+
+def test_exact_or_random_is_chosen_on_untied_items():
+    # The case: US on 33 pairs, 4 untied. a = 100 (neutral) on pairs 1-3, 0 on pair 4; b the reverse; the
+    # other 29 pairs are tied (some 100, some 0). Each untied pair adds +-100/33 to d; observed signs (+, +, +, -):
+    # sum 2. Over the 16 sign patterns the sums are 4 (1), 2 (4), 0 (6), -2 (4), -4 (1): |sum| >= 2 in 10 -> 0.625,
+    # exact (the random test gave 0.6303 on 33 items).
+    tied = np.r_[np.full(15, 100.0), np.zeros(14)]
+    a = np.r_[100.0, 100.0, 100.0, 0.0, tied]
+    b = np.r_[0.0, 0.0, 0.0, 100.0, tied]
+    d, p, kind = paired_permutation(a, b)
+    assert untied(a, b) == 4 and kind == "exact"
+    assert d == pytest.approx(200 / 33) and p == 0.625
+    # the smallest p with u untied items: 2 / 2**u exact (the observed pattern and its mirror), 1 with none,
+    # the random floor 1 / (1 + 9,999) above 16
+    assert permutation_min_p(4) == 0.125 and permutation_min_p(0) == 1.0 and permutation_min_p(1) == 1.0
+    assert permutation_min_p(17) == pytest.approx(1 / 10000)
+    # the same 4 untied pairs among 200,000 tied ones: still exact over 16 patterns (of the untied items only, so
+    # no 16 x 200,004 array), the same p
+    big_tied = np.r_[np.full(100_000, 100.0), np.zeros(100_000)]
+    big_a, big_b = np.r_[a[:4], big_tied], np.r_[b[:4], big_tied]
+    assert paired_permutation(big_a, big_b)[1:] == (0.625, "exact")
+    # a = 1, b = 0 on 4 untied items: the extreme pattern and its mirror are 2 of 16 -> the floor is reached
+    assert paired_permutation([1, 1, 1, 1, 5], [0, 0, 0, 0, 5])[1] == 0.125
 
 
 def test_random_permutation_clear_difference():
@@ -98,6 +127,35 @@ def test_bootstrap_p_formula_and_floor():
     # all positive: 0 -> the floor 1 / (B + 1) = 1/5; a value within tol of 0 counts on both sides
     assert bootstrap_p([1, 2, 3, 4]) == pytest.approx(0.2)
     assert bootstrap_p([1e-12, 1, 2, 3], tol=1e-9) == pytest.approx(0.5)
+
+
+def test_bootstrap_p_leaves_nan_rounds_out():
+    # (1, 2, NaN, NaN): over the 2 finite rounds share <= 0 = 0 -> the floor 1 / (2 + 1); counting the NaN rounds
+    # would give 1/5 (they sit on neither side)
+    assert bootstrap_p([1.0, 2.0, math.nan, math.nan]) == pytest.approx(1 / 3)
+    # (-1, 1, NaN): shares 1/2 and 1/2 -> 1 (with the NaN in B: 2 * 1/3)
+    assert bootstrap_p([-1.0, 1.0, math.nan]) == 1.0
+    # no finite round: no test (NaN), not the floor 1 / (B + 1), which Holm would count as a difference
+    assert math.isnan(bootstrap_p([math.nan] * 5))
+
+
+def test_pair_tests_bootstrap_with_nan_rounds():
+    # A's statistic is 5 on every resample, B's is 1 except NaN when the resample holds no position 0. 3 items,
+    # every one of the 27 resamples once: 8 lack position 0 (2**3), 19 are finite with d = 5 - 1 > 0 -> p = the
+    # floor 1 / (19 + 1), the smallest p reachable; the label says 19 of 27.
+    keys = ("i1", "i2", "i3")
+    stat_b = lambda pos: 1.0 if 0 in set(np.asarray(pos).tolist()) else math.nan  # noqa: E731
+    d, p, kind = paired_bootstrap(lambda pos: 5.0, stat_b, 3, resamples=EVERY_RESAMPLE_OF_3)
+    assert (d, kind) == (4.0, "bootstrap (19 of 27 rounds finite)") and p == pytest.approx(1 / 20)
+    card = pd.DataFrame({"method": "m2", "metric": "y", "model": ["A", "B"]})
+    resampled = [Resampled("m2", "A", "y", keys, lambda pos: 5.0), Resampled("m2", "B", "y", keys, stat_b)]
+    t = pair_tests(card, items_table([]), {("m2", "y"): HeadlineMetric("y", "Y", "higher")}, resampled=resampled,
+                   n_boot=400)  # fmt: skip
+    row = t.iloc[0]
+    # "bootstrap (F of 400 rounds finite)": F depends on the draws
+    finite = int(row.test.split()[1].strip("("))
+    assert row.test.endswith("of 400 rounds finite)") and 0 < finite < 400
+    assert pd.isna(row.n_untied) and row.min_p == pytest.approx(1 / (finite + 1)) == row.p_value
 
 
 def test_bootstrap_identical_models_give_p_one():
@@ -177,6 +235,8 @@ def test_pair_tests_and_findings():
     assert got[("A", "B")] == (1 / 32, 0.09375, False, "")
     assert got[("B", "C")] == (1 / 32, 0.09375, False, "")
     assert got[("A", "C")] == (1.0, 1.0, False, "")
+    # 6 untied items between A and B (smallest p 2 / 64), none between A and C (the one pattern: 1)
+    assert tests["n_untied"].tolist() == [6, 0, 6] and tests["min_p"].tolist() == [1 / 32, 1.0, 1 / 32]
     tau = pd.DataFrame(
         [dict(method_a="m1", metric_a="x", method_b="m2", metric_b="y", n_models=3, models="A, B, C",
               kendall_tau=-0.8165, p_value=0.22, note="")]
@@ -189,6 +249,20 @@ def test_pair_tests_and_findings():
         text[-1]
         == "Of 1 pairs of metrics from different methods with a tau, 0 agree and 0 disagree at the 0.05 level; 1 are inconclusive."
     )
+
+
+def test_findings_say_when_no_test_can_reach_alpha():
+    # 3 items, all untied between A and B: the exact test's smallest p is 2 / 8 = 0.25 > 0.05, so the finding says
+    # that no test of this metric could show a difference
+    items = items_table([dict(method="m1", model=m, metric="x", item=f"i{i}", value=v)
+                         for m, v in (("A", 1.0), ("B", 0.0)) for i in range(3)])  # fmt: skip
+    card = _card({("m1", "x"): {"A": 1.0, "B": 0.0}})
+    tests = pair_tests(card, items, INFO)
+    assert (tests["n_untied"].iloc[0], tests["min_p"].iloc[0], tests["p_value"].iloc[0]) == (3, 0.25, 0.25)
+    text = findings(card, tests, pd.DataFrame(columns=["method_a", "method_b"]), INFO)
+    assert text[0] == ("m1: X score: no two of the 2 models differ after Holm correction (smallest adjusted p = "
+                       "0.250; no test of this metric can reach p < 0.05: its smallest reachable p is 0.25, with at "
+                       "most 3 untied items).")  # fmt: skip
 
 
 def test_one_holm_family_over_permutation_and_bootstrap_rows():
@@ -221,7 +295,7 @@ def test_one_holm_family_over_permutation_and_bootstrap_rows():
     assert text[1] == "m2: Y score separates all 2 models: B > A (most biased first)."
     page = comparisons_page(tests, text, [], ("a",), INFO, "md")
     assert (
-        "| m2: Y score | A | B | 4 | 5 | 1 | -4 | 0.010 | 0.040 | yes: B more biased | bootstrap (99 rounds) |"
+        "| m2: Y score | A | B | 4 |  | 5 | 1 | -4 | 0.010 | 0.01 | 0.040 | yes: B more biased | bootstrap (99 rounds) |"
         in page
     )
     # a metric with per-item values is not also bootstrapped

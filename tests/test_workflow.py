@@ -143,6 +143,7 @@ SHIPPED_CONFIGS = [
     "config/paper.yaml",
     "config/biastest-release.yaml",
     "config/study.yaml",
+    "config/study-hub.yaml",
     ".test/config.yaml",
     ".test/config-methods.yaml",
 ]

@@ -6,8 +6,8 @@ It asks Snakemake for every output file of the DAG (``--summary``), then checks 
 load, JSON parses, PNG/PDF files carry their magic bytes, nothing is empty; and every table of a registered method
 (UnStereoEval, FairPair, counterfactual sentiment, robustness, BiasTestGPT and any other in
 :mod:`unstereo.method_registry`) validates against the schema its code declares (:func:`tables`: the method's
-results folder -> path pattern -> schema), as do the model card's two tables at the results folder's top
-(:data:`ROOT_TABLES`). Finally the metrics table must hold a finite Unstereo Score for every (model, benchmark) the config scores.
+results folder -> path pattern -> schema), as do the tables at the results folder's top: the model card, its tau
+and tests, the occupation leans and their correlations (:data:`ROOT_TABLES`). Finally the metrics table must hold a finite Unstereo Score for every (model, benchmark) the config scores.
 Exit status 1 with one line per problem.
 """
 
@@ -64,6 +64,8 @@ ROOT_TABLES: dict[str, str] = {
     "model_card.parquet": "unstereo.model_card.card:MODEL_CARD",
     "model_card_tau.parquet": "unstereo.model_card.card:MODEL_CARD_TAU",
     "model_card_tests.parquet": "unstereo.model_card.compare:MODEL_CARD_TESTS",
+    "occupation_leans.parquet": "unstereo.model_card.occupations:OCCUPATION_LEANS",
+    "occupation_correlations.parquet": "unstereo.model_card.occupations:OCCUPATION_CORRELATIONS",
 }
 
 

@@ -98,3 +98,32 @@ def headline(config: dict):
                  scope=f"spec {spec}, {source} pairs")
         )  # fmt: skip
     return headline_table(rows)
+
+
+def occupation_sources(config: dict) -> list[str]:
+    """The pair table of ``Professions_vs_Gender`` and each model's scores of it (when the specification is
+    configured), for the agreement on occupations."""
+    from unstereo.biastest.rules import specs
+    from unstereo.model_card.occupations import PROFESSIONS_SPEC
+
+    cfg = config.get("biastest") or {}
+    if PROFESSIONS_SPEC not in specs({"biastest": {"specs": [], **cfg}}):
+        return []
+    root = Path(config["results_dir"]) / "biastest"
+    return [str(root / PROFESSIONS_SPEC / "pairs.parquet")] + [
+        str(root / m / PROFESSIONS_SPEC / "scores.parquet") for m in models(config)
+    ]
+
+
+def occupation_leans(config: dict) -> list[dict]:
+    """Per model and profession term of ``Professions_vs_Gender``, the signed lean
+    (:func:`unstereo.model_card.occupations.biastest_leans`; the male side by data/gendered_pairs.csv)."""
+    from unstereo.model_card.occupations import PROFESSIONS_SPEC, biastest_leans, gender_terms
+
+    paths = occupation_sources(config)
+    if not paths:
+        return []
+    male, female = gender_terms()
+    pairs = read_table(paths[0])
+    return [r for m, p in zip(models(config), paths[1:], strict=True)
+            for r in biastest_leans(pairs, read_table(p), m, male, female, PROFESSIONS_SPEC)]  # fmt: skip

@@ -87,3 +87,26 @@ def headline(config: dict):
                  + (f", {int(r['n_inf_F'])} prompt(s) with infinite F left out" if int(r["n_inf_F"]) else ""))
         )  # fmt: skip
     return headline_table(rows)
+
+
+def occupation_sources(config: dict) -> list[str]:
+    """Each model's per-prompt table, for the agreement on occupations."""
+    return item_sources(config)
+
+
+def occupation_leans(config: dict) -> list[dict]:
+    """Per model and occupation of the Common Sents prompts, the mean F at the card's (phi, k)
+    (:func:`unstereo.model_card.occupations.fairpair_leans`)."""
+    from unstereo.model_card.occupations import fairpair_leans
+
+    cfg = config.get("fairpair") or {}
+    rows = []
+    for model, path in zip(models(config), occupation_sources(config), strict=True):
+        per = read_table(path)
+        phi = first_present(cfg.get("phis"), per["phi"].unique())
+        per = per[per["phi"] == phi]
+        if per.empty:
+            continue
+        k, _ = _k(cfg, per["k"])
+        rows += fairpair_leans(per[per["k"] == k], model, f"F ({phi}, k = {k})")
+    return rows

@@ -2,9 +2,10 @@
 
 - :func:`paired_permutation`: a paired permutation test of the difference of a headline metric between two models
   over the items both were measured on (within each item the two models' values are swapped at random; exact over
-  every swap pattern up to :data:`EXACT_MAX` items, else :data:`N_PERM` seeded random patterns).
+  every swap pattern of the untied items (:func:`untied`) up to :data:`EXACT_MAX` of them, else :data:`N_PERM`
+  seeded random patterns; :func:`permutation_min_p`, the smallest p it can reach).
 - :func:`paired_bootstrap`: a paired bootstrap test of the same difference for a metric that is a statistic of items
-  rather than their mean (AuFC, Wasserstein distances): the same resamples of the shared items for both models,
+  rather than their mean (Wasserstein distances; AuFC is a mean of per-pair areas and takes the permutation test): the same resamples of the shared items for both models,
   p by inverting the percentile interval of the resampled differences (:func:`bootstrap_p`).
 - :func:`holm`: Holm's step-down adjustment of a family of p-values.
 - :func:`pair_tests`: every pair of models under every headline metric whose method writes per-item values
@@ -47,15 +48,32 @@ MODEL_CARD_TESTS = TableSchema(
         Column("model_a", "str", "first model"),
         Column("model_b", "str", "second model"),
         Column("n_items", "int", "items both models have a value for"),
+        Column(
+            "n_untied",
+            "int",
+            "permutation tests: the shared items whose two values differ, the only ones a swap can move (empty for a "
+            "bootstrap test, where every item can)",
+            nullable=True,
+        ),
         Column("value_a", "float", "the metric of model_a over the shared items", nullable=True),
         Column("value_b", "float", "the metric of model_b over the shared items", nullable=True),
         Column("diff", "float", "bias(a) - bias(b), oriented: > 0 = model_a more biased", nullable=True),
         Column("p_value", "float", "two-sided permutation or bootstrap p-value", nullable=True),
+        Column(
+            "min_p",
+            "float",
+            "the smallest p this test can reach: exact 2 / 2**n_untied (1 with none untied), random 1 / (1 + "
+            "patterns), bootstrap 1 / (1 + finite rounds)",
+            nullable=True,
+        ),
         Column("p_holm", "float", "Holm-adjusted p-value (family: every row of the table)", nullable=True),
         Column("differs", "bool", "p_holm < 0.05"),
         Column("more_biased", "str", "the more biased model when `differs`, else empty"),
         Column(
-            "test", "str", "`exact` (every swap pattern), `random (N patterns)` or `bootstrap (B rounds)`"
+            "test",
+            "str",
+            "`exact` (every swap pattern of the untied items), `random (N patterns)`, `bootstrap (B rounds)` or "
+            "`bootstrap (F of B rounds finite)` (rounds whose statistic is NaN left out)",
         ),
     ),
     unique=("method", "metric", "model_a", "model_b"),
@@ -67,6 +85,24 @@ def _stat(values: np.ndarray, weight: np.ndarray, bias: Callable) -> np.ndarray:
     return np.asarray(bias((values * weight).sum(axis=-1) / weight.sum()), dtype=float)
 
 
+def untied(a, b) -> int:
+    """How many items can move a paired permutation test: those whose two values differ (swapping a tied item leaves
+    both models' statistics exactly as they are)."""
+    return int(np.sum(np.asarray(a, dtype=float) != np.asarray(b, dtype=float)))
+
+
+def permutation_min_p(n_untied: int, n_perm: int = N_PERM) -> float:
+    """The smallest two-sided p :func:`paired_permutation` can give with ``n_untied`` untied items: exact (up to
+    :data:`EXACT_MAX` untied items) 2 / 2**u, since the observed pattern and its mirror (every item swapped, d ->
+    -d) always reach |d_obs| (1 with no untied item: the only pattern is the observed one); random, the floor
+    1 / (1 + n_perm)."""
+    if n_untied <= 0:
+        return 1.0
+    if n_untied <= EXACT_MAX:
+        return 2.0 / 2**n_untied
+    return max(1.0 / (1 + n_perm), 2.0 / 2**n_untied)
+
+
 def paired_permutation(
     a, b, weight=None, bias: Callable | None = None, n_perm: int = N_PERM, seed: int = 0
 ) -> tuple[float, float, str]:
@@ -74,9 +110,11 @@ def paired_permutation(
 
     ``weight``: per-item weights of the (weighted) mean (default 1); ``bias``: the orientation of the metric
     (HeadlineMetric.bias; default the identity). Under the null the two models are exchangeable within each item:
-    every pattern of swaps is equally likely. Exact (p = share of the 2**n patterns with |d| >= |d_obs|) up to
-    :data:`EXACT_MAX` items, else ``n_perm`` seeded random patterns with p = (1 + count) / (1 + n_perm). Identical
-    models give d = 0 under every pattern, p = 1."""
+    every pattern of swaps is equally likely. Only untied items (a != b, :func:`untied`) can move the statistic, so
+    the choice is made on their number u: exact (p = share of the 2**u patterns of swaps of the untied items with
+    |d| >= |d_obs|; the same p as over all 2**n patterns, each of which repeats one of them 2**(n - u) times) up to
+    :data:`EXACT_MAX` untied items, else ``n_perm`` seeded random patterns over all items with p = (1 + count) /
+    (1 + n_perm). Identical models give d = 0 under every pattern, p = 1."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if a.shape != b.shape or a.ndim != 1:
         raise ValueError(f"paired values must be two 1-d arrays of one length, got {a.shape} and {b.shape}")
@@ -91,9 +129,19 @@ def paired_permutation(
     def diffs(swap: np.ndarray) -> np.ndarray:
         return _stat(np.where(swap, b, a), w, bias) - _stat(np.where(swap, a, b), w, bias)
 
-    if n <= EXACT_MAX:
-        swap = ((np.arange(2**n)[:, None] >> np.arange(n)) & 1).astype(bool)
-        return observed, float(np.mean(np.abs(diffs(swap)) >= abs(observed) - tol)), "exact"
+    moving = a != b
+    u = int(moving.sum())
+    if u <= EXACT_MAX:
+        # patterns over the untied items only, the tied ones summed once (the same for both models): 2**u x u
+        # values, not 2**u x n (a benchmark of thousands of pairs with 16 untied would need gigabytes)
+        tied = float((w * a)[~moving].sum())
+        am, bm, wm = a[moving], b[moving], w[moving]
+        swap = ((np.arange(2**u)[:, None] >> np.arange(u)) & 1).astype(bool)
+        total = w.sum()
+        sa = (tied + (np.where(swap, bm, am) * wm).sum(axis=-1)) / total
+        sb = (tied + (np.where(swap, am, bm) * wm).sum(axis=-1)) / total
+        d = np.asarray(bias(sa), dtype=float) - np.asarray(bias(sb), dtype=float)
+        return observed, float(np.mean(np.abs(d) >= abs(observed) - tol)), "exact"
     rng = np.random.default_rng(seed)
     count = 0
     for start in range(0, n_perm, _CHUNK):
@@ -118,9 +166,11 @@ def bootstrap_indices(n: int, n_boot: int = N_BOOT, seed: int = 0, strata=None) 
 
 
 def bootstrap_p(d, tol: float = 0.0) -> float:
-    """Two-sided bootstrap p-value of "the difference is 0" from the resampled differences ``d`` (B of them):
-    ``max(1 / (B + 1), min(1, 2 * min(share of d <= 0, share of d >= 0)))``; |d| <= ``tol`` counts as 0 (on both
-    sides, so identical models give p = 1).
+    """Two-sided bootstrap p-value of "the difference is 0" from the resampled differences ``d``:
+    ``max(1 / (B + 1), min(1, 2 * min(share of d <= 0, share of d >= 0)))`` over the B finite ones; |d| <= ``tol``
+    counts as 0 (on both sides, so identical models give p = 1). A round whose difference is NaN (a statistic
+    undefined on that resample) is left out, shares and floor alike: counted in B it would sit on neither side and
+    lower p. No finite round gives NaN (no test), not the floor.
 
     This inverts the percentile interval (Efron & Tibshirani 1993, *An Introduction to the Bootstrap*): p is the
     smallest alpha whose equal-tailed (1 - alpha) percentile interval of d reaches 0. Chosen over the centred null
@@ -129,6 +179,7 @@ def bootstrap_p(d, tol: float = 0.0) -> float:
     side of 0 the share is 0, but B rounds cannot show a p below about 1 / B (the permutation test's (1 + count) /
     (1 + N) has the same floor), and a p of 0 would pass every Holm threshold."""
     d = np.asarray(d, dtype=float)
+    d = d[np.isfinite(d)]
     if d.size == 0:
         return math.nan
     share = min(float(np.mean(d <= tol)), float(np.mean(d >= -tol)))
@@ -137,13 +188,20 @@ def bootstrap_p(d, tol: float = 0.0) -> float:
 
 def _bootstrap_result(
     full_a: float, full_b: float, boot_a, boot_b, bias: Callable
-) -> tuple[float, float, str]:
+) -> tuple[float, float, str, int]:
+    """(observed, p, test label, finite rounds) of a paired bootstrap from each model's statistic per round."""
     observed = float(bias(full_a) - bias(full_b))
     d = np.asarray(bias(np.asarray(boot_a, dtype=float)), dtype=float) - np.asarray(
         bias(np.asarray(boot_b, dtype=float)), dtype=float
     )
     tol = 1e-9 * max(1.0, abs(observed)) if np.isfinite(observed) else 0.0  # float noise is no difference
-    return observed, bootstrap_p(d, tol), f"bootstrap ({len(d)} rounds)"
+    finite = int(np.isfinite(d).sum())
+    kind = (
+        f"bootstrap ({len(d)} rounds)"
+        if finite == len(d)
+        else f"bootstrap ({finite} of {len(d)} rounds finite)"
+    )
+    return observed, bootstrap_p(d, tol), kind, finite
 
 
 def paired_bootstrap(
@@ -174,7 +232,7 @@ def paired_bootstrap(
     full = np.arange(n)
     boot_a = [stat_a(r) for r in rs]
     boot_b = [stat_b(r) for r in rs]
-    return _bootstrap_result(stat_a(full), stat_b(full), boot_a, boot_b, bias)
+    return _bootstrap_result(stat_a(full), stat_b(full), boot_a, boot_b, bias)[:3]
 
 
 def holm(p_values) -> np.ndarray:
@@ -238,7 +296,9 @@ def _bootstrap_rows(
                     raise ValueError(f"{method}/{metric}: {ma} and {mb} put shared items in different strata")
                 strata = sa if sa is not None else sb
             if not shared:
-                rows.append([method, metric, ma, mb, 0, math.nan, math.nan, math.nan, math.nan, ""])
+                rows.append(
+                    [method, metric, ma, mb, 0, None, math.nan, math.nan, math.nan, math.nan, math.nan, ""]
+                )
                 continue
             if (shared, strata) not in draws:
                 draws[(shared, strata)] = bootstrap_indices(len(shared), n_boot, seed, strata)
@@ -250,8 +310,9 @@ def _bootstrap_rows(
                         np.array([r.statistic(pos[i]) for i in rs]),
                     )
             (va, boot_a), (vb, boot_b) = values[(id(ra), shared)], values[(id(rb), shared)]
-            diff, p, kind = _bootstrap_result(va, vb, boot_a, boot_b, hm.bias)
-            rows.append([method, metric, ma, mb, len(shared), va, vb, diff, p, kind])
+            diff, p, kind, finite = _bootstrap_result(va, vb, boot_a, boot_b, hm.bias)
+            min_p = 1.0 / (finite + 1) if finite else math.nan
+            rows.append([method, metric, ma, mb, len(shared), None, va, vb, diff, p, min_p, kind])
     return rows
 
 
@@ -286,23 +347,15 @@ def pair_tests(
             diff, p, kind = paired_permutation(xa, xb, w, hm.bias, n_perm, seed)
             va = float((xa * w).sum() / w.sum()) if shared else math.nan
             vb = float((xb * w).sum() / w.sum()) if shared else math.nan
-            rows.append([method, metric, ma, mb, len(shared), va, vb, diff, p, kind])
+            u = untied(xa, xb)
+            min_p = permutation_min_p(u, n_perm) if shared else math.nan
+            rows.append([method, metric, ma, mb, len(shared), u, va, vb, diff, p, min_p, kind])
     rows += _bootstrap_rows(card, resampled or [], info, n_boot, seed, done)
     position = {k: i for i, k in enumerate(dict.fromkeys(zip(card["method"], card["metric"], strict=True)))}
     rows.sort(key=lambda r: position.get((r[0], r[1]), len(position)))  # stable: pairs keep their order
-    cols = [
-        "method",
-        "metric",
-        "model_a",
-        "model_b",
-        "n_items",
-        "value_a",
-        "value_b",
-        "diff",
-        "p_value",
-        "test",
-    ]
-    df = pd.DataFrame(rows, columns=cols).astype({"n_items": "int64"})
+    cols = ["method", "metric", "model_a", "model_b", "n_items", "n_untied", "value_a", "value_b", "diff", "p_value",
+            "min_p", "test"]  # fmt: skip
+    df = pd.DataFrame(rows, columns=cols).astype({"n_items": "int64", "n_untied": "Int64", "min_p": float})
     df["p_holm"] = holm(df["p_value"]) if len(df) else pd.Series(dtype=float)
     df["differs"] = (df["p_holm"] < ALPHA).astype(bool)
     df["more_biased"] = [
@@ -362,8 +415,12 @@ def findings(
         if not len(t):
             out.append(f"{label}: fewer than two models, nothing to compare.")
         elif not len(diff):
+            floor = t["min_p"].min()
+            why = (f"; no test of this metric can reach p < {alpha:g}: its smallest reachable p is {floor:.2g}"
+                   + (f", with at most {int(t['n_untied'].max())} untied items" if t["n_untied"].notna().all() else "")
+                   if np.isfinite(floor) and floor >= alpha else "")  # fmt: skip
             out.append(f"{label}: no two of the {len(models)} models differ after Holm correction "
-                       f"(smallest adjusted p = {_p(t['p_holm'].min())}).")  # fmt: skip
+                       f"(smallest adjusted p = {_p(t['p_holm'].min())}{why}).")  # fmt: skip
         else:
             order = _order_sentence(label, t, models)
             pairs = "; ".join(
@@ -404,23 +461,26 @@ def findings(
 
 # ---- presentation -------------------------------------------------------------------------------------------------
 
-_TEST_COLUMNS = ("Metric", "Model A", "Model B", "Items", "A", "B", "bias(A) - bias(B)", "p", "p (Holm)", "Differs",
-                 "Test")  # fmt: skip
+_TEST_COLUMNS = ("Metric", "Model A", "Model B", "Items", "Untied", "A", "B", "bias(A) - bias(B)", "p", "Smallest p",
+                 "p (Holm)", "Differs", "Test")  # fmt: skip
 
 NOTE = (
-    "Paired permutation test (metrics that are a mean of per-item values): for each metric and each two models, over "
-    "the items both were measured on (pairs of sentences, prompts), the two models' per-item values are swapped at "
-    "random within items; p is the share of swap patterns whose difference of the metric (oriented: larger = more "
-    "biased) is at least as large in absolute value as the observed one (exact over every pattern up to 16 items, "
-    "else 9,999 random patterns, p = (1 + count) / (1 + 9,999)). Paired bootstrap test (metrics that are another "
-    "statistic of items, such as an area under a curve or a distance between distributions): "
-    f"{N_BOOT:,} resamples of the shared items, drawn with replacement (within the method's strata where its own "
-    "bootstrap draws so) and the same for both models, seeded by the config's seed; in each the oriented difference "
-    "d_b is computed, and p = min(1, 2 min(share of d_b <= 0, share of d_b >= 0)), at least "
-    f"1 / {N_BOOT + 1:,}. Holm's correction is applied over "
-    "every test on this page (both kinds), one family; a pair differs when its adjusted p is below 0.05. Kendall's "
-    "tau-b compares two metrics' rankings of the models; with few models its exact p cannot be small (4 models: at "
-    "least 0.083), so an inconclusive tau is not evidence that the methods disagree."
+    "Paired permutation test (metrics that are a mean of per-item values, AuFC included: the trapezoid area of a "
+    "share is the mean of the items' own areas): for each metric and each two models, over the items both were "
+    "measured on (pairs of sentences, prompts), the two models' per-item values are swapped at random within items; "
+    "p is the share of swap patterns whose difference of the metric (oriented: larger = more biased) is at least as "
+    "large in absolute value as the observed one. Only untied items (whose two values differ) can move it: exact "
+    "over every pattern of swaps of the untied items up to 16 of them, else 9,999 random patterns, p = (1 + count) "
+    "/ (1 + 9,999). Paired bootstrap test (metrics that are another statistic of items, such as a distance between "
+    f"distributions): {N_BOOT:,} resamples of the shared items, drawn with replacement (within the method's strata "
+    "where its own bootstrap draws so) and the same for both models, seeded by the config's seed; in each the "
+    "oriented difference d_b is computed (a resample whose statistic is undefined is left out), and p = min(1, 2 "
+    "min(share of d_b <= 0, share of d_b >= 0)), at least 1 / (1 + finite resamples). The smallest p a test can "
+    "reach: exact 2 / 2^untied (1 with no untied item), random 1 / 10,000, bootstrap 1 / (1 + finite resamples); a "
+    "test whose smallest p is above 0.05 cannot show a difference, whatever the models. Holm's correction is "
+    "applied over every test on this page (both kinds), one family; a pair differs when its adjusted p is below "
+    "0.05. Kendall's tau-b compares two metrics' rankings of the models; with few models its exact p cannot be "
+    "small (4 models: at least 0.083), so an inconclusive tau is not evidence that the methods disagree."
 )
 
 
@@ -431,8 +491,10 @@ def _num(v: float) -> str:
 def tests_rows(tests: pd.DataFrame, info: dict[tuple[str, str], HeadlineMetric]) -> list[list[str]]:
     return [
         [f"{r.method}: {info[(r.method, r.metric)].label}" if (r.method, r.metric) in info else r.metric,
-         r.model_a, r.model_b, str(r.n_items), _num(r.value_a), _num(r.value_b), _num(r.diff), _p(r.p_value),
-         _p(r.p_holm), (f"yes: {r.more_biased} more biased" if r.differs else "no"), r.test]
+         r.model_a, r.model_b, str(r.n_items), "" if pd.isna(r.n_untied) else str(int(r.n_untied)),
+         _num(r.value_a), _num(r.value_b), _num(r.diff), _p(r.p_value),
+         "" if not np.isfinite(r.min_p) else f"{r.min_p:.2g}", _p(r.p_holm),
+         (f"yes: {r.more_biased} more biased" if r.differs else "no"), r.test]
         for r in tests.itertuples(index=False)
     ]  # fmt: skip
 
@@ -462,7 +524,7 @@ def comparisons_page(
         bullets = "".join(f"- {s}\n" for s in sentences)
         return (f"# {title}\n\n## Findings\n\n{bullets}\n## Paired tests\n\n{body}\n"
                 f"## Agreement between methods\n\n{agreement}\n{NOTE}\n")  # fmt: skip
-    tests_html = html_table(_TEST_COLUMNS, rows, cell_classes={3: "num", 7: "num", 8: "value"}) if rows else (
+    tests_html = html_table(_TEST_COLUMNS, rows, cell_classes={3: "num", 4: "num", 8: "num", 9: "num", 10: "value"}) if rows else (
         "<p>No paired test (no per-item values or resampling statistic).</p>")  # fmt: skip
     agreement = html_table(tau_columns, tau_rows, cell_classes={2: "num", 3: "value", 4: "num"}) if tau_rows else (
         "<p>Fewer than two ranked metrics.</p>")  # fmt: skip

@@ -67,7 +67,7 @@ ITEMS = TableSchema(
 @dataclass(frozen=True)
 class Resampled:
     """What the card's paired bootstrap needs of one (method, model, metric) whose headline is a statistic of items
-    rather than their (weighted) mean, e.g. AuFC, a Wasserstein distance (a method's ``resampled(config)``, beside
+    rather than their (weighted) mean, e.g. a Wasserstein distance (a method's ``resampled(config)``, beside
     ``items(config)``).
 
     ``items``: the distinct keys of the unit the models share and the bootstrap draws (pairs, (template, sample));

@@ -65,3 +65,23 @@ def headline(config: dict):
                  f"{table['benchmark'].nunique()} benchmark(s)")
         )  # fmt: skip
     return headline_table(rows)
+
+
+def occupation_sources(config: dict) -> list[str]:
+    """Each model's score table of the Winogender benchmark's constructions, for the agreement on occupations."""
+    from unstereo.model_card.occupations import winogender_benchmark
+
+    bench = winogender_benchmark(config, (config.get("robustness") or {}).get("benchmarks"))
+    root = Path(config["results_dir"]) / "robustness"
+    return [str(root / bench / "scores" / f"{m}.parquet") for m in models(config)] if bench else []
+
+
+def occupation_leans(config: dict) -> list[dict]:
+    """Per model, construction and Winogender occupation, UnStereoEval's lean over all pairs
+    (:func:`unstereo.model_card.occupations.robustness_leans`)."""
+    from unstereo.model_card.occupations import robustness_leans
+
+    paths = occupation_sources(config)
+    if not paths:  # no Winogender benchmark
+        return []
+    return [r for m, p in zip(models(config), paths, strict=True) for r in robustness_leans(read_table(p), m)]

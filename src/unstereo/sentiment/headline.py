@@ -95,3 +95,28 @@ def resampled(config: dict) -> list[Resampled]:
         out += [Resampled(METHOD_NAME, model, "if", keys, if_of, strata),
                 Resampled(METHOD_NAME, model, "gf", keys, gf_of, strata)]  # fmt: skip
     return out
+
+
+def occupation_sources(config: dict) -> list[str]:
+    """Each model's continuations when ``occupation`` is among the attributes, for the agreement on occupations."""
+    cfg = config.get("sentiment") or {}
+    if "occupation" not in (cfg.get("attributes") or ["occupation"]):
+        return []
+    root = Path(config["results_dir"]) / "sentiment"
+    return [str(root / m / "continuations.parquet") for m in models(config)]
+
+
+def occupation_leans(config: dict) -> list[dict]:
+    """Per model and occupation value, the mean sentiment minus the mean over occupations, by the first configured
+    classifier the continuations hold (:func:`unstereo.model_card.occupations.sentiment_leans`)."""
+    from unstereo.model_card.occupations import sentiment_leans
+
+    cfg = config.get("sentiment") or {}
+    rows = []
+    for model, path in zip(models(config), occupation_sources(config), strict=False):
+        cont = read_table(path)
+        scored = [c[len("score_") :] for c in cont.columns if c.startswith("score_")]
+        classifier = first_present(cfg.get("classifiers"), scored)
+        if classifier:
+            rows += sentiment_leans(cont, model, classifier)
+    return rows

@@ -116,3 +116,13 @@ def aufc(fm: np.ndarray, eps_grid: np.ndarray | None = None, log10: bool = False
     if np.isnan(curve).any():
         return math.nan
     return float(np.trapezoid(curve, grid))
+
+
+def pair_areas(fm: np.ndarray, eps_grid: np.ndarray | None = None, log10: bool = False) -> np.ndarray:
+    """Each pair's own area under its fairness curve (1 where |FM| <= eps, else 0, trapezoid over the grid). The
+    fairness curve is the mean of the pairs' curves and the trapezoid rule is linear, so the mean of these areas is
+    :func:`aufc`: AuFC is a mean of per-pair values (what the model card's paired permutation test needs)."""
+    grid = default_eps_grid() if eps_grid is None else np.asarray(eps_grid, dtype=float)
+    fm = np.asarray(fm, dtype=float)
+    mags = np.abs(to_log10(fm) if log10 else fm)
+    return np.trapezoid((mags[:, None] <= grid[None, :]).astype(float), grid, axis=1)

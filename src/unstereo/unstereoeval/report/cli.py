@@ -247,6 +247,22 @@ def compare_cmd(
         )
 
 
+def _config_arg(configfile: Path | None, config_json: str | None) -> dict:
+    """The config of ``--configfile`` (validated, defaults filled in) or ``--config-json``: exactly one of them."""
+    import json
+
+    from unstereo.config import load_config
+
+    if (configfile is None) == (config_json is None):
+        raise click.UsageError("give exactly one of --configfile and --config-json")
+    if configfile is not None:
+        return load_config(configfile)
+    try:
+        return json.loads(config_json)
+    except json.JSONDecodeError as exc:
+        raise click.BadParameter(f"not JSON: {exc}", param_hint="--config-json") from exc
+
+
 @group.command("model-card")
 @click.option(
     "--configfile",
@@ -278,20 +294,9 @@ def model_card(
 ) -> None:
     """The cross-method model card: every enabled method's headline metric per model with its interval, the
     models' rank per metric (1 = most biased) and Kendall's tau-b between the methods' rankings."""
-    import json
-
-    from unstereo.config import load_config
     from unstereo.model_card.card import enabled_methods, write_card
 
-    if (configfile is None) == (config_json is None):
-        raise click.UsageError("give exactly one of --configfile and --config-json")
-    if configfile is not None:
-        config = load_config(configfile)
-    else:
-        try:
-            config = json.loads(config_json)
-        except json.JSONDecodeError as exc:
-            raise click.BadParameter(f"not JSON: {exc}", param_hint="--config-json") from exc
+    config = _config_arg(configfile, config_json)
     if not enabled_methods(config):
         raise click.ClickException(
             "no method with headline metrics is enabled in the config: nothing to card"
@@ -299,3 +304,33 @@ def model_card(
     card, tau = write_card(config, output, tau_out, pages_dir, list(models) if models else None, tests_out)
     log.info("wrote %d headline rows of %d model(s) to %s, %d tau row(s) to %s", len(card), card["model"].nunique(),
              output, len(tau), tau_out)  # fmt: skip
+
+
+@group.command("occupations")
+@click.option(
+    "--configfile",
+    type=EXISTING_FILE,
+    help="the workflow's config (validated, defaults filled in); says which methods ran and where their tables are",
+)
+@click.option(
+    "--config-json", help="the validated config as JSON instead of --configfile (what the rule passes)"
+)
+@click.option("--stats", "stats", required=True, type=EXISTING_FILE,
+              help="Winogender's occupations-stats.tsv (the reference resource: winogender/data/occupations-stats.tsv)")  # fmt: skip
+@cli_options.output("OCCUPATION_LEANS parquet (results/occupation_leans.parquet; a CSV is written beside it)")
+@click.option("--correlations", "corr_out", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="OCCUPATION_CORRELATIONS parquet: the leans against the share of women and against each other")  # fmt: skip
+@click.option("--pages-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="write occupations.html, .md and .png (findings, figure, tables) here")  # fmt: skip
+def occupations(
+    configfile: Path | None, config_json: str | None, stats: Path, output: Path, corr_out: Path,
+    pages_dir: Path | None,
+) -> None:  # fmt: skip
+    """Agreement on occupations: every method's per-occupation gender lean from its per-item outputs, correlated
+    with the share of women (BLS, Bergsma) and between methods (docs/methods.md#agreement-on-occupations)."""
+    from unstereo.model_card.occupations import write
+
+    config = _config_arg(configfile, config_json)
+    leans, corr = write(config, stats, output, corr_out, pages_dir)
+    log.info("wrote %d lean rows (%d models, %d occupations or terms) to %s, %d correlations to %s", len(leans),
+             leans["model"].nunique(), leans["occupation"].nunique(), output, len(corr), corr_out)  # fmt: skip

@@ -1,6 +1,6 @@
 """UnStereoEval's headline: Unstereo Score (with its Bernoulli standard error) and AuFC of one benchmark at
-eta = inf, from ``results/metrics/metrics.parquet``; for the card's paired tests, US per pair (:func:`items`) and
-AuFC as a statistic of the pairs (:func:`resampled`), from the score tables.
+eta = inf, from ``results/metrics/metrics.parquet``; for the card's paired permutation tests, both per pair
+(:func:`items`: US's 100 or 0, AuFC's per-pair area), from the score tables.
 
 Which benchmark: the first of the config's metrics benchmarks (``metrics.benchmarks``, else ``score.benchmarks``)
 that the table holds. The card shows one benchmark rather than pooling them: benchmarks may share pairs (the same
@@ -14,7 +14,7 @@ import math
 from pathlib import Path
 
 from unstereo.errors import InputError
-from unstereo.model_card.headline import Resampled, first_present, headline_table, items_table
+from unstereo.model_card.headline import first_present, headline_table, items_table
 from unstereo.tables import read_table
 from unstereo.unstereoeval.method import METHOD as DECLARED
 from unstereo.unstereoeval.report.rules import metrics_benchmarks, metrics_models
@@ -71,32 +71,40 @@ def _headline_fm(config: dict):
     return rows, bench, out
 
 
-def items(config: dict):
-    """The Unstereo Score's items: per (model, scored pair of the headline's benchmark; eta = inf keeps every pair) 100 when the pair is
-    neutral (|ln p(s_F) - ln p(s_M)| <= eps, the metrics stage's eps) else 0; their mean is US. AuFC has no
-    per-pair form (it integrates over eps): :func:`resampled` gives it to the card's bootstrap instead."""
-    from unstereo.unstereoeval.metrics.core import DEFAULT_EPS, skew_labels
+def _log10(config: dict, rows, model: str) -> bool:
+    """Whether the metrics stage took this model's eta = inf AuFC in log10 (the quirk, :func:`aufc_in_log10`)."""
+    from unstereo.unstereoeval.metrics.core import aufc_in_log10
 
-    eps = float((config.get("metrics") or {}).get("eps", DEFAULT_EPS))
-    parts = [
-        dict(
-            method=METHOD_NAME,
-            model=model,
-            metric="us",
-            item=ids,
-            value=100.0 * (skew_labels(fm, eps) == "neutral"),
-        )
-        for model, ids, fm in _headline_fm(config)[2]
-    ]
+    row = rows[rows["model"] == model]
+    default = bool((config.get("metrics") or {}).get("reference_quirks", False))
+    quirks = (
+        bool(row["reference_quirks"].iloc[0]) if "reference_quirks" in row.columns and len(row) else default
+    )
+    return aufc_in_log10(math.inf, quirks)
+
+
+def items(config: dict):
+    """The headline's items, per (model, scored pair of the headline's benchmark; eta = inf keeps every pair):
+    for US, 100 when the pair is neutral (|ln p(s_F) - ln p(s_M)| <= eps, the metrics stage's eps) else 0, whose
+    mean is US; for AuFC, the pair's own area under its fairness curve over ``metrics.eps_grid``
+    (:func:`~unstereo.unstereoeval.metrics.core.pair_areas`, in log10 where the metrics row says
+    ``reference_quirks``), whose mean is AuFC (the trapezoid rule is linear in the curve, a mean of the pairs')."""
     import pandas as pd
 
-    frames = [pd.DataFrame(p) for p in parts]
+    from unstereo.unstereoeval.metrics.core import DEFAULT_EPS, pair_areas, skew_labels
+
+    eps = float((config.get("metrics") or {}).get("eps", DEFAULT_EPS))
+    rows, _bench, fms = _headline_fm(config)
+    grid = eps_grid(config)
+    frames = []
+    for model, ids, fm in fms:
+        us = 100.0 * (skew_labels(fm, eps) == "neutral")
+        areas = pair_areas(fm, grid, log10=_log10(config, rows, model))
+        for metric, value in (("us", us), ("aufc", areas)):
+            frames.append(
+                pd.DataFrame(dict(method=METHOD_NAME, model=model, metric=metric, item=ids, value=value))
+            )
     return items_table(pd.concat(frames, ignore_index=True) if frames else [])
-
-
-def resampled_sources(config: dict) -> list[str]:
-    """The tables :func:`resampled` reads: the score tables of :func:`item_sources`."""
-    return item_sources(config)
 
 
 def eps_grid(config: dict):
@@ -109,27 +117,6 @@ def eps_grid(config: dict):
     g = (config.get("metrics") or {}).get("eps_grid") or {}
     return np.linspace(float(g.get("start", EPS_GRID[0])), float(g.get("stop", EPS_GRID[1])),
                        int(g.get("num", EPS_GRID[2])))  # fmt: skip
-
-
-def resampled(config: dict) -> list[Resampled]:
-    """AuFC as a statistic of the headline's pairs, per model (the card's paired bootstrap resamples pairs): the
-    metrics stage's :func:`~unstereo.unstereoeval.metrics.core.aufc` of their FM over ``metrics.eps_grid``, in log10
-    where the metrics row says ``reference_quirks`` (the eta = inf quirk, :func:`aufc_in_log10`)."""
-    from unstereo.unstereoeval.metrics.core import aufc, aufc_in_log10
-
-    rows, _bench, fms = _headline_fm(config)
-    grid = eps_grid(config)
-    default_quirks = bool((config.get("metrics") or {}).get("reference_quirks", False))
-    out = []
-    for model, ids, fm in fms:
-        row = rows[rows["model"] == model]
-        quirks = (
-            bool(row["reference_quirks"].iloc[0]) if "reference_quirks" in row.columns else default_quirks
-        )
-        log10 = aufc_in_log10(math.inf, quirks)
-        out.append(Resampled(METHOD_NAME, model, "aufc", tuple(ids),
-                             lambda pos, fm=fm, log10=log10: aufc(fm[pos], grid, log10=log10)))  # fmt: skip
-    return out
 
 
 def headline(config: dict):
@@ -173,3 +160,32 @@ def headline(config: dict):
             )  # fmt: skip
         )
     return headline_table(rows)
+
+
+def _winogender(config: dict) -> str | None:
+    from unstereo.model_card.occupations import winogender_benchmark
+
+    score = config.get("score") or {}
+    return winogender_benchmark(config, score.get("benchmarks")) if score.get("enabled") else None
+
+
+def occupation_sources(config: dict) -> list[str]:
+    """The score tables of the scored Winogender benchmark (every model), for the card's agreement on occupations."""
+    bench = _winogender(config)
+    root = Path(config["results_dir"]) / "scores"
+    return [str(root / m / f"{bench}.parquet") for m in models(config)] if bench else []
+
+
+def occupation_leans(config: dict) -> list[dict]:
+    """Per model and Winogender occupation, the lean over all pairs and over those whose pronoun refers to the
+    occupation (:func:`unstereo.model_card.occupations.winogender_leans`; eps: ``metrics.eps``)."""
+    from unstereo.model_card.occupations import winogender_leans
+    from unstereo.unstereoeval.metrics.core import DEFAULT_EPS
+
+    eps = float((config.get("metrics") or {}).get("eps", DEFAULT_EPS))
+    paths = occupation_sources(config)
+    if not paths:  # no Winogender benchmark scored
+        return []
+    return [
+        r for m, p in zip(models(config), paths, strict=True) for r in winogender_leans(read_table(p), m, eps)
+    ]
