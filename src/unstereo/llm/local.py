@@ -207,11 +207,24 @@ class LocalBackend:
 
     def _load(self) -> None:
         if self._lm is None:
+            import time
+
             from unstereo.models.load import load_causal_lm
 
-            log.info("loading local model %s", self.model)
             request = self.request
-            self._lm, self._tok = load_causal_lm(request.spec, dtype=request.dtype, device=request.device)
+            t0 = time.time()
+            if self.int8 and request.spec.gguf_file and request.dtype in ("auto", "float32", "fp32"):
+                # int8 sampling of a GGUF file: its tensors go straight into int8 layers, no fp32 conversion on
+                # disk or in memory (unstereo.models.gguf_direct)
+                from unstereo.models.gguf_direct import load_gguf_int8, load_gguf_tokenizer
+
+                log.info("loading local model %s from the GGUF file straight into int8", self.model)
+                self._lm = load_gguf_int8(request.spec.path, request.spec.gguf_file)
+                self._tok = load_gguf_tokenizer(request.spec.path, request.spec.gguf_file, self._lm)
+            else:
+                log.info("loading local model %s", self.model)
+                self._lm, self._tok = load_causal_lm(request.spec, dtype=request.dtype, device=request.device)
+            log.info("loaded %s in %.1fs", self.model, time.time() - t0)
             self._own_model = True
             self._prepare()
 

@@ -40,9 +40,10 @@ OUTLIER_RATIO = 4.0
 
 class Int8Linear:
     """One linear layer's int8 form: fbgemm's packed per-row int8 weight (bias included), and for the outlier columns
-    the same int8 weight transposed (``rows``: input column -> its weights) with the per-row ``scale``."""
+    the same int8 weight transposed (``rows``: input column -> its weights; made on the first call that has an
+    outlier: most layers never see one, and it would double their memory) with the per-row ``scale``."""
 
-    __slots__ = ("packed", "rows", "scale")
+    __slots__ = ("packed", "_rows", "scale")
 
     def __init__(self, weight: Any, bias: Any = None):
         import warnings
@@ -57,10 +58,27 @@ class Int8Linear:
             warnings.simplefilter("ignore", UserWarning)
             q = torch.quantize_per_channel(w, scale.double(), zero, 0, torch.qint8)
         self.packed = torch.ops.quantized.linear_prepack(q, None if bias is None else bias.detach())
-        # the same int8 weight as [in, out] rows: an outlier column's weights are one contiguous row (a column of
-        # the [out, in] fp32 weight would touch every cache line of it, as much memory as the fp32 product)
-        self.rows = q.int_repr().T.contiguous()
+        self._rows = None
         self.scale = scale.float()
+
+    @property
+    def rows(self) -> Any:
+        """The int8 weight as [in, out] rows: an outlier column's weights are one contiguous row (a column of the
+        [out, in] fp32 weight would touch every cache line of it, as much memory as the fp32 product)."""
+        if self._rows is None:
+            import torch
+
+            self._rows = torch.ops.quantized.linear_unpack(self.packed)[0].int_repr().T.contiguous()
+        return self._rows
+
+    def exact(self, x: Any) -> Any:
+        """``x @ weight.T + bias`` with the int8 weight dequantised (fp32, made for this call) and ``x`` as it is:
+        no input quantisation, so a row's result does not depend on the other rows (the engine's probe)."""
+        import torch
+        import torch.nn.functional as F
+
+        q, bias = torch.ops.quantized.linear_unpack(self.packed)
+        return F.linear(x, q.dequantize(), bias)
 
     def __call__(self, x: Any, threshold: float | None = None) -> Any:
         """``x @ weight.T + bias`` (``x`` fp32, any leading dims): the input in int8 on the ordinary columns, in fp32
