@@ -52,6 +52,8 @@ rule generate_use:
         f"{BENCH}/generate/{{benchmark}}.tsv"
     wildcard_constraints:
         benchmark="USE-[0-9]+",
+    # the long pole: it starts as soon as its inputs exist, before any other job that waits for both cores
+    priority: rule_priority("generate_use")
     conda:
         "env.yaml"
     threads: model_rules.threads(GENERATE)
