@@ -216,11 +216,10 @@ class LocalBackend:
             if self.int8 and request.spec.gguf_file and request.dtype in ("auto", "float32", "fp32"):
                 # int8 sampling of a GGUF file: its tensors go straight into int8 layers, no fp32 conversion on
                 # disk or in memory (unstereo.models.gguf_direct)
-                from unstereo.models.gguf_direct import load_gguf_int8, load_gguf_tokenizer
+                from unstereo.models.gguf_direct import load_gguf_int8_with_tokenizer
 
                 log.info("loading local model %s from the GGUF file straight into int8", self.model)
-                self._lm = load_gguf_int8(request.spec.path, request.spec.gguf_file)
-                self._tok = load_gguf_tokenizer(request.spec.path, request.spec.gguf_file, self._lm)
+                self._lm, self._tok = load_gguf_int8_with_tokenizer(request.spec.path, request.spec.gguf_file)
             else:
                 log.info("loading local model %s", self.model)
                 self._lm, self._tok = load_causal_lm(request.spec, dtype=request.dtype, device=request.device)

@@ -41,7 +41,7 @@ OUTLIER_RATIO = 4.0
 class Int8Linear:
     """One linear layer's int8 form: fbgemm's packed per-row int8 weight (bias included), and for the outlier columns
     the same int8 weight transposed (``rows``: input column -> its weights; made on the first call that has an
-    outlier: most layers never see one, and it would double their memory) with the per-row ``scale``."""
+    outlier, so a layer that never sees one does not hold it) with the per-row ``scale``."""
 
     __slots__ = ("packed", "_rows", "scale")
 
@@ -64,7 +64,9 @@ class Int8Linear:
     @property
     def rows(self) -> Any:
         """The int8 weight as [in, out] rows: an outlier column's weights are one contiguous row (a column of the
-        [out, in] fp32 weight would touch every cache line of it, as much memory as the fp32 product)."""
+        [out, in] weight would touch every cache line of it, as much memory as the whole product). Outlier columns
+        are many and vary (1,186 of 8,960 in one of Qwen2.5-1.5B's down_proj inputs over a short chat), so the whole
+        transposed copy is made once rather than column by column."""
         if self._rows is None:
             import torch
 
