@@ -53,7 +53,9 @@ def main() -> None:
     rss_loaded = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
     engine = SamplingEngine(model, tok, slots=4, products=products)
     problem = engine.check()
-    ids = tok.apply_chat_template([{"role": "user", "content": PROMPT}], add_generation_prompt=True, tokenize=True)
+    ids = tok.apply_chat_template(
+        [{"role": "user", "content": PROMPT}], add_generation_prompt=True, tokenize=True
+    )
     t0 = time.time()
     out = engine.generate([EngineRequest(list(ids), max_tokens=args.tokens, temperature=0.0)])[0]
     sampled = time.time() - t0

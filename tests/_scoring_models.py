@@ -121,7 +121,8 @@ def tiny_qwen2_gguf(folder: Path, name: str = "tiny.gguf", seed: int = 0, tie: b
                          num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
                          initializer_range=0.2, tie_word_embeddings=tie, rope_theta=10000.0)  # fmt: skip
     model = Qwen2ForCausalLM(config).eval()
-    with torch.no_grad():  # biases and norm weights away from their 0 / 1 initialisation, so both are exercised
+    # biases and norm weights away from their 0 / 1 initialisation, so both are exercised
+    with torch.no_grad():
         for n, p in model.named_parameters():
             if n.endswith("bias") or "norm" in n:
                 p.add_(torch.randn_like(p) * 0.3)

@@ -119,8 +119,11 @@ def _config(**generate):
         "enabled": True,
         "seed_words": None,
         "model": {"resource": "big", "gguf_file": "b.gguf"},
-        "naturalness": {"model": "resource:small/s.gguf", "min_token_logprob": -3.0,
-                        "judge": {"model": {"resource": "big", "gguf_file": "b.gguf"}}},  # fmt: skip
+        "naturalness": {
+            "model": "resource:small/s.gguf",
+            "min_token_logprob": -3.0,
+            "judge": {"model": {"resource": "big", "gguf_file": "b.gguf"}},
+        },  # fmt: skip
     }
     gen.update(generate)
     return {

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -126,7 +126,9 @@ def _read(fd: int, tensor: Any):
     data = tensor.data  # a lazy view of the memory map: its dtype and shape, no page read
     raw = os.pread(fd, int(tensor.n_bytes), int(tensor.data_offset))
     if len(raw) != int(tensor.n_bytes):
-        raise UnstereoError(f"GGUF tensor {tensor.name!r} is cut short ({len(raw)} of {tensor.n_bytes} bytes)")
+        raise UnstereoError(
+            f"GGUF tensor {tensor.name!r} is cut short ({len(raw)} of {tensor.n_bytes} bytes)"
+        )
     return np.frombuffer(raw, dtype=data.dtype).reshape(data.shape)
 
 
@@ -134,9 +136,9 @@ def load_gguf_int8(path: str | Path, gguf_file: str) -> Any:
     """The causal LM of ``path/gguf_file`` with its body's linear layers in int8 (see the module doc), in eval mode
     on the CPU. Raises when the file's architecture is not one transformers reads from GGUF, or a tensor is
     missing."""
+    import gguf
     import numpy as np
     import torch
-    import gguf
     from gguf import dequantize
     from transformers import AutoConfig, AutoModelForCausalLM
     from transformers.integrations.accelerate import init_empty_weights
