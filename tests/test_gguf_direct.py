@@ -152,3 +152,30 @@ def test_a_file_missing_a_tensor_is_named(tmp_path):
     want = r"cut\.gguf lacks tensors for \['model\.layers\.1\.mlp\.down_proj\.weight'\] \(1 in all\)"
     with pytest.raises(UnstereoError, match=want):
         load_gguf_int8(tmp_path, "cut.gguf")
+
+
+def test_the_float32_form_is_the_converted_model_without_the_folder(gguf_file, converted):
+    model = gguf_direct.load_gguf(gguf_file.parent, gguf_file.name, "float32")
+    assert not gguf_direct.is_quantised(model)
+    theirs = dict(converted.named_parameters())
+    mine = dict(model.named_parameters())
+    assert mine.keys() == theirs.keys()
+    assert all(torch.equal(mine[n], theirs[n]) for n in mine)  # the same dequantised numbers, parameter by parameter
+    with pytest.raises(ValueError, match="form"):
+        gguf_direct.load_gguf(gguf_file.parent, gguf_file.name, "int4")
+
+
+def test_fp32_sampling_of_an_unconverted_gguf_loads_it_directly(gguf_file, monkeypatch):
+    # no converted folder beside the file: the model is read straight into fp32; with one (a job scored the
+    # model), the folder is loaded (the ordinary road, seconds)
+    from unstereo.llm.local import LocalBackend
+    from unstereo.models import gguf_convert
+    from unstereo.models.request import model_request
+
+    request = model_request({"model": str(gguf_file)})
+    backend = LocalBackend(request)
+    assert not backend.int8 and backend._direct_form() == "float32"
+    monkeypatch.setattr(gguf_convert, "is_current", lambda folder: True)
+    assert backend._direct_form() is None
+    q8 = LocalBackend(model_request({"model": str(gguf_file), "sampling_products": "int8"}))
+    assert q8._direct_form() == "int8"

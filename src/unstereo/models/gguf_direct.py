@@ -35,8 +35,9 @@ from unstereo.log import get_logger
 
 log = get_logger("models")
 
-#: What :func:`load_gguf_int8` sets as the model's ``name_or_path`` suffix (the probe memo's digest reads it).
-FORM = "int8 from GGUF"
+#: The forms :func:`load_gguf` builds: the body's linears in int8, or every weight in fp32 (the converted model's
+#: numbers without the converted folder).
+FORMS = ("int8", "float32")
 
 
 def _module_class():
@@ -133,9 +134,18 @@ def _read(fd: int, tensor: Any):
 
 
 def load_gguf_int8(path: str | Path, gguf_file: str) -> Any:
-    """The causal LM of ``path/gguf_file`` with its body's linear layers in int8 (see the module doc), in eval mode
-    on the CPU. Raises when the file's architecture is not one transformers reads from GGUF, or a tensor is
-    missing."""
+    """The causal LM of ``path/gguf_file`` with its body's linear layers in int8 (:func:`load_gguf`)."""
+    return load_gguf(path, gguf_file, "int8")
+
+
+def load_gguf(path: str | Path, gguf_file: str, form: str = "int8") -> Any:
+    """The causal LM of ``path/gguf_file`` in eval mode on the CPU, its tensors read one at a time: with ``form``
+    ``int8`` the body's linear layers as :class:`QuantisedLinear` (see the module doc), with ``float32`` every
+    weight an fp32 parameter, the numbers of the converted folder without writing it (a model that is sampled or
+    judged but not scored). Raises when the file's architecture is not one transformers reads from GGUF, or a
+    tensor is missing."""
+    if form not in FORMS:
+        raise ValueError(f"form must be one of {FORMS}, got {form!r}")
     import gguf
     import numpy as np
     import torch
@@ -177,7 +187,7 @@ def load_gguf_int8(path: str | Path, gguf_file: str) -> Any:
     def place(name: str, value: Any) -> None:
         owner, _, attr = name.rpartition(".")
         module = model.get_submodule(owner)
-        if type(module) is torch.nn.Linear and module is not head:
+        if form == "int8" and type(module) is torch.nn.Linear and module is not head:
             got = pending.setdefault(owner, {})
             got[attr] = value
             if "weight" in got and ("bias" in got or module.bias is None):
@@ -223,15 +233,20 @@ def load_gguf_int8(path: str | Path, gguf_file: str) -> Any:
     missing += sorted(f"{owner}.weight" for owner in pending if f"{owner}.weight" not in missing)
     if missing:
         raise UnstereoError(f"GGUF file {file} lacks tensors for {missing[:5]} ({len(missing)} in all)")
-    model.name_or_path = f"{file} ({FORM})"
+    model.name_or_path = f"{file} ({form} from GGUF)"  # the probe memo's digest reads it
     model.eval()
     return model
 
 
 def load_gguf_int8_with_tokenizer(path: str | Path, gguf_file: str) -> tuple[Any, Any]:
     """(:func:`load_gguf_int8`, :func:`load_gguf_tokenizer`) of ``path/gguf_file``, the file parsed once for both."""
+    return load_gguf_with_tokenizer(path, gguf_file, "int8")
+
+
+def load_gguf_with_tokenizer(path: str | Path, gguf_file: str, form: str = "int8") -> tuple[Any, Any]:
+    """(:func:`load_gguf`, :func:`load_gguf_tokenizer`) of ``path/gguf_file``, the file parsed once for both."""
     with one_reader():
-        model = load_gguf_int8(path, gguf_file)
+        model = load_gguf(path, gguf_file, form)
         return model, load_gguf_tokenizer(path, gguf_file, model)
 
 
