@@ -160,7 +160,9 @@ def test_the_float32_form_is_the_converted_model_without_the_folder(gguf_file, c
     theirs = dict(converted.named_parameters())
     mine = dict(model.named_parameters())
     assert mine.keys() == theirs.keys()
-    assert all(torch.equal(mine[n], theirs[n]) for n in mine)  # the same dequantised numbers, parameter by parameter
+    assert all(
+        torch.equal(mine[n], theirs[n]) for n in mine
+    )  # the same dequantised numbers, parameter by parameter
     with pytest.raises(ValueError, match="form"):
         gguf_direct.load_gguf(gguf_file.parent, gguf_file.name, "int4")
 

@@ -218,7 +218,9 @@ class LocalBackend:
                 from unstereo.models.gguf_direct import load_gguf_with_tokenizer
 
                 log.info("loading local model %s from the GGUF file straight into %s", self.model, form)
-                self._lm, self._tok = load_gguf_with_tokenizer(request.spec.path, request.spec.gguf_file, form)
+                self._lm, self._tok = load_gguf_with_tokenizer(
+                    request.spec.path, request.spec.gguf_file, form
+                )
             else:
                 log.info("loading local model %s", self.model)
                 self._lm, self._tok = load_causal_lm(request.spec, dtype=request.dtype, device=request.device)
