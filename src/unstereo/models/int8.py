@@ -17,10 +17,12 @@ On Qwen2.5-Coder-1.5B this brought the mean KL divergence of next-token distribu
 
 Offered where a model writes test material (the generate stage's ``sampling_products``, ``unstereo llm
 --sampling-products``), not where its samples are the measurement (FairPair, counterfactual sentiment): there int8
-would measure another model. Sampling only: scores, the judge of sense and the engine's probe keep fp32 products, and so does a model whose
-CPU build of PyTorch has no int8 dynamic linear (:func:`available`). The layers are swapped only inside
-:func:`linears_through_int8`; the model itself is never changed, so another user of the same weights in the same
-process (the generate stage's judge) sees fp32.
+would measure another model. Scores and the engine's probe keep fp32 products, and so does a model whose
+CPU build of PyTorch has no int8 dynamic linear (:func:`available`). For a model loaded as fp32 the layers are
+swapped only inside :func:`linears_through_int8`; the model itself is never changed, so another user of the same
+weights in the same process sees fp32. A GGUF file sampled in int8 is loaded straight into these layers instead
+(:mod:`unstereo.models.gguf_direct`, issue 52): no fp32 copy exists, and the generate stage's judge, which shares
+the generator's weights, runs in int8 too.
 """
 
 from __future__ import annotations
