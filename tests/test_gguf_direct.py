@@ -8,19 +8,13 @@ import torch
 import torch.nn.functional as F
 from _scoring_models import tiny_qwen2_gguf, word_tokenizer
 from test_llm_engine import PROMPTS, ids_of
+from test_llm_engine import tok as tok  # noqa: F401  (the fixture: the word tokenizer, left padding)
 
 from unstereo.engine.engine import EngineRequest, SamplingEngine
 from unstereo.errors import UnstereoError
 from unstereo.models import gguf_direct, int8
 
 pytestmark = pytest.mark.skipif(not int8.works(), reason="this PyTorch has no int8 dynamic linear")
-
-
-@pytest.fixture(scope="module")
-def tok():
-    t = word_tokenizer()
-    t.padding_side = "left"
-    return t
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +96,7 @@ def test_exact_products_are_the_int8_weights_times_the_fp32_input_whatever_the_b
     assert not torch.allclose(layer(x)[:1], layer(x[:1]), atol=1e-5)  # the int8 product does depend on it
 
 
-def test_the_engine_probe_passes_and_samples_in_int8(direct, tok):
+def test_the_engine_probe_passes_and_samples_in_int8(direct, tok):  # noqa: F811
     engine = SamplingEngine(direct, tok, slots=2, products="int8")
     assert engine.int8 and engine.check() is None
     reqs = [EngineRequest(ids_of(tok, p), max_tokens=5, temperature=0.0) for p in PROMPTS]
@@ -111,7 +105,7 @@ def test_the_engine_probe_passes_and_samples_in_int8(direct, tok):
     assert engine._int8_body == {}  # nothing left for the engine to quantise but the head
 
 
-def test_local_backend_samples_from_the_gguf_without_converting_it(gguf_file, tok, monkeypatch):
+def test_local_backend_samples_from_the_gguf_without_converting_it(gguf_file, monkeypatch):
     from unstereo.llm.local import LocalBackend
     from unstereo.llm.types import ContinuationRequest
     from unstereo.models import load
