@@ -32,6 +32,13 @@ def section_seed(section, stage):
     return model_rules.seed(section, stage, config["seed"])
 
 
+def rule_priority(rule, resource=None):
+    """The Snakemake priority of `rule`'s jobs (for fetch_resource, of the job fetching `resource`): the run's long
+    pole, the job that runs the largest model, and the jobs it waits for start first
+    (unstereo.models.rules.priority)."""
+    return model_rules.priority(config, rule, resource)
+
+
 def resource_manifest(name):
     """The manifest file that marks resource `name` as fetched (use it as a rule input)."""
     return f"{EXTERNAL}/{name}/{RESOURCE_MANIFEST}"

@@ -13,6 +13,7 @@ rule fetch_resource:
         f"{LOGS}/resources/{{resource}}.log",
     wildcard_constraints:
         resource="|".join(map(re.escape, RESOURCES)),
+    priority: lambda wc: rule_priority("fetch_resource", wc.resource)
     conda:
         "../envs/resources.yaml"
     # Copying/downloading and checksumming: one core; memory holds one file block plus the interpreter; a retry

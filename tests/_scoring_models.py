@@ -113,3 +113,52 @@ def bigram_tokenizer(**kw):
 
 
 LN = math.log
+
+
+def tiny_qwen2_gguf(folder: Path, name: str = "tiny.gguf", seed: int = 0, tie: bool = True) -> Path:
+    """A randomly initialised 2-layer Qwen2 (biases on q/k/v, as Qwen2.5) written as a GGUF file: linear weights
+    quantised to Q8_0 by the ``gguf`` package, norms and embeddings in F32; vocabulary :data:`WORDS` + 4 specials.
+    Returns the file. No tokenizer is written (the model loaders under test read none)."""
+    import gguf
+    import numpy as np
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+    from transformers.modeling_gguf_pytorch_utils import get_gguf_hf_weights_map
+
+    torch.manual_seed(seed)
+    config = Qwen2Config(vocab_size=len(WORDS) + 4, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+                         initializer_range=0.2, tie_word_embeddings=tie, rope_theta=10000.0)  # fmt: skip
+    model = Qwen2ForCausalLM(config).eval()
+    # biases and norm weights away from their 0 / 1 initialisation, so both are exercised
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if n.endswith("bias") or "norm" in n:
+                p.add_(torch.randn_like(p) * 0.3)
+    to_hf = get_gguf_hf_weights_map(model)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    writer = gguf.GGUFWriter(str(path), "qwen2")
+    writer.add_context_length(config.max_position_embeddings)
+    writer.add_block_count(config.num_hidden_layers)
+    writer.add_feed_forward_length(config.intermediate_size)
+    writer.add_embedding_length(config.hidden_size)
+    writer.add_head_count(config.num_attention_heads)
+    writer.add_head_count_kv(config.num_key_value_heads)
+    writer.add_layer_norm_rms_eps(config.rms_norm_eps)
+    writer.add_rope_freq_base(config.rope_theta)
+    writer.add_vocab_size(config.vocab_size)
+    state = model.state_dict()
+    for gguf_name, hf_name in sorted(to_hf.items()):
+        if hf_name not in state or (tie and hf_name == "lm_head.weight"):
+            continue
+        w = state[hf_name].float().numpy()
+        if w.ndim == 2 and "embed" not in hf_name and w.shape[1] % 32 == 0:
+            q = gguf.quants.quantize(w, gguf.GGMLQuantizationType.Q8_0)
+            writer.add_tensor(gguf_name, q, raw_shape=q.shape, raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+        else:
+            writer.add_tensor(gguf_name, np.ascontiguousarray(w, dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path

@@ -109,3 +109,56 @@ def test_job_resources():
     # a device other than the section's (biastest.generate.device)
     assert model_rules.job_resources({"device": "cpu"}, mem_mb=1, runtime=1, device="cuda:0")["gpu"] == 1
     assert "gpu" not in model_rules.job_resources({"device": "cuda"}, mem_mb=1, runtime=1, device="cpu")
+
+
+# ------------------------------------------------------------------------------------------------ the long pole
+def _config(**generate):
+    """A hand-made config: the generate stage with a GGUF generator, a naturalness model and a judge; the vocabulary
+    on the corpus delta; two corpus inputs, one of them a resource's file."""
+    gen = {
+        "enabled": True,
+        "seed_words": None,
+        "model": {"resource": "big", "gguf_file": "b.gguf"},
+        "naturalness": {
+            "model": "resource:small/s.gguf",
+            "min_token_logprob": -3.0,
+            "judge": {"model": {"resource": "big", "gguf_file": "b.gguf"}},
+        },  # fmt: skip
+    }
+    gen.update(generate)
+    return {
+        "generate": gen,
+        "vocabulary": {"delta": "corpus"},
+        "corpus": {"inputs": ["resource:demo/a.jsonl", "local/b.txt"]},
+    }
+
+
+def test_the_long_pole_is_generation_and_every_job_it_waits_for():
+    # generate_use reads the seed words (vocabulary_seeds <- vocabulary_english <- the corpus delta <- merge <-
+    # counts) and three models of two resources; the vocabulary reads lid176 and WordNet, the counts demo's file
+    config = _config()
+    assert model_rules.long_pole_rules(config) == {"generate_use", "vocabulary_english", "vocabulary_seeds",
+                                                   "corpus_count", "corpus_merge", "corpus_delta"}  # fmt: skip
+    assert model_rules.long_pole_resources(config) == {"big", "small", "lid176", "wordnet", "demo"}
+    assert model_rules.priority(config, "generate_use") == model_rules.LONG_POLE_PRIORITY > 0
+    assert model_rules.priority(config, "corpus_merge") == model_rules.LONG_POLE_PRIORITY
+    assert model_rules.priority(config, "fetch_resource", "big") == model_rules.LONG_POLE_PRIORITY
+    assert model_rules.priority(config, "fetch_resource", "reference") == 0
+    assert model_rules.priority(config, "score") == 0 and model_rules.priority(config, "corpus_appendix") == 0
+
+
+def test_the_long_pole_follows_the_config():
+    # the released delta instead of the corpus's: its import and the reference data, no corpus rule
+    released = _config() | {"vocabulary": {"delta": "released"}}
+    assert "released_delta" in model_rules.long_pole_rules(released)
+    assert "corpus_count" not in model_rules.long_pole_rules(released)
+    assert model_rules.long_pole_resources(released) == {"big", "small", "lid176", "wordnet", "reference"}
+    # seed words from a file: generation alone; the naturalness filter off: its model is not read
+    own = _config(seed_words="words.csv", naturalness={"model": "resource:small/s.gguf", "min_token_logprob": None,
+                                                       "judge": None})  # fmt: skip
+    assert model_rules.long_pole_rules(own) == {"generate_use"}
+    assert model_rules.long_pole_resources(own) == {"big"}
+    # generation off: no long pole, every priority 0
+    off = _config(enabled=False)
+    assert model_rules.long_pole_rules(off) == set() and model_rules.long_pole_resources(off) == set()
+    assert model_rules.priority(off, "generate_use") == 0

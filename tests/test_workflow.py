@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -194,3 +195,26 @@ def test_shipped_configs_run_one_after_the_other_without_touching_each_other(tmp
         assert {p: p.stat().st_mtime_ns for p in before[i]} == before[i], SHIPPED_CONFIGS[i]
         again = snakemake(tmp_path, config, "--dry-run")
         assert "Nothing to be done" in again.stdout + again.stderr, (SHIPPED_CONFIGS[i], again.stdout[-2000:])
+
+
+def test_the_default_run_starts_its_long_pole_first():
+    # the dry run's job list says each job's priority (Snakemake prints it when not 0): generation, the rules it
+    # waits for and the fetches of what they read carry unstereo.models.rules.LONG_POLE_PRIORITY, scoring none
+    from unstereo.models.rules import LONG_POLE_PRIORITY
+
+    run = snakemake(REPO, REPO / "config" / "config.yaml", "--dry-run", "--nolock", "--forceall")
+    assert run.returncode == 0, run.stderr[-3000:]
+    jobs = {}
+    for block in re.split(r"\n(?=(?:local)?rule \w+:)", run.stdout + run.stderr):
+        head = re.search(r"^(?:local)?rule (\w+):", block, re.M)
+        if head:
+            wildcards = re.search(r"wildcards: (.*)", block)
+            prio = re.search(r"priority: (\d+)", block)
+            key = (head.group(1), wildcards.group(1) if wildcards else "")
+            jobs[key] = int(prio.group(1)) if prio else 0
+    assert jobs[("generate_use", "benchmark=USE-5")] == LONG_POLE_PRIORITY
+    for name in ("vocabulary_seeds", "vocabulary_english", "corpus_merge", "corpus_delta"):
+        assert jobs[(name, "")] == LONG_POLE_PRIORITY, name
+    assert jobs[("fetch_resource", "resource=qwen-coder-1.5b")] == LONG_POLE_PRIORITY
+    assert jobs[("fetch_resource", "resource=minilm")] == 0
+    assert jobs[("score", "model=smollm2, benchmark=Winogender")] == 0

@@ -247,6 +247,8 @@ class SamplingEngine:
         """None when the engine gives the model's own log-probabilities on a probe, else what went wrong."""
         import torch
 
+        from unstereo.models.gguf_direct import exact_products
+
         if self.body is None:
             return "no body and linear LM head found (get_output_embeddings, base_model)"
         if not self.n_layers:
@@ -258,10 +260,14 @@ class SamplingEngine:
         reqs = [EngineRequest(p, max_tokens=4, temperature=0.0) for p in prompts]
         slots, auto, int8 = self.slots, self.auto, self.int8
         # three requests in two slots: continuous batching and a moved row; fp32 products, whose log-probabilities
-        # must equal the full pass's (int8 products change them by design: the probe checks the machinery)
+        # must equal the full pass's (int8 products change them by design: the probe checks the machinery). A
+        # model loaded as int8 (unstereo.models.gguf_direct) multiplies by its int8 weights without quantising
+        # the input here, which keeps a row's numbers independent of its batch, as fp32 does.
         self.slots, self.auto, self.int8 = 2, False, False
+        exact = exact_products(self.model)
         try:
-            outs = self.generate(reqs, logprobs=True, ignore_eos=True)
+            with exact:
+                outs = self.generate(reqs, logprobs=True, ignore_eos=True)
         except Exception as exc:  # an architecture that rejects the cache, the 4D mask or the position ids
             return f"{type(exc).__name__}: {exc}"
         finally:
@@ -269,7 +275,7 @@ class SamplingEngine:
         diff = 0.0
         # one full pass per distinct sequence (the shared prompt's two greedy rows need one)
         wanted: dict[tuple[int, ...], Any] = {}
-        with torch.inference_mode():
+        with torch.inference_mode(), exact_products(self.model):
             for req, out in zip(reqs, outs, strict=True):
                 key = (*req.ids, *out.tokens)
                 if key not in wanted:
@@ -290,7 +296,7 @@ class SamplingEngine:
         from unstereo.models.probe_memo import digest
 
         modules = ("unstereo.engine.engine", "unstereo.engine.sampler", "unstereo.models.lm_head",
-                   "unstereo.models.onednn")  # fmt: skip
+                   "unstereo.models.onednn", "unstereo.models.gguf_direct", "unstereo.models.int8")  # fmt: skip
         return digest(self.model, modules, extra=(f"onednn={self.onednn}",))
 
     # ----------------------------------------------------------------------------------------- generation

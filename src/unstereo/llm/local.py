@@ -207,13 +207,43 @@ class LocalBackend:
 
     def _load(self) -> None:
         if self._lm is None:
+            import time
+
             from unstereo.models.load import load_causal_lm
 
-            log.info("loading local model %s", self.model)
             request = self.request
-            self._lm, self._tok = load_causal_lm(request.spec, dtype=request.dtype, device=request.device)
+            t0 = time.time()
+            form = self._direct_form()
+            if form is not None:
+                from unstereo.models.gguf_direct import load_gguf_with_tokenizer
+
+                log.info("loading local model %s from the GGUF file straight into %s", self.model, form)
+                self._lm, self._tok = load_gguf_with_tokenizer(
+                    request.spec.path, request.spec.gguf_file, form
+                )
+            else:
+                log.info("loading local model %s", self.model)
+                self._lm, self._tok = load_causal_lm(request.spec, dtype=request.dtype, device=request.device)
+            log.info("loaded %s in %.1fs", self.model, time.time() - t0)
             self._own_model = True
             self._prepare()
+
+    def _direct_form(self) -> str | None:
+        """The form a GGUF file is loaded in straight from its tensors (:mod:`unstereo.models.gguf_direct`), or None
+        for the ordinary load: ``int8`` for int8 sampling on the CPU; ``float32`` on the CPU when the file has no
+        converted folder yet (no job scored it: the model is only sampled and judged here, so no 6.8 GB fp32 folder
+        is written for the 1.5B; where one exists it loads in seconds and is used)."""
+        from unstereo.models.gguf_convert import is_current
+        from unstereo.models.load import resolve_device
+
+        spec, request = self.spec, self.request
+        if not spec.gguf_file or request.dtype not in ("auto", "float32", "fp32"):
+            return None
+        if self.int8:
+            return "int8"
+        if str(resolve_device(request.device)) != "cpu" or spec.converted_dir is None:
+            return None
+        return None if is_current(spec.converted_dir) else "float32"
 
     def complete(self, requests: list[ChatRequest], on_retry=None) -> list[ChatResult]:
         """Chat answers for ``requests`` in one batch (the client chunks by ``batch_size``)."""

@@ -17,10 +17,12 @@ On Qwen2.5-Coder-1.5B this brought the mean KL divergence of next-token distribu
 
 Offered where a model writes test material (the generate stage's ``sampling_products``, ``unstereo llm
 --sampling-products``), not where its samples are the measurement (FairPair, counterfactual sentiment): there int8
-would measure another model. Sampling only: scores, the judge of sense and the engine's probe keep fp32 products, and so does a model whose
-CPU build of PyTorch has no int8 dynamic linear (:func:`available`). The layers are swapped only inside
-:func:`linears_through_int8`; the model itself is never changed, so another user of the same weights in the same
-process (the generate stage's judge) sees fp32.
+would measure another model. Scores and the engine's probe keep fp32 products, and so does a model whose
+CPU build of PyTorch has no int8 dynamic linear (:func:`available`). For a model loaded as fp32 the layers are
+swapped only inside :func:`linears_through_int8`; the model itself is never changed, so another user of the same
+weights in the same process sees fp32. A GGUF file sampled in int8 is loaded straight into these layers instead
+(:mod:`unstereo.models.gguf_direct`, issue 52): no fp32 copy exists, and the generate stage's judge, which shares
+the generator's weights, runs in int8 too.
 """
 
 from __future__ import annotations
@@ -40,9 +42,10 @@ OUTLIER_RATIO = 4.0
 
 class Int8Linear:
     """One linear layer's int8 form: fbgemm's packed per-row int8 weight (bias included), and for the outlier columns
-    the same int8 weight transposed (``rows``: input column -> its weights) with the per-row ``scale``."""
+    the same int8 weight transposed (``rows``: input column -> its weights; made on the first call that has an
+    outlier, so a layer that never sees one does not hold it) with the per-row ``scale``."""
 
-    __slots__ = ("packed", "rows", "scale")
+    __slots__ = ("packed", "_rows", "scale")
 
     def __init__(self, weight: Any, bias: Any = None):
         import warnings
@@ -57,10 +60,29 @@ class Int8Linear:
             warnings.simplefilter("ignore", UserWarning)
             q = torch.quantize_per_channel(w, scale.double(), zero, 0, torch.qint8)
         self.packed = torch.ops.quantized.linear_prepack(q, None if bias is None else bias.detach())
-        # the same int8 weight as [in, out] rows: an outlier column's weights are one contiguous row (a column of
-        # the [out, in] fp32 weight would touch every cache line of it, as much memory as the fp32 product)
-        self.rows = q.int_repr().T.contiguous()
+        self._rows = None
         self.scale = scale.float()
+
+    @property
+    def rows(self) -> Any:
+        """The int8 weight as [in, out] rows: an outlier column's weights are one contiguous row (a column of the
+        [out, in] weight would touch every cache line of it, as much memory as the whole product). Outlier columns
+        are many and vary (1,186 of 8,960 in one of Qwen2.5-1.5B's down_proj inputs over a short chat), so the whole
+        transposed copy is made once rather than column by column."""
+        if self._rows is None:
+            import torch
+
+            self._rows = torch.ops.quantized.linear_unpack(self.packed)[0].int_repr().T.contiguous()
+        return self._rows
+
+    def exact(self, x: Any) -> Any:
+        """``x @ weight.T + bias`` with the int8 weight dequantised (fp32, made for this call) and ``x`` as it is:
+        no input quantisation, so a row's result does not depend on the other rows (the engine's probe)."""
+        import torch
+        import torch.nn.functional as F
+
+        q, bias = torch.ops.quantized.linear_unpack(self.packed)
+        return F.linear(x, q.dequantize(), bias)
 
     def __call__(self, x: Any, threshold: float | None = None) -> Any:
         """``x @ weight.T + bias`` (``x`` fp32, any leading dims): the input in int8 on the ordinary columns, in fp32

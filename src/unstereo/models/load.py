@@ -5,7 +5,9 @@ A model is named by a :class:`~unstereo.models.spec.ModelSpec` (see :mod:`unster
 (``data/external/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf``) or an offline resource's file. GGUF files are
 dequantised to fp32 by transformers, which takes 20-60 s on a small CPU; the first load therefore converts the file
 once per machine into a plain Hugging Face folder (``<file>.hf/`` beside it links to a content-addressed cache, see
-:mod:`unstereo.models.gguf_convert`), and later loads read that folder in seconds.
+:mod:`unstereo.models.gguf_convert`), and later loads read that folder in seconds. A GGUF that is only sampled or
+judged skips the folder: the local LLM backend reads it straight into int8 layers (int8 sampling) or, while it has
+no converted folder, into fp32 (:mod:`unstereo.models.gguf_direct`).
 """
 
 from __future__ import annotations

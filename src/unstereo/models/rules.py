@@ -4,8 +4,9 @@ Each such rule needs the same things from its config section: the ``{model}`` wi
 (:func:`model_pattern`), the offline resource a model lives in as a rule input (:func:`model_inputs`), the model as a
 command-line argument (:func:`model_arg`), a seed (:func:`seed`, the section's or one derived from the global seed
 per stage), its threads (:func:`threads`) and its scheduler resources: memory, wall time and a GPU when the section's
-``device`` asks for one (:func:`job_resources`, :func:`gpu`). The rules files call these; the stage packages keep
-only what is their own (options, extra inputs).
+``device`` asks for one (:func:`job_resources`, :func:`gpu`), and the priority of the run's long pole, the job that
+runs the largest model, and of the jobs it waits for (:func:`priority`). The rules files call these; the stage
+packages keep only what is their own (options, extra inputs).
 """
 
 from __future__ import annotations
@@ -161,3 +162,66 @@ def job_resources(
 
     dev = device if device is not None else section.get("device")
     return {**gpu(dev), "mem_mb": per_job("mem_mb", mem_mb), "runtime": per_job("runtime", runtime)}
+
+
+# ------------------------------------------------------------------------------------------------ the long pole
+#: Snakemake ``priority`` of the jobs on a run's long pole: the generate stage's job (it loads the largest model,
+#: generates and judges: 274 of the default's 803 s on a 2-core AVX-512 machine, issue 52) and every job it waits
+#: for. Snakemake starts the ready job of highest priority first, but gives a job's inputs no priority of their
+#: own, so the jobs upstream of the long pole carry it too (:func:`long_pole_rules`). Other jobs keep 0.
+LONG_POLE_PRIORITY = 50
+
+
+def long_pole_rules(config: Mapping[str, Any]) -> frozenset[str]:
+    """The rules on the long pole of the run ``config`` describes (a validated config): ``generate_use`` when the
+    generate stage is on; the vocabulary's two rules when it takes its seed words from them (no
+    ``generate.seed_words``); and the rules of the delta table the vocabulary reads: the corpus stage's count,
+    merge and delta (``vocabulary.delta: corpus``) or the released table's import (``released``). ``fetch_resource``
+    is on it for the resources those rules read (:func:`long_pole_resources`)."""
+    generate = config.get("generate") or {}
+    if not generate.get("enabled"):
+        return frozenset()
+    names = {"generate_use"}
+    if not generate.get("seed_words"):
+        names |= {"vocabulary_english", "vocabulary_seeds"}
+        delta = (config.get("vocabulary") or {}).get("delta")
+        if delta == "corpus":
+            names |= {"corpus_count", "corpus_merge", "corpus_delta"}
+        elif delta == "released":
+            names.add("released_delta")
+    return frozenset(names)
+
+
+def long_pole_resources(config: Mapping[str, Any]) -> frozenset[str]:
+    """The offline resources the long pole's rules (:func:`long_pole_rules`) read: the generator's, the naturalness
+    model's and the judge's; lid.176 and WordNet for the vocabulary; the corpus inputs' (``resource:NAME/FILE``) or,
+    for the released delta, the reference data."""
+    rules = long_pole_rules(config)
+    if not rules:
+        return frozenset()
+    generate = config["generate"]
+    naturalness = generate.get("naturalness") or {}
+    judge = naturalness.get("judge") or {}
+    entries = [generate.get("model"), judge.get("model")]
+    if naturalness.get("min_token_logprob") is not None:
+        entries.append(naturalness.get("model"))
+    names = {model_spec(e).resource for e in entries if e is not None} - {None}
+    if "vocabulary_english" in rules:
+        names |= {"lid176", "wordnet"}
+    if "corpus_count" in rules:
+        for item in (config.get("corpus") or {}).get("inputs") or ():
+            if isinstance(item, str) and item.startswith("resource:"):
+                names.add(item[len("resource:") :].partition("/")[0])
+    if "released_delta" in rules:
+        names.add("reference")
+    return frozenset(names)
+
+
+def priority(config: Mapping[str, Any], rule: str, resource: str | None = None) -> int:
+    """The Snakemake ``priority`` of ``rule``'s jobs (for ``fetch_resource``, of the job fetching ``resource``):
+    :data:`LONG_POLE_PRIORITY` on the long pole, else 0."""
+    if rule == "fetch_resource":
+        on = resource in long_pole_resources(config)
+    else:
+        on = rule in long_pole_rules(config)
+    return LONG_POLE_PRIORITY if on else 0

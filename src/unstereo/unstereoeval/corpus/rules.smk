@@ -46,6 +46,7 @@ rule corpus_count:
         f"{BENCH}/corpus/count/{{shard}}.tsv"
     wildcard_constraints:
         shard="|".join(map(re.escape, CORPUS_SHARDS)) or "NONE",
+    priority: rule_priority("corpus_count")
     conda:
         "env.yaml"
     threads: 1
@@ -87,6 +88,7 @@ rule corpus_merge:
         f"{LOGS}/corpus/merge.log",
     benchmark:
         f"{BENCH}/corpus/merge.tsv"
+    priority: rule_priority("corpus_merge")
     conda:
         "env.yaml"
     resources:
@@ -112,6 +114,7 @@ rule corpus_delta:
         f"{LOGS}/corpus/delta.log",
     benchmark:
         f"{BENCH}/corpus/delta.tsv"
+    priority: rule_priority("corpus_delta")
     conda:
         "env.yaml"
     resources:
@@ -135,6 +138,7 @@ rule released_delta:
         results("delta", "released.parquet"),
     log:
         f"{LOGS}/corpus/released_delta.log",
+    priority: rule_priority("released_delta")
     conda:
         "env.yaml"
     resources:

@@ -200,6 +200,21 @@ def _load_judge(judge_cfg: dict, cfg: dict, s, external_dir, generator=None, cli
     return request, _TimedJudge(judge_), time.time() - t0
 
 
+def _judge_in_form(request, products: str):
+    """The judge of ``request`` as the generate stage runs it: fp32 (``float32``), or, for ``int8`` and a GGUF
+    spec on the CPU, the file loaded straight into int8 layers (:mod:`unstereo.models.gguf_direct`)."""
+    from unstereo.generation.judge import SenseJudge, load_judge
+
+    if products != "int8":
+        return load_judge(request)
+    from unstereo.models.gguf_direct import load_gguf_int8_with_tokenizer
+
+    spec = request.spec
+    if not spec.gguf_file:
+        raise click.BadParameter("int8 applies to a GGUF file's judge", param_hint="--products")
+    return SenseJudge(*load_gguf_int8_with_tokenizer(spec.path, spec.gguf_file))
+
+
 class _TimedJudge:
     """A judge that adds up the seconds of its ``p_yes`` calls (``judge_seconds`` in summary.json: the judge's cost
     inside the pipeline's seconds)."""
@@ -361,12 +376,15 @@ def judge_set(output, reference_dir, recipe, run_sentences) -> None:
 @click.option(
     "--batch-size", type=click.IntRange(1), default=16, show_default=True, help="sentences per pass"
 )
+@click.option("--products", type=click.Choice(["float32", "int8"]), default="float32", show_default=True,
+              help="the judge's form: float32 (the GGUF converted to fp32), or int8 (a GGUF loaded straight into "
+              "int8 layers, as the generate stage runs it with sampling_products: int8)")  # fmt: skip
 @model_request.device_option()
 @model_request.dtype_option()
 @cli_options.threads
 @cli_options.model_options
-def judge_calibrate(labelled, output, model, questions, config_path, min_gain, limit, batch_size, device, dtype, threads,
-                    api_key_env, external_dir) -> None:  # fmt: skip
+def judge_calibrate(labelled, output, model, questions, config_path, min_gain, limit, batch_size, products, device,
+                    dtype, threads, api_key_env, external_dir) -> None:  # fmt: skip
     """Calibrate the judge of sense on LABELLED (from `unstereo generate judge-set`): choose the question and the
     P(Yes) threshold on the calibration part (best balanced accuracy), then report precision / recall of natural
     acceptance and of unnatural detection on the held-out part, beside the configured log-likelihood filter's
@@ -375,7 +393,8 @@ def judge_calibrate(labelled, output, model, questions, config_path, min_gain, l
 
     from unstereo.config import load_config
     from unstereo.generation import judge_calibration as jc
-    from unstereo.generation.judge import QUESTION, JudgeSettings, load_judge
+    from unstereo.generation.judge import QUESTION, JudgeSettings
+    from unstereo.llm.local import INT8_LABEL
     from unstereo.log import get_logger
     from unstereo.tables import read_table, write_table
     from unstereo.unstereoeval.generate.naturalness import make_scorer, token_logprob
@@ -413,8 +432,8 @@ def judge_calibrate(labelled, output, model, questions, config_path, min_gain, l
             if "model" not in judges:
                 request.apply_threads()
                 t = time.time()
-                judges["model"] = load_judge(request)
-                log.info("judge loaded in %.1fs", time.time() - t)
+                judges["model"] = _judge_in_form(request, products)
+                log.info("judge (%s) loaded in %.1fs", products, time.time() - t)
             judge_ = judges["model"]
             judge_.settings = JudgeSettings(question=question, batch_size=batch_size)
             t = time.time()
@@ -428,7 +447,8 @@ def judge_calibrate(labelled, output, model, questions, config_path, min_gain, l
     budget = [limit]
 
     def p_yes(question: str, sentences: list[str]) -> list[float | None]:
-        key = jc.PYesCache.key(request.spec.to_arg(), question, None)
+        label = request.spec.to_arg() + (INT8_LABEL if products == "int8" else "")
+        key = jc.PYesCache.key(label, question, None)
         before = sum(cache.get(key, s) is None for s in dict.fromkeys(sentences))
         got = jc.cached_p_yes(
             sentences, key, cache, scorer_for(question), chunk=2 * batch_size, limit=budget[0]

@@ -35,6 +35,7 @@ rule vocabulary_english:
         f"{LOGS}/vocabulary/english.log",
     benchmark:
         f"{BENCH}/vocabulary/english.tsv"
+    priority: rule_priority("vocabulary_english")
     conda:
         "env.yaml"
     resources:
@@ -62,6 +63,7 @@ rule vocabulary_seeds:
         f"{LOGS}/vocabulary/seeds.log",
     benchmark:
         f"{BENCH}/vocabulary/seeds.tsv"
+    priority: rule_priority("vocabulary_seeds")
     conda:
         "env.yaml"
     resources:

@@ -1,0 +1,70 @@
+"""Time and peak memory of each way to get a GGUF model ready to sample, one form per process (peak RSS is the
+process's high-water mark, so run each form in its own process):
+
+    python benchmarks/gguf_load_memory.py --form fp32          # the converted fp32 folder (converted first if absent)
+    python benchmarks/gguf_load_memory.py --form fp32+int8     # the same, plus the engine's int8 copy (before issue 52)
+    python benchmarks/gguf_load_memory.py --form int8          # straight from the GGUF (unstereo.models.gguf_direct)
+
+Each loads ``--model`` (default: the offline 1.5B), runs the sampling engine's probe and one short greedy chat
+answer with the form's products (``--tokens``), and prints one JSON line: load seconds, sample seconds, the answer
+and the peak RSS in GB (``ru_maxrss``). ``--logits-against FORM`` adds the largest difference of the last
+position's logits of a chat prompt against another form, recomputed in the same process (memory then counts both).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import time
+
+import torch
+
+PROMPT = "Write 3 short English sentences, each using the word 'border' and the pronoun 'she'. One per line."
+
+
+def load(form: str, spec):
+    """(model, tokenizer, engine products) of ``form``."""
+    if form == "int8":
+        from unstereo.models.gguf_direct import load_gguf_int8_with_tokenizer
+
+        return (*load_gguf_int8_with_tokenizer(spec.path, spec.gguf_file), "int8")
+    from unstereo.models.load import load_causal_lm
+
+    model, tok = load_causal_lm(spec)
+    return model, tok, "int8" if form == "fp32+int8" else "float32"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="resource:qwen-coder-1.5b/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf")
+    parser.add_argument("--form", choices=["fp32", "fp32+int8", "int8"], required=True)
+    parser.add_argument("--tokens", type=int, default=24)
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    from unstereo.engine.engine import EngineRequest, SamplingEngine
+    from unstereo.models.spec import resolve_model
+
+    spec = resolve_model(args.model)
+    t0 = time.time()
+    model, tok, products = load(args.form, spec)
+    loaded = time.time() - t0
+    rss_loaded = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
+    engine = SamplingEngine(model, tok, slots=4, products=products)
+    problem = engine.check()
+    ids = tok.apply_chat_template(
+        [{"role": "user", "content": PROMPT}], add_generation_prompt=True, tokenize=True
+    )
+    t0 = time.time()
+    out = engine.generate([EngineRequest(list(ids), max_tokens=args.tokens, temperature=0.0)])[0]
+    sampled = time.time() - t0
+    print(json.dumps({"form": args.form, "engine_products": products, "probe": problem or "passed",
+                      "load_s": round(loaded, 1), "peak_rss_after_load_gb": round(rss_loaded, 2),
+                      "sample_s": round(sampled, 1), "answer": tok.decode(out.tokens, skip_special_tokens=True),
+                      "peak_rss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6, 2),
+                      "threads": args.threads}))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

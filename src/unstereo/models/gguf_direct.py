@@ -1,0 +1,263 @@
+"""A GGUF model loaded straight into int8 products, for a model that samples and judges but is never scored.
+
+The ordinary road (:mod:`unstereo.models.gguf_convert`) dequantises the whole file to fp32 once, writes it as a
+Hugging Face folder and loads that: for Qwen2.5-Coder-1.5B a 6.8 GB folder on disk and 6.2 GB of weights in memory,
+of which int8 sampling (:mod:`unstereo.models.int8`) then made a second, int8 copy. Here the transformers model is
+built on the meta device (no memory for its weights) and the file's tensors are read one at a time (``pread``, not
+the reader's memory map, whose pages would stay resident): each is dequantised to fp32 by the ``gguf`` package,
+turned into the parameter's form and dropped, so at most one tensor's fp32 copy exists at a time:
+
+- every ``nn.Linear`` of the body becomes a :class:`QuantisedLinear`: the engine's :class:`~unstereo.models.int8.Int8Linear`
+  of the dequantised weight (per-row int8, outlier input columns in fp32), the same numbers the int8 engine makes
+  from the converted fp32 weight (tests/test_gguf_direct.py);
+- everything else (embeddings, norms, a separate LM head) stays fp32: the LM head is tied to the embedding in the
+  offline models, and the engine makes its own int8 form of it while it samples.
+
+Qwen2.5-Coder-1.5B: 1.31 G body weights as int8 (1.3 GB), the 151,936 x 1,536 embedding in fp32 (0.93 GB);
+docs/performance.md ("Loading a GGUF straight into int8") has the measured peak memory of each form.
+
+A forward pass through these layers quantises its input per tensor, so, as in int8 sampling, a row's numbers
+depend slightly on the other rows of its batch; :func:`exact_products` switches them to the int8 weights times an
+fp32 input (one fp32 weight at a time), batch-independent, for the engine's probe (:meth:`SamplingEngine.check`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from unstereo.errors import UnstereoError
+from unstereo.log import get_logger
+
+log = get_logger("models")
+
+#: The forms :func:`load_gguf` builds: the body's linears in int8, or every weight in fp32 (the converted model's
+#: numbers without the converted folder).
+FORMS = ("int8", "float32")
+
+
+def _module_class():
+    import torch
+
+    from unstereo.models.int8 import Int8Linear
+
+    class QuantisedLinear(torch.nn.Module):
+        """A linear layer held only as its int8 form (:class:`~unstereo.models.int8.Int8Linear`); ``exact``: the
+        int8 weights times the fp32 input (see :func:`exact_products`)."""
+
+        def __init__(self, q: Int8Linear, in_features: int, out_features: int):
+            super().__init__()
+            self.q, self.in_features, self.out_features = q, in_features, out_features
+            self.exact = False
+
+        def forward(self, x):
+            return self.q.exact(x) if self.exact else self.q(x)
+
+        def extra_repr(self) -> str:
+            return f"in_features={self.in_features}, out_features={self.out_features}, int8"
+
+    return QuantisedLinear
+
+
+_CLASS: Any = None
+
+
+def quantised_linear_class():
+    """The :class:`QuantisedLinear` module class (built on first use: torch is imported lazily)."""
+    global _CLASS
+    if _CLASS is None:
+        _CLASS = _module_class()
+    return _CLASS
+
+
+def is_quantised(model: Any) -> bool:
+    """Whether ``model`` holds layers loaded by :func:`load_gguf_int8`."""
+    cls = quantised_linear_class()
+    return any(isinstance(m, cls) for m in model.modules())
+
+
+@contextlib.contextmanager
+def exact_products(model: Any) -> Iterator[int]:
+    """While the block runs, every :class:`QuantisedLinear` of ``model`` multiplies its fp32 input by its int8
+    weights (dequantised per call) instead of quantising the input: no batch dependence, for the engine's probe.
+    Yields how many layers were switched."""
+    cls = quantised_linear_class()
+    layers = [m for m in model.modules() if isinstance(m, cls)]
+    for m in layers:
+        m.exact = True
+    try:
+        yield len(layers)
+    finally:
+        for m in layers:
+            m.exact = False
+
+
+@contextlib.contextmanager
+def one_reader() -> Iterator[None]:
+    """While the block runs, every ``gguf.GGUFReader`` of the same file is one object, parsed once: transformers
+    parses the whole file for the config, again for the tokenizer (and the loader once more for the tensors), and a
+    parse of the 1.5B's 151,936-token vocabulary takes about 10 s."""
+    import gguf
+
+    original = gguf.GGUFReader
+    readers: dict[tuple[str, str], Any] = {}
+
+    def reader(path, mode="r"):
+        key = (str(Path(path).resolve()), mode)
+        if key not in readers:
+            readers[key] = original(path, mode)
+        return readers[key]
+
+    gguf.GGUFReader = reader
+    try:
+        yield
+    finally:
+        gguf.GGUFReader = original
+
+
+def _read(fd: int, tensor: Any):
+    """The bytes of GGUF ``tensor`` as the reader's array would hold them, read with ``pread`` (no mapped pages
+    stay resident)."""
+    import numpy as np
+
+    data = tensor.data  # a lazy view of the memory map: its dtype and shape, no page read
+    raw = os.pread(fd, int(tensor.n_bytes), int(tensor.data_offset))
+    if len(raw) != int(tensor.n_bytes):
+        raise UnstereoError(
+            f"GGUF tensor {tensor.name!r} is cut short ({len(raw)} of {tensor.n_bytes} bytes)"
+        )
+    return np.frombuffer(raw, dtype=data.dtype).reshape(data.shape)
+
+
+def load_gguf_int8(path: str | Path, gguf_file: str) -> Any:
+    """The causal LM of ``path/gguf_file`` with its body's linear layers in int8 (:func:`load_gguf`)."""
+    return load_gguf(path, gguf_file, "int8")
+
+
+def load_gguf(path: str | Path, gguf_file: str, form: str = "int8") -> Any:
+    """The causal LM of ``path/gguf_file`` in eval mode on the CPU, its tensors read one at a time: with ``form``
+    ``int8`` the body's linear layers as :class:`QuantisedLinear` (see the module doc), with ``float32`` every
+    weight an fp32 parameter, the numbers of the converted folder without writing it (a model that is sampled or
+    judged but not scored). Raises when the file's architecture is not one transformers reads from GGUF, or a
+    tensor is missing."""
+    if form not in FORMS:
+        raise ValueError(f"form must be one of {FORMS}, got {form!r}")
+    import gguf
+    import numpy as np
+    import torch
+    from gguf import dequantize
+    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers.integrations.accelerate import init_empty_weights
+    from transformers.modeling_gguf_pytorch_utils import (
+        TENSOR_PROCESSORS,
+        TensorProcessor,
+        get_gguf_hf_weights_map,
+        load_gguf_checkpoint,
+        read_field,
+    )
+
+    from unstereo.models.int8 import Int8Linear
+
+    file = Path(path) / gguf_file
+    if not file.is_file():
+        raise UnstereoError(f"GGUF file not found: {file}")
+    try:
+        with one_reader():
+            parsed = load_gguf_checkpoint(str(file), return_tensors=False)
+            reader = gguf.GGUFReader(str(file))  # the same parse (one_reader)
+        config = AutoConfig.for_model(**parsed["config"])  # what from_pretrained(gguf_file=) makes of it
+    except (ValueError, KeyError, OSError) as exc:
+        raise UnstereoError(f"cannot read the GGUF file {file}: {exc}") from exc
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    with init_empty_weights():
+        model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    head = model.get_output_embeddings()
+    names = get_gguf_hf_weights_map(model)
+    architecture = read_field(reader, "general.architecture")[0]
+    processor = TENSOR_PROCESSORS.get(architecture, TensorProcessor)(config=parsed.get("config", {}))
+    cls = quantised_linear_class()
+    pending: dict[str, dict[str, Any]] = {}  # a linear layer's weight and bias until both are read
+    loaded: set[str] = set()
+
+    def place(name: str, value: Any) -> None:
+        owner, _, attr = name.rpartition(".")
+        module = model.get_submodule(owner)
+        if form == "int8" and type(module) is torch.nn.Linear and module is not head:
+            got = pending.setdefault(owner, {})
+            got[attr] = value
+            if "weight" in got and ("bias" in got or module.bias is None):
+                parent, _, child = owner.rpartition(".")
+                q = Int8Linear(got["weight"], got.get("bias"))
+                setattr(model.get_submodule(parent), child, cls(q, module.in_features, module.out_features))
+                del pending[owner]
+        else:
+            module._parameters[attr] = torch.nn.Parameter(value, requires_grad=False)
+
+    def read(tensor: Any) -> tuple[str, Any] | None:
+        """(parameter name, fp32 tensor) of a file tensor, None for one the model has no place for."""
+        weights = dequantize(_read(fd, tensor), tensor.tensor_type)
+        result = processor.process(weights=weights, name=tensor.name, tensor_key_mapping=names,
+                                   parsed_parameters=parsed)  # fmt: skip
+        if result.name not in names:
+            return None
+        array = np.ascontiguousarray(result.weights, dtype=np.float32)
+        if not array.flags.writeable:  # an F32 tensor straight from the file's bytes
+            array = array.copy()
+        return names[result.name], torch.from_numpy(array)
+
+    fd = os.open(file, os.O_RDONLY)
+    try:
+        # the next tensor is read and dequantised (numpy, without the GIL) while this one is quantised: two at a time
+        # at most, so two tensors' fp32 copies at most are alive
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            tensors = list(reader.tensors)
+            ahead = pool.submit(read, tensors[0]) if tensors else None
+            for i in range(len(tensors)):
+                got = ahead.result()
+                ahead = pool.submit(read, tensors[i + 1]) if i + 1 < len(tensors) else None
+                if got is not None:
+                    place(*got)
+                    loaded.add(got[0])
+                del got
+    finally:
+        os.close(fd)
+        del reader
+    if getattr(config, "tie_word_embeddings", False):
+        model.tie_weights()
+    missing = sorted(n for n, p in model.named_parameters() if p.device.type == "meta")
+    missing += sorted(f"{owner}.weight" for owner in pending if f"{owner}.weight" not in missing)
+    if missing:
+        raise UnstereoError(f"GGUF file {file} lacks tensors for {missing[:5]} ({len(missing)} in all)")
+    model.name_or_path = f"{file} ({form} from GGUF)"  # the probe memo's digest reads it
+    model.eval()
+    return model
+
+
+def load_gguf_int8_with_tokenizer(path: str | Path, gguf_file: str) -> tuple[Any, Any]:
+    """(:func:`load_gguf_int8`, :func:`load_gguf_tokenizer`) of ``path/gguf_file``, the file parsed once for both."""
+    return load_gguf_with_tokenizer(path, gguf_file, "int8")
+
+
+def load_gguf_with_tokenizer(path: str | Path, gguf_file: str, form: str = "int8") -> tuple[Any, Any]:
+    """(:func:`load_gguf`, :func:`load_gguf_tokenizer`) of ``path/gguf_file``, the file parsed once for both."""
+    with one_reader():
+        model = load_gguf(path, gguf_file, form)
+        return model, load_gguf_tokenizer(path, gguf_file, model)
+
+
+def load_gguf_tokenizer(path: str | Path, gguf_file: str, model: Any):
+    """The tokenizer of ``path/gguf_file`` as the conversion writes it (Gemma's repaired to BPE,
+    :mod:`unstereo.models.gguf_tokenizer`), read from the file itself."""
+    from transformers import AutoTokenizer
+
+    from unstereo.models.gguf_tokenizer import needs_bpe_repair, repair_gemma_tokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(path, gguf_file=gguf_file)
+    if needs_bpe_repair(model, tokenizer):
+        tokenizer = repair_gemma_tokenizer(tokenizer)
+    return tokenizer
