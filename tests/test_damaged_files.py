@@ -158,6 +158,12 @@ def test_a_damaged_gguf_model(isolated, capsys, kind, words):
     if kind != "missing":
         with pytest.raises(Exception, match=words[0]):  # the same check, callable by any GGUF loader
             check_gguf(gguf)
+    # a GGUF that is only sampled loads straight from its tensors (models/gguf_direct.py): the same message
+    from unstereo.errors import InputError
+    from unstereo.models.gguf_direct import load_gguf
+
+    with pytest.raises(InputError, match=words[0]):
+        load_gguf(gguf.parent, gguf.name, "int8")
 
 
 def test_a_sound_gguf_header_passes_the_check(isolated):

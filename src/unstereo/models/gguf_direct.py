@@ -162,9 +162,10 @@ def load_gguf(path: str | Path, gguf_file: str, form: str = "int8") -> Any:
 
     from unstereo.models.int8 import Int8Linear
 
+    from unstereo.models.gguf_check import check_gguf
+
     file = Path(path) / gguf_file
-    if not file.is_file():
-        raise UnstereoError(f"GGUF file not found: {file}")
+    check_gguf(file)  # missing, cut short or of another architecture: one line naming it, before any parse
     try:
         with one_reader():
             parsed = load_gguf_checkpoint(str(file), return_tensors=False)
