@@ -17,11 +17,25 @@ T = TypeVar("T")
 _FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
+class _CurrentStderr(logging.StreamHandler):
+    """A stream handler writing to whatever ``sys.stderr`` is when a record is emitted. A handler bound to the
+    ``sys.stderr`` of its creation breaks once that stream is closed: the first logger may be made inside click's
+    CliRunner (or any caller that swaps stderr for a while), and every later record then ends in a logging error."""
+
+    @property
+    def stream(self):  # type: ignore[override]
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:  # StreamHandler.__init__ assigns it; the current sys.stderr wins
+        pass
+
+
 def get_logger(name: str) -> logging.Logger:
     """Return the package logger ``unstereo.<name>``, configured once to write to stderr."""
     root = logging.getLogger("unstereo")
     if not root.handlers:
-        handler = logging.StreamHandler(sys.stderr)
+        handler = _CurrentStderr()
         handler.setFormatter(logging.Formatter(_FORMAT))
         root.addHandler(handler)
         root.setLevel(logging.INFO)
