@@ -160,9 +160,8 @@ def load_gguf(path: str | Path, gguf_file: str, form: str = "int8") -> Any:
         read_field,
     )
 
-    from unstereo.models.int8 import Int8Linear
-
     from unstereo.models.gguf_check import check_gguf
+    from unstereo.models.int8 import Int8Linear
 
     file = Path(path) / gguf_file
     check_gguf(file)  # missing, cut short or of another architecture: one line naming it, before any parse
