@@ -368,7 +368,8 @@ def pair_tests(
 # ---- findings -----------------------------------------------------------------------------------------------------
 
 
-def _p(p: float) -> str:
+def fmt_p(p: float) -> str:
+    """A p-value as the card prints it: three decimals, `< 0.001` below that, `NaN` for no test."""
     return "NaN" if not np.isfinite(p) else ("< 0.001" if p < 0.001 else f"{p:.3f}")
 
 
@@ -420,12 +421,12 @@ def findings(
                    + (f", with at most {int(t['n_untied'].max())} untied items" if t["n_untied"].notna().all() else "")
                    if np.isfinite(floor) and floor >= alpha else "")  # fmt: skip
             out.append(f"{label}: no two of the {len(models)} models differ after Holm correction "
-                       f"(smallest adjusted p = {_p(t['p_holm'].min())}{why}).")  # fmt: skip
+                       f"(smallest adjusted p = {fmt_p(t['p_holm'].min())}{why}).")  # fmt: skip
         else:
             order = _order_sentence(label, t, models)
             pairs = "; ".join(
                 f"{r.more_biased} is more biased than {r.model_b if r.more_biased == r.model_a else r.model_a} "
-                f"(adjusted p = {_p(r.p_holm)})"
+                f"(adjusted p = {fmt_p(r.p_holm)})"
                 for r in diff.itertuples(index=False)
             )
             out.append(order or f"{label}: {len(diff)} of {len(t)} pairs of models differ after Holm correction: "
@@ -441,15 +442,15 @@ def findings(
         elif r.p_value < alpha:
             agree, disagree = agree + (r.kendall_tau > 0), disagree + (r.kendall_tau < 0)
             word = "rank the models alike" if r.kendall_tau > 0 else "rank the models in opposite orders"
-            out.append(f"{la} and {lb} {word} (tau = {r.kendall_tau:.2f}, p = {_p(r.p_value)}, "
+            out.append(f"{la} and {lb} {word} (tau = {r.kendall_tau:.2f}, p = {fmt_p(r.p_value)}, "
                        f"{r.n_models} models).")  # fmt: skip
         else:
             unknown += 1
             floor = kendall_min_p(int(r.n_models))
-            why = (f"; with {r.n_models} models even identical rankings give p = {_p(floor)}, so no agreement can "
+            why = (f"; with {r.n_models} models even identical rankings give p = {fmt_p(floor)}, so no agreement can "
                    f"be shown at {alpha:g}" if floor >= alpha else "")  # fmt: skip
             out.append(f"{la} and {lb}: neither agreement nor disagreement is shown (tau = {r.kendall_tau:.2f}, "
-                       f"p = {_p(r.p_value)}{why}).")  # fmt: skip
+                       f"p = {fmt_p(r.p_value)}{why}).")  # fmt: skip
     if no_tau:
         out.append(f"{len(no_tau)} pair(s) of metrics have no tau (fewer than 2 shared models, or one ranking all "
                    f"ties; see the table): {'; '.join(no_tau)}.")  # fmt: skip
@@ -492,8 +493,8 @@ def tests_rows(tests: pd.DataFrame, info: dict[tuple[str, str], HeadlineMetric])
     return [
         [f"{r.method}: {info[(r.method, r.metric)].label}" if (r.method, r.metric) in info else r.metric,
          r.model_a, r.model_b, str(r.n_items), "" if pd.isna(r.n_untied) else str(int(r.n_untied)),
-         _num(r.value_a), _num(r.value_b), _num(r.diff), _p(r.p_value),
-         "" if not np.isfinite(r.min_p) else f"{r.min_p:.2g}", _p(r.p_holm),
+         _num(r.value_a), _num(r.value_b), _num(r.diff), fmt_p(r.p_value),
+         "" if not np.isfinite(r.min_p) else f"{r.min_p:.2g}", fmt_p(r.p_holm),
          (f"yes: {r.more_biased} more biased" if r.differs else "no"), r.test]
         for r in tests.itertuples(index=False)
     ]  # fmt: skip

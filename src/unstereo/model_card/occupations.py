@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from unstereo.errors import InputError
-from unstereo.model_card.compare import holm
+from unstereo.model_card.compare import fmt_p, holm
 from unstereo.tables import Column, TableSchema, validate
 
 ALPHA = 0.05
@@ -181,16 +181,28 @@ def parse_winogender_id(pair_id: str) -> tuple[str, str, int, str]:
     return m["occ"], m["part"], int(m["ans"]), m["con"] or "original"
 
 
-def _rows(model, method, variant, kind, unit, groups, neutral=None) -> list[dict]:
+def _rows(model, method, variant, kind, unit, groups, neutral=None, term: str | None = None) -> list[dict]:
+    """One lean row per (occupation, group): the mean of the group's ``x``; ``term`` names the column whose first
+    value is the method's own word (default: the occupation)."""
     out = []
     for occ, g in groups:
-        out.append(dict(model=model, method=method, variant=variant, occupation=occ, term=occ, kind=kind,
+        word = str(g[term].iloc[0]) if term else occ
+        out.append(dict(model=model, method=method, variant=variant, occupation=occ, term=word, kind=kind,
                         lean=float(g["x"].mean()), unit=unit, n_items=len(g),
                         neutral_share=float(g["neutral"].mean()) if neutral else math.nan))  # fmt: skip
     return out
 
 
 NATS = "nats: ln p(male) - ln p(female), > 0 = leans male"
+
+
+def _winogender_frame(scores: pd.DataFrame) -> pd.DataFrame:
+    """A score table's Winogender ids parsed (occupation, participant, referent, construction), with ``x`` =
+    logp_male - logp_female per pair."""
+    parsed = [parse_winogender_id(p) for p in scores["pair_id"]]
+    df = pd.DataFrame(parsed, columns=["occupation", "participant", "referent", "construction"])
+    df["x"] = (scores["logp_male"] - scores["logp_female"]).to_numpy(dtype=float)
+    return df
 
 
 def winogender_leans(
@@ -200,9 +212,7 @@ def winogender_leans(
     occupation the mean of logp_male - logp_female (nats) and the share of pairs with |FM| <= ``eps``, over all
     its pairs (variant ``all pairs``) and over those whose pronoun refers to the occupation (``occupation
     referent``). Pairs of another construction (``@`` in the id) are left out."""
-    parsed = [parse_winogender_id(p) for p in scores["pair_id"]]
-    df = pd.DataFrame(parsed, columns=["occupation", "participant", "referent", "construction"])
-    df["x"] = (scores["logp_male"] - scores["logp_female"]).to_numpy(dtype=float)
+    df = _winogender_frame(scores)
     df["neutral"] = np.abs(df["x"]) <= eps
     df = df[df["construction"] == "original"]
     out = _rows(model, method, "all pairs", "lean", NATS, df.groupby("occupation", sort=True), neutral=True)
@@ -214,9 +224,7 @@ def winogender_leans(
 def robustness_leans(scores: pd.DataFrame, model: str) -> list[dict]:
     """Robustness's leans of one model from its SCORES table over every construction of Winogender: per
     (construction, occupation) the mean of logp_male - logp_female (nats) over all its pairs."""
-    parsed = [parse_winogender_id(p) for p in scores["pair_id"]]
-    df = pd.DataFrame(parsed, columns=["occupation", "participant", "referent", "construction"])
-    df["x"] = (scores["logp_male"] - scores["logp_female"]).to_numpy(dtype=float)
+    df = _winogender_frame(scores)
     out = []
     for con, g in df.groupby("construction", sort=False):
         out += _rows(model, "robustness", con, "lean", NATS, g.groupby("occupation", sort=True))
@@ -246,11 +254,7 @@ def biastest_leans(
                              "male and one female term")  # fmt: skip
     df["x"] = np.asarray(xs, dtype=float)
     df["occupation"] = [normalise(t) for t in df["attribute"]]
-    out = []
-    for occ, g in df.groupby("occupation", sort=True):
-        out.append(dict(model=model, method="biastest", variant=spec, occupation=occ, term=str(g["attribute"].iloc[0]),
-                        kind="lean", lean=float(g["x"].mean()), unit=NATS, n_items=len(g), neutral_share=math.nan))  # fmt: skip
-    return out
+    return _rows(model, "biastest", spec, "lean", NATS, df.groupby("occupation", sort=True), term="attribute")
 
 
 def fairpair_leans(per_prompt: pd.DataFrame, model: str, variant: str) -> list[dict]:
@@ -497,8 +501,11 @@ def verdict(family: str, compared: str, rho: float, p_holm: float) -> str:
 # ---- findings -----------------------------------------------------------------------------------------------------
 
 
-def _fmt_p(p: float) -> str:
-    return "NaN" if not np.isfinite(p) else ("< 0.001" if p < 0.001 else f"{p:.3f}")
+def _where(r) -> str:
+    """What a correlation row's n counts: occupation-model pairs when pooled, else one model's occupations."""
+    if r.model == POOLED:
+        return f"pooled over {r.n_models} models, {r.n} occupation-model pairs"
+    return f"{r.model}, {r.n} occupations"
 
 
 def _why_small(r) -> str:
@@ -528,37 +535,35 @@ def findings(corr: pd.DataFrame, leans: pd.DataFrame | None = None) -> list[str]
 
     for (a, b), g in corr[corr["family"] == "methods"].groupby(["measure_a", "measure_b"], sort=False):
         for r in lead(g).itertuples(index=False):
-            where = (f"pooled over {r.n_models} models, {r.n} occupation-model pairs" if r.model == POOLED
-                     else f"{r.model}, {r.n} occupations")  # fmt: skip
+            where = _where(r)
             how = " (as magnitudes)" if r.compared == "magnitude" else ""
             if not np.isfinite(r.spearman):
                 out.append(f"{a} and {b}{how}: no correlation ({where}; fewer than 2 shared occupations or a "
                            "constant side).")  # fmt: skip
             elif r.verdict == "cannot tell":
                 out.append(f"{a} and {b}{how} cannot be told apart from no relation (rho = {r.spearman:.2f}, "
-                           f"Holm p = {_fmt_p(r.p_holm)}; {where}{_why_small(r)}).")  # fmt: skip
+                           f"Holm p = {fmt_p(r.p_holm)}; {where}{_why_small(r)}).")  # fmt: skip
             else:
                 word = "agree on" if r.verdict == "agree" else "disagree on"
                 out.append(f"{a} and {b}{how} {word} the occupations (rho = {r.spearman:.2f}, Holm p = "
-                           f"{_fmt_p(r.p_holm)}; {where}).")  # fmt: skip
+                           f"{fmt_p(r.p_holm)}; {where}).")  # fmt: skip
     ys = corr[(corr["family"] == "yardstick") & (corr["measure_b"] == "bls")]
     for a, g in ys.groupby("measure_a", sort=False):
         for r in lead(g).itertuples(index=False):
-            where = (f"pooled over {r.n_models} models, {r.n} occupation-model pairs" if r.model == POOLED
-                     else f"{r.model}, {r.n} occupations")  # fmt: skip
+            where = _where(r)
             target = "|BLS share of women - 50|" if r.compared == "magnitude" else "the BLS share of women"
             if not np.isfinite(r.spearman):
                 out.append(f"{a}: no correlation with {target} ({where}).")
             elif r.verdict == "cannot tell":
                 out.append(f"{a}: no relation with {target} shown (rho = {r.spearman:.2f}, Holm p = "
-                           f"{_fmt_p(r.p_holm)}; {where}{_why_small(r)}).")  # fmt: skip
+                           f"{fmt_p(r.p_holm)}; {where}{_why_small(r)}).")  # fmt: skip
             else:
                 sign = "rises" if r.spearman > 0 else "falls"
                 way = {
                     "follows the share": ", the way the labour statistics go",
                     "against the share": ", against the way the labour statistics go",
                 }.get(r.verdict, "")
-                out.append(f"{a} {sign} with {target}{way} (rho = {r.spearman:.2f}, Holm p = {_fmt_p(r.p_holm)}; "
+                out.append(f"{a} {sign} with {target}{way} (rho = {r.spearman:.2f}, Holm p = {fmt_p(r.p_holm)}; "
                            f"{where}).")  # fmt: skip
     agree = int(((corr["family"] == "methods") & (corr["verdict"] == "agree")).sum())
     disagree = int(((corr["family"] == "methods") & (corr["verdict"] == "disagree")).sum())
@@ -691,13 +696,13 @@ def figure(leans: pd.DataFrame, corr: pd.DataFrame | None = None):
                       else "BLS 2015: % women in the occupation", fontsize=8)  # fmt: skip
         note = ""
         if corr is not None and len(corr):
-            c = corr[(corr["family"] == "yardstick") & (corr["measure_a"] == f"{method} / {variant}")
+            c = corr[(corr["family"] == "yardstick") & (corr["measure_a"] == _measure(method, variant))
                      & (corr["measure_b"] == "bls")]  # fmt: skip
             c = c[c["model"] == POOLED] if (c["model"] == POOLED).any() else c
             if len(c) == 1 and np.isfinite(c["spearman"].iloc[0]):
                 r = c.iloc[0]
                 small = " (n too small)" if np.isfinite(r.min_p) and r.min_p >= ALPHA else ""
-                note = f"\nrho = {r.spearman:.2f}, Holm p = {_fmt_p(r.p_holm)}{small}"
+                note = f"\nrho = {r.spearman:.2f}, Holm p = {fmt_p(r.p_holm)}{small}"
         ax.set_title(f"{method}: {variant}{note}", fontsize=9, loc="left")
         ax.tick_params(labelsize=7)
         ax.legend(fontsize=6.5, loc="best", frameon=False)
@@ -736,9 +741,9 @@ def _num(v) -> str:
 
 def corr_rows(corr: pd.DataFrame) -> list[list[str]]:
     return [
-        [r.model, r.measure_a, r.measure_b, r.compared, str(r.n), _num(r.spearman), _fmt_p(r.spearman_p),
-         _num(r.pearson), _fmt_p(r.pearson_p), "" if not np.isfinite(r.min_p) else f"{r.min_p:.2g}",
-         _fmt_p(r.p_holm), r.verdict + (" (n too small)" if np.isfinite(r.min_p) and r.min_p >= ALPHA else "")]
+        [r.model, r.measure_a, r.measure_b, r.compared, str(r.n), _num(r.spearman), fmt_p(r.spearman_p),
+         _num(r.pearson), fmt_p(r.pearson_p), "" if not np.isfinite(r.min_p) else f"{r.min_p:.2g}",
+         fmt_p(r.p_holm), r.verdict + (" (n too small)" if np.isfinite(r.min_p) and r.min_p >= ALPHA else "")]
         for r in corr.itertuples(index=False)
     ]  # fmt: skip
 
@@ -746,7 +751,7 @@ def corr_rows(corr: pd.DataFrame) -> list[list[str]]:
 def lean_pivot(leans: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     """The leans as one row per (model, occupation) with a Winogender share, one column per measure."""
     df = leans[np.isfinite(leans["bls_pct_female"].astype(float))].copy()
-    df["measure"] = [f"{m} / {v}" for m, v in zip(df["method"], df["variant"], strict=True)]
+    df["measure"] = [_measure(m, v) for m, v in zip(df["method"], df["variant"], strict=True)]
     measures = list(dict.fromkeys(df["measure"]))
     wide = df.pivot_table(index=["model", "occupation", "bls_pct_female"], columns="measure", values="lean",
                           aggfunc="first", sort=False)  # fmt: skip
