@@ -85,11 +85,27 @@ def _log():
     return get_logger("io")
 
 
+def schema_tables(statements: Iterable[str]) -> dict[str, list[str]]:
+    """The tables (name -> columns, in order) that the schema ``statements`` create, as SQLite itself reads them
+    (run on an empty in-memory database), so a cache declares its columns once, in its CREATE statements."""
+    import sqlite3
+
+    conn = sqlite3.connect(":memory:")
+    try:
+        for statement in statements:
+            conn.execute(statement)
+        names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        return {n: [r[1] for r in conn.execute(f"PRAGMA table_info({n})")] for n in names}
+    finally:
+        conn.close()
+
+
 def sqlite_damage(path: Path, tables: Mapping[str, Sequence[str]] | None = None) -> str | None:
     """Why the SQLite file ``path`` is unusable as a cache, or None when it is sound: not a database (random bytes,
     cut short), a failed ``PRAGMA quick_check`` (SQLite's check of every page, index and record without the
-    cross-checks of ``integrity_check``: linear in the file's size), or one of ``tables`` (name -> its columns)
-    present with other columns (a file of another program or version). An empty file is a sound new database."""
+    cross-checks of ``integrity_check``: linear in the file's size), or one of ``tables`` (name -> its columns,
+    :func:`schema_tables`) present with other columns (a file of another program or version). An empty file is a
+    sound new database."""
     import sqlite3
 
     if path.stat().st_size == 0:
@@ -126,15 +142,13 @@ def _file_lock(path: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def open_sqlite(
-    path: Path | None, statements: Iterable[str], tables: Mapping[str, Sequence[str]] | None = None
-):
+def open_sqlite(path: Path | None, statements: Sequence[str]):
     """A SQLite connection for an on-disk cache shared by parallel jobs (``path=None``: in memory): WAL journal,
     60 s busy timeout, usable from several threads (callers hold their own lock), ``statements`` (the schema) run
     once. Used by the LLM cache and the score cache.
 
     A cache is derived data: an existing file that fails :func:`sqlite_damage` (random bytes, cut short, a failed
-    ``PRAGMA quick_check``, ``tables`` with other columns) is set aside (:func:`set_aside`, with its ``-wal`` and
+    ``PRAGMA quick_check``, a table of the schema with other columns) is set aside (:func:`set_aside`, with its ``-wal`` and
     ``-shm`` files) with a warning and a new, empty cache takes its place. The check runs under an exclusive lock
     on ``<path>.lock`` so that parallel jobs opening the same damaged file set it aside once."""
     import sqlite3
@@ -147,7 +161,7 @@ def open_sqlite(
             raise InputError("is a folder; give a cache file (SQLite)", path=path)
         path.parent.mkdir(parents=True, exist_ok=True)
         with _file_lock(path):
-            why = sqlite_damage(path, tables) if path.exists() else None
+            why = sqlite_damage(path, schema_tables(statements)) if path.exists() else None
             if why is not None:
                 aside = set_aside(path, why)
                 for side in ("-wal", "-shm"):  # SQLite's journal files go with the file they belong to

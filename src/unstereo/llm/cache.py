@@ -24,8 +24,6 @@ CREATE TABLE IF NOT EXISTS completions (
     created REAL NOT NULL
 )
 """
-#: The table's columns: a file whose ``completions`` table has others is not this cache (set aside on open).
-_TABLES = {"completions": ("key", "backend", "model", "request", "response", "created")}
 
 
 class ChatCache:
@@ -34,7 +32,7 @@ class ChatCache:
     def __init__(self, path: str | Path | None):
         self.path = None if path is None else Path(path)
         self._lock = threading.Lock()
-        self._conn = open_sqlite(self.path, (_SCHEMA,), _TABLES)
+        self._conn = open_sqlite(self.path, (_SCHEMA,))
 
     def get(self, key: str) -> ChatResult | None:
         with self._lock:

@@ -58,11 +58,6 @@ _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS models (
         model_key TEXT PRIMARY KEY, description TEXT NOT NULL, metadata TEXT NOT NULL, created REAL NOT NULL)""",
 )
-#: The columns of each table: a file whose tables have others is not this cache (set aside on open).
-_TABLES = {
-    "scores": ("model_key", "text_key", "logp", "ntok", "text"),
-    "models": ("model_key", "description", "metadata", "created"),
-}
 _WEIGHT_SUFFIXES = (".gguf", ".safetensors", ".bin", ".pt", ".json", ".model", ".txt")
 _EDGE = 1 << 20  # bytes hashed at each end of a weight file
 _QUERY_BATCH = 500  # texts per SELECT ... IN (...)
@@ -138,7 +133,7 @@ class ScoreCache:
     def __init__(self, path: str | Path | None):
         self.path = None if path is None else Path(path)
         self._lock = threading.Lock()
-        self._conn = open_sqlite(self.path, _SCHEMA, _TABLES)
+        self._conn = open_sqlite(self.path, _SCHEMA)
 
     def get_many(self, key: str, texts: Iterable[str]) -> dict[str, tuple[float, int]]:
         """The cached (logp, ntok) of those of ``texts`` scored under model ``key``."""
