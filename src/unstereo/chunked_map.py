@@ -163,7 +163,7 @@ def chunked_map(
         return result
     except BaseException:
         # a failure before any chunk was finished (a model that cannot be loaded, a bad input found by ``fn``)
-        # leaves nothing worth resuming: no empty chunk folder beside the output (issue 55)
+        # leaves nothing worth resuming: no empty chunk folder beside the output
         if chunk_dir.is_dir() and not any(chunk_dir.glob("[0-9]*.parquet")):
             shutil.rmtree(chunk_dir, ignore_errors=True)
         raise
@@ -179,13 +179,11 @@ def _prepare_chunk_dir(chunk_dir: Path, fp: str, run: dict[str, Any]) -> None:
             # damaged (a RUN.json cut short, a folder that is a file): kept aside, never taken for another run's
             set_aside(chunk_dir, f"its {marker.name} is unreadable: {type(exc).__name__}: {exc}")
             old = None
-        if old is None:
-            pass
-        elif old == fp:
+        if old == fp:
             n = len(list(chunk_dir.glob("[0-9]*.parquet")))
             log.info("resuming from %s (%d finished chunk(s))", chunk_dir, n)
             return
-        else:
+        if old is not None:
             log.warning(
                 "discarding chunks in %s: they belong to another run (model, settings or input changed)",
                 chunk_dir,

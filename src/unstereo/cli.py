@@ -127,7 +127,7 @@ def input_files(argv: list[str]) -> list[str]:
 
 def _name_inputs(argv: list[str]) -> None:
     """After a failure: one line naming the command's input files, so that the log of a job among 200 says which
-    files it read (issue 55); Snakemake's error summary lists the rule's inputs too."""
+    files it read; Snakemake's error summary lists the rule's inputs too."""
     files = input_files(argv)
     if files:
         click.echo(f"unstereo: the failed command's files: {', '.join(files)}", err=True)

@@ -1,5 +1,5 @@
 """A GGUF file checked before anything converts or loads it: one clear error naming the file instead of a numpy
-reshape error deep inside a loader (issue 55: a file cut short at 50 MB ended in ``ValueError: cannot reshape array
+reshape error deep inside a loader (a file cut short at 50 MB ended in ``ValueError: cannot reshape array
 of size 399424 into shape (576,960)``).
 
 :func:`check_gguf` reads the header and the tensor table (no tensor data) and checks that the file starts with the GGUF magic, that every tensor's data lies inside the file, and

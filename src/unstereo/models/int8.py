@@ -21,7 +21,7 @@ would measure another model. Scores and the engine's probe keep fp32 products, a
 CPU build of PyTorch has no int8 dynamic linear (:func:`available`). For a model loaded as fp32 the layers are
 swapped only inside :func:`linears_through_int8`; the model itself is never changed, so another user of the same
 weights in the same process sees fp32. A GGUF file sampled in int8 is loaded straight into these layers instead
-(:mod:`unstereo.models.gguf_direct`, issue 52): no fp32 copy exists, and the generate stage's judge, which shares
+(:mod:`unstereo.models.gguf_direct`): no fp32 copy exists, and the generate stage's judge, which shares
 the generator's weights, runs in int8 too.
 """
 

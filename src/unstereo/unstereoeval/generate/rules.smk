@@ -62,7 +62,7 @@ rule generate_use:
         **model_rules.job_resources(
             GENERATE,
             # int8 sampling loads a GGUF straight into int8 layers (7.7-8.3 GB peak for the 1.5B with its judge,
-            # docs/performance.md, issue 52), no longer an int8 copy beside the fp32 weights
+            # docs/performance.md), no longer an int8 copy beside the fp32 weights
             mem_mb=12000 if GENERATE_NAT["judge"] is not None else 8000,
             runtime=24 * 60,
         ),
