@@ -5,8 +5,9 @@
   every swap pattern of the untied items (:func:`untied`) up to :data:`EXACT_MAX` of them, else :data:`N_PERM`
   seeded random patterns; :func:`permutation_min_p`, the smallest p it can reach).
 - :func:`paired_bootstrap`: a paired bootstrap test of the same difference for a metric that is a statistic of items
-  rather than their mean (Wasserstein distances; AuFC is a mean of per-pair areas and takes the permutation test): the same resamples of the shared items for both models,
-  p by inverting the percentile interval of the resampled differences (:func:`bootstrap_p`).
+  rather than their mean (Wasserstein distances; AuFC is a mean of per-pair areas and takes the permutation test):
+  the same resamples of the shared items for both models, p by inverting the percentile interval of the resampled
+  differences (:func:`bootstrap_p`).
 - :func:`holm`: Holm's step-down adjustment of a family of p-values.
 - :func:`pair_tests`: every pair of models under every headline metric whose method writes per-item values
   (``items(config)`` in its headline module, an :data:`~unstereo.model_card.headline.ITEMS` table: permutation

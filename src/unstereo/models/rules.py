@@ -166,9 +166,9 @@ def job_resources(
 
 # ------------------------------------------------------------------------------------------------ the long pole
 #: Snakemake ``priority`` of the jobs on a run's long pole: the generate stage's job (it loads the largest model,
-#: generates and judges: 274 of the default's 803 s on a 2-core AVX-512 machine, docs/performance.md) and every job it waits
-#: for. Snakemake starts the ready job of highest priority first, but gives a job's inputs no priority of their
-#: own, so the jobs upstream of the long pole carry it too (:func:`long_pole_rules`). Other jobs keep 0.
+#: generates and judges: 274 of the default's 803 s on a 2-core AVX-512 machine, docs/performance.md) and every
+#: job it waits for. Snakemake starts the ready job of highest priority first, but gives a job's inputs no priority
+#: of their own, so the jobs upstream of the long pole carry it too (:func:`long_pole_rules`). Other jobs keep 0.
 LONG_POLE_PRIORITY = 50
 
 

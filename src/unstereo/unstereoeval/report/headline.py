@@ -83,6 +83,13 @@ def _log10(config: dict, rows, model: str) -> bool:
     return aufc_in_log10(math.inf, quirks)
 
 
+def _eps(config: dict) -> float:
+    """The metrics stage's eps (``metrics.eps``): a pair is neutral when |FM| <= eps."""
+    from unstereo.unstereoeval.metrics.core import DEFAULT_EPS
+
+    return float((config.get("metrics") or {}).get("eps", DEFAULT_EPS))
+
+
 def items(config: dict):
     """The headline's items, per (model, scored pair of the headline's benchmark; eta = inf keeps every pair):
     for US, 100 when the pair is neutral (|ln p(s_F) - ln p(s_M)| <= eps, the metrics stage's eps) else 0, whose
@@ -91,9 +98,9 @@ def items(config: dict):
     ``reference_quirks``), whose mean is AuFC (the trapezoid rule is linear in the curve, a mean of the pairs')."""
     import pandas as pd
 
-    from unstereo.unstereoeval.metrics.core import DEFAULT_EPS, pair_areas, skew_labels
+    from unstereo.unstereoeval.metrics.core import pair_areas, skew_labels
 
-    eps = float((config.get("metrics") or {}).get("eps", DEFAULT_EPS))
+    eps = _eps(config)
     rows, _bench, fms = _headline_fm(config)
     grid = eps_grid(config)
     frames = []
@@ -180,9 +187,8 @@ def occupation_leans(config: dict) -> list[dict]:
     """Per model and Winogender occupation, the lean over all pairs and over those whose pronoun refers to the
     occupation (:func:`unstereo.model_card.occupations.winogender_leans`; eps: ``metrics.eps``)."""
     from unstereo.model_card.occupations import winogender_leans
-    from unstereo.unstereoeval.metrics.core import DEFAULT_EPS
 
-    eps = float((config.get("metrics") or {}).get("eps", DEFAULT_EPS))
+    eps = _eps(config)
     paths = occupation_sources(config)
     if not paths:  # no Winogender benchmark scored
         return []
