@@ -26,9 +26,9 @@ PROMPT = "Write 3 short English sentences, each using the word 'border' and the 
 def load(form: str, spec):
     """(model, tokenizer, engine products) of ``form``."""
     if form == "int8":
-        from unstereo.models.gguf_direct import load_gguf_int8_with_tokenizer
+        from unstereo.models.gguf_direct import load_gguf_with_tokenizer
 
-        return (*load_gguf_int8_with_tokenizer(spec.path, spec.gguf_file), "int8")
+        return (*load_gguf_with_tokenizer(spec.path, spec.gguf_file, "int8"), "int8")
     from unstereo.models.load import load_causal_lm
 
     model, tok = load_causal_lm(spec)

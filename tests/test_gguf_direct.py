@@ -33,7 +33,7 @@ def converted(gguf_file):
 
 @pytest.fixture(scope="module")
 def direct(gguf_file):
-    return gguf_direct.load_gguf_int8(gguf_file.parent, gguf_file.name)
+    return gguf_direct.load_gguf(gguf_file.parent, gguf_file.name, "int8")
 
 
 def _linears(model):
@@ -126,7 +126,7 @@ def test_local_backend_samples_from_the_gguf_without_converting_it(gguf_file, mo
 def test_a_file_missing_a_tensor_is_named(tmp_path):
     import gguf
 
-    from unstereo.models.gguf_direct import load_gguf_int8
+    from unstereo.models.gguf_direct import load_gguf
 
     full = tiny_qwen2_gguf(tmp_path / "full")
     reader = gguf.GGUFReader(str(full))
@@ -145,7 +145,7 @@ def test_a_file_missing_a_tensor_is_named(tmp_path):
     writer.close()
     want = r"cut\.gguf lacks tensors for \['model\.layers\.1\.mlp\.down_proj\.weight'\] \(1 in all\)"
     with pytest.raises(UnstereoError, match=want):
-        load_gguf_int8(tmp_path, "cut.gguf")
+        load_gguf(tmp_path, "cut.gguf", "int8")
 
 
 def test_the_float32_form_is_the_converted_model_without_the_folder(gguf_file, converted):

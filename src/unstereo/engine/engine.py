@@ -264,9 +264,8 @@ class SamplingEngine:
         # model loaded as int8 (unstereo.models.gguf_direct) multiplies by its int8 weights without quantising
         # the input here, which keeps a row's numbers independent of its batch, as fp32 does.
         self.slots, self.auto, self.int8 = 2, False, False
-        exact = exact_products(self.model)
         try:
-            with exact:
+            with exact_products(self.model):
                 outs = self.generate(reqs, logprobs=True, ignore_eos=True)
         except Exception as exc:  # an architecture that rejects the cache, the 4D mask or the position ids
             return f"{type(exc).__name__}: {exc}"

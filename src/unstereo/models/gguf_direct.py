@@ -75,7 +75,7 @@ def quantised_linear_class():
 
 
 def is_quantised(model: Any) -> bool:
-    """Whether ``model`` holds layers loaded by :func:`load_gguf_int8`."""
+    """Whether ``model`` holds layers loaded by :func:`load_gguf` in the int8 form."""
     cls = quantised_linear_class()
     return any(isinstance(m, cls) for m in model.modules())
 
@@ -133,11 +133,6 @@ def _read(fd: int, tensor: Any):
     return np.frombuffer(raw, dtype=data.dtype).reshape(data.shape)
 
 
-def load_gguf_int8(path: str | Path, gguf_file: str) -> Any:
-    """The causal LM of ``path/gguf_file`` with its body's linear layers in int8 (:func:`load_gguf`)."""
-    return load_gguf(path, gguf_file, "int8")
-
-
 def load_gguf(path: str | Path, gguf_file: str, form: str = "int8") -> Any:
     """The causal LM of ``path/gguf_file`` in eval mode on the CPU, its tensors read one at a time: with ``form``
     ``int8`` the body's linear layers as :class:`QuantisedLinear` (see the module doc), with ``float32`` every
@@ -182,7 +177,6 @@ def load_gguf(path: str | Path, gguf_file: str, form: str = "int8") -> Any:
     processor = TENSOR_PROCESSORS.get(architecture, TensorProcessor)(config=parsed.get("config", {}))
     cls = quantised_linear_class()
     pending: dict[str, dict[str, Any]] = {}  # a linear layer's weight and bias until both are read
-    loaded: set[str] = set()
 
     def place(name: str, value: Any) -> None:
         owner, _, attr = name.rpartition(".")
@@ -222,7 +216,6 @@ def load_gguf(path: str | Path, gguf_file: str, form: str = "int8") -> Any:
                 ahead = pool.submit(read, tensors[i + 1]) if i + 1 < len(tensors) else None
                 if got is not None:
                     place(*got)
-                    loaded.add(got[0])
                 del got
     finally:
         os.close(fd)
@@ -236,11 +229,6 @@ def load_gguf(path: str | Path, gguf_file: str, form: str = "int8") -> Any:
     model.name_or_path = f"{file} ({form} from GGUF)"  # the probe memo's digest reads it
     model.eval()
     return model
-
-
-def load_gguf_int8_with_tokenizer(path: str | Path, gguf_file: str) -> tuple[Any, Any]:
-    """(:func:`load_gguf_int8`, :func:`load_gguf_tokenizer`) of ``path/gguf_file``, the file parsed once for both."""
-    return load_gguf_with_tokenizer(path, gguf_file, "int8")
 
 
 def load_gguf_with_tokenizer(path: str | Path, gguf_file: str, form: str = "int8") -> tuple[Any, Any]:

@@ -207,12 +207,12 @@ def _judge_in_form(request, products: str):
 
     if products != "int8":
         return load_judge(request)
-    from unstereo.models.gguf_direct import load_gguf_int8_with_tokenizer
+    from unstereo.models.gguf_direct import load_gguf_with_tokenizer
 
     spec = request.spec
     if not spec.gguf_file:
         raise click.BadParameter("int8 applies to a GGUF file's judge", param_hint="--products")
-    return SenseJudge(*load_gguf_int8_with_tokenizer(spec.path, spec.gguf_file))
+    return SenseJudge(*load_gguf_with_tokenizer(spec.path, spec.gguf_file, "int8"))
 
 
 class _TimedJudge:
@@ -376,7 +376,7 @@ def judge_set(output, reference_dir, recipe, run_sentences) -> None:
 @click.option(
     "--batch-size", type=click.IntRange(1), default=16, show_default=True, help="sentences per pass"
 )
-@click.option("--products", type=click.Choice(["float32", "int8"]), default="float32", show_default=True,
+@click.option("--products", type=click.Choice(model_request.SAMPLING_PRODUCTS), default="float32", show_default=True,
               help="the judge's form: float32 (the GGUF converted to fp32), or int8 (a GGUF loaded straight into "
               "int8 layers, as the generate stage runs it with sampling_products: int8)")  # fmt: skip
 @model_request.device_option()
