@@ -7,7 +7,8 @@ load, JSON parses, PNG/PDF files carry their magic bytes, nothing is empty; and 
 (UnStereoEval, FairPair, counterfactual sentiment, robustness, BiasTestGPT and any other in
 :mod:`unstereo.method_registry`) validates against the schema its code declares (:func:`tables`: the method's
 results folder -> path pattern -> schema), as do the tables at the results folder's top: the model card, its tau
-and tests, the occupation leans and their correlations (:data:`ROOT_TABLES`). Finally the metrics table must hold a finite Unstereo Score for every (model, benchmark) the config scores.
+and tests, the occupation leans and their correlations (:data:`ROOT_TABLES`). Finally the metrics table must hold a
+finite Unstereo Score for every (model, benchmark) the config scores.
 Exit status 1 with one line per problem.
 """
 

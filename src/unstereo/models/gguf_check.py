@@ -2,14 +2,15 @@
 reshape error deep inside a loader (a file cut short at 50 MB ended in ``ValueError: cannot reshape array
 of size 399424 into shape (576,960)``).
 
-:func:`check_gguf` reads the header and the tensor table (no tensor data) and checks that the file starts with the GGUF magic, that every tensor's data lies inside the file, and
-that transformers can load the file's architecture. Any loader of a GGUF file (the conversion of
+:func:`check_gguf` reads the header and the tensor table (no tensor data) and checks that the file starts with the
+GGUF magic, that every tensor's data lies inside the file, and that transformers can load the file's architecture. Any loader of a GGUF file (the conversion of
 :mod:`unstereo.models.gguf_convert`, a direct int8 load) calls it first; it costs the parse of the header (well
 under a second for the offline models), paid once per conversion.
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from unstereo.errors import InputError
@@ -120,10 +121,7 @@ def check_gguf(path: str | Path, architectures: list[str] | None = None) -> str:
             raise InputError(
                 f"the GGUF file is damaged: tensor {name!r} has unknown type {kind}; {MEND}", path=path
             ) from None
-        n = 1
-        for d in dims:
-            n *= d
-        end = header.data_start + offset + n // block * type_size
+        end = header.data_start + offset + math.prod(dims) // block * type_size
         if end > size:
             raise InputError(
                 f"the GGUF file is cut short: tensor {name!r} ends at byte {end:,}, the file has {size:,} "
