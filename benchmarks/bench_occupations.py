@@ -1,4 +1,4 @@
-"""Time of the occupation correlations at the study's size (issue 51: the study's cold runtime must not grow by more
+"""Time of the occupation correlations at the study's size (the study's cold runtime must not grow by more
 than 10 %): random leans laid out as config/study.yaml gives them (4 models; UnStereoEval's 60 occupations in 2
 variants, robustness's 60 under 3 constructions, FairPair 30, BiasTestGPT 12, sentiment 13), then
 ``unstereo.model_card.occupations.correlations`` (the rule's costly step: 9,999 permutations per test).

@@ -2,7 +2,7 @@
 process's high-water mark, so run each form in its own process):
 
     python benchmarks/gguf_load_memory.py --form fp32          # the converted fp32 folder (converted first if absent)
-    python benchmarks/gguf_load_memory.py --form fp32+int8     # the same, plus the engine's int8 copy (before issue 52)
+    python benchmarks/gguf_load_memory.py --form fp32+int8     # the same, plus the engine's int8 copy (the int8 opt-in before the direct load)
     python benchmarks/gguf_load_memory.py --form int8          # straight from the GGUF (unstereo.models.gguf_direct)
 
 Each loads ``--model`` (default: the offline 1.5B), runs the sampling engine's probe and one short greedy chat

@@ -2,7 +2,7 @@
 # Run pytest once per emulated CPU kind: the float32 kernels that torch, oneDNN and MKL pick depend on the CPU's
 # vector width (SSE 4 lanes, AVX2 8, AVX-512 16), on FMA and on the thread count, and each choice rounds a reduction
 # in another order. The switches below make this machine take the code paths another CPU would, so a golden
-# tolerance too tight for some CPU kind fails here too (issue 55: a Xeon got -25.870601 against the golden -25.870587).
+# tolerance too tight for some CPU kind fails here too (a Xeon got -25.870601 against the golden -25.870587).
 #
 #   scripts/test-cpu-kinds.sh tests/test_scoring_masked.py tests/test_scoring.py   # pytest arguments
 #   scripts/test-cpu-kinds.sh                  # the test files with float tolerances on model outputs (below)

@@ -1,4 +1,4 @@
-"""Tolerances of the golden and cross-path numeric tests, derived from float32's rounding (issue 55).
+"""Tolerances of the golden and cross-path numeric tests, derived from float32's rounding.
 
 A float32 forward pass computes every logit through reductions (matrix products, layer norms, attention and softmax
 sums) whose order depends on the CPU: its vector width (4, 8 or 16 lanes), FMA, the thread count, and the kernels
@@ -9,7 +9,7 @@ sentence score) has error at most (per-term error x the sum's size) + (n float32
 terms' errors add up, and their sizes add up to the sum's.
 
 Golden values were taken on one CPU kind (AMD Zen 5, AVX-512); a tolerance tighter than this error fails on another
-(issue 55: a Xeon got -25.870601415634155 for the golden -25.87058711051941 of a sum of 6 log-probs, off by 1.43e-5
+(a Xeon got -25.870601415634155 for the golden -25.87058711051941 of a sum of 6 log-probs, off by 1.43e-5
 with a tolerance of 1e-5). ``scripts/test-cpu-kinds.sh`` runs tests under emulated CPU kinds (scalar, AVX2,
 AVX-512 on one thread); the largest difference it showed between kinds was 23 eps relative to the sum (4.6e-5 on
 -16.665, a sum of 4 log-probs of the 2-layer random BERT of tests/test_scoring_masked.py, scalar kind against the
@@ -17,7 +17,7 @@ golden). ``PER_TERM_EPS`` = 128 leaves a factor above 5 over that for kinds not 
 MKL's code path on Intel), and the tolerances stay far below the differences the tests tell apart (a whole
 log-probability, >= 0.01 nat).
 
-The other numeric tests were audited the same way (issue 55) and keep their tolerances for the reason given here:
+The other numeric tests were audited the same way and keep their tolerances for the reason given here:
 - float64 arithmetic on hand-made inputs (metrics, PMI and delta, fairness, model card, bootstrap): pytest.approx's
   default relative 1e-6 is about 4.5e9 float64 eps, far above the rounding of a few float64 operations and far below
   any difference of definition; the same computation order on every CPU kind (numpy's float64 sums of a few terms);

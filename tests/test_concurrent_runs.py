@@ -1,4 +1,4 @@
-"""Two runs at once (issue 55, item 3): what a user can expect.
+"""Two runs at once: what a user can expect.
 
 - Two processes writing one score cache at the same moment (parallel Snakemake jobs, or two studies sharing the
   file): both succeed and no row is lost. SQLite serialises the writers (WAL journal, 60 s busy timeout); rows are

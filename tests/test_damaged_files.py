@@ -1,4 +1,4 @@
-"""Every file the CLI reads, in every damaged form (issue 55): each test makes a sound file in a temporary folder, a
+"""Every file the CLI reads, in every damaged form: each test makes a sound file in a temporary folder, a
 damaged copy of it (missing, empty, cut short, random bytes, a valid file of the wrong shape) and runs the reader.
 
 - A file the user gave (a table of texts or prompts, a GGUF model, a config): the command ends with one line
@@ -416,7 +416,7 @@ def test_set_aside_never_overwrites(tmp_path):
     assert len(os.listdir(tmp_path)) == 3
 
 
-# ---- a failure inside a job names its files (issue 55, item 4) -----------------------------------------------------
+# ---- a failure inside a job names its files --------------------------------------------------------------------------
 
 
 def test_a_failed_command_names_its_files(model_dir, tmp_path, capsys):

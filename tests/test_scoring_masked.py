@@ -166,7 +166,7 @@ def test_crows_pairs_as_the_authors_metric_py(bert, s1, s2, pos1, pos2, want1, w
     got = CrowsPairsScorer(model, tok, batch_size=4).score(
         [with_partner(s1, s2), with_partner(s2, s1, first=False)]
     )
-    # golden values of the authors' code on one CPU kind: float32 rounding of another kind differs (issue 55)
+    # golden values of the authors' code on one CPU kind: float32 rounding of another kind differs (tests/_float_tolerance.py)
     tol1, tol2 = f32_sum_tol(want1, len(pos1)), f32_sum_tol(want2, len(pos2))
     assert got == [(pytest.approx(want1, abs=tol1), len(pos1)), (pytest.approx(want2, abs=tol2), len(pos2))]
 
