@@ -1,4 +1,4 @@
-"""Calibration of a sentence filter on a labelled set (issue 41; the judge of sense's set:
+"""Calibration of a sentence filter on a labelled set (the judge of sense's set:
 :mod:`unstereo.unstereoeval.generate.judge_set`).
 
 A filter gives each sentence a score and keeps it when score >= threshold. Two readings of one decision:
