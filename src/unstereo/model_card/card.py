@@ -439,8 +439,8 @@ def plot_model(card: pd.DataFrame, model: str, out: str | Path) -> Path:
         for s in ("left", "right", "top"):
             ax.spines[s].set_visible(False)
     fig.suptitle(f"Model card: {model}", x=0.01, ha="left", fontsize=12, fontweight="bold")
-    key = "dot: this model with its interval · grey ticks: the other models · rank 1 = most biased"
-    fig.text(0.99, 0.995, key, ha="right", va="top", fontsize=8, color="0.35")
+    legend = "dot: this model with its interval · grey ticks: the other models · rank 1 = most biased"
+    fig.text(0.99, 0.995, legend, ha="right", va="top", fontsize=8, color="0.35")
     fig.tight_layout(rect=(0, 0, 0.86, 0.97))
     return _save_png(fig, out)
 
