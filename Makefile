@@ -39,6 +39,7 @@ lint: venv
 	$(VENV)/bin/ruff format --check src tests benchmarks
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH snakemake --lint
 	$(VENV)/bin/snakefmt --check .
+	$(VENV)/bin/mypy
 
 clean:
 	rm -rf results results-paper results-biastest .snakemake .test/results

@@ -8,8 +8,8 @@ the same reader (JSON parsing included; the compiled one through its raw JSON pa
 give identical counts. A single pass starts from a cold vocabulary
 and includes building the final sorted tables. Prints MB/s per core (wall clock, and input per CPU-second of this
 single-threaded process), the speed ratios, peak memory (tracemalloc peak of one fast run, and the process's max
-RSS), and the extrapolated core-hours for the 825 GB PILE. Targets: fast >= 7x naive (issue 3), >= 100 MB/s per core
-single pass (issue 18). "Steady state" counts the files a second time into a counter that already knows their
+RSS), and the extrapolated core-hours for the 825 GB PILE. Targets: fast >= 7x naive, >= 100 MB/s per core
+single pass. "Steady state" counts the files a second time into a counter that already knows their
 vocabulary (a PILE shard of 28 GB is nearly all steady state). For large inputs see bench_corpus_scale.py.
 """
 

@@ -1,5 +1,5 @@
 """Generated tokens per second of llama.cpp's batched decoding (``llama-batched-bench``) at bench_sample.py's shapes
-on a GGUF file: the anchor for the sampling engine (issue 43). llama.cpp is not a project dependency; build it
+on a GGUF file: the anchor for the sampling engine. llama.cpp is not a project dependency; build it
 yourself (docs/performance.md has the commands) and pass the folder of its binaries.
 
     python benchmarks/bench_llamacpp.py --llama-bin BUILD/bin --model FILE.gguf [--shape batch:32x64]

@@ -382,7 +382,7 @@ def test_a_damaged_chunk_folder_is_set_aside(tmp_path, caplog, target, kind):
             raise KeyboardInterrupt
 
     out = tmp_path / "t.parquet"
-    run = {"what": "issue 55"}
+    run = {"what": "an interrupted run"}
     with pytest.raises(KeyboardInterrupt):
         chunked_map(table, fn, out, fingerprint=run, chunk_size=1, key="id", after_chunk=killed)
     chunks = chunk_dir_for(out)

@@ -1,6 +1,7 @@
-"""References to the method definitions: the code cites docs/methods.md by anchor, never the private spec.
+"""References in the repository's text lead somewhere: the code cites docs/methods.md by anchor, never the private
+spec, and names only repository files that exist.
 
-Two checks over the repository's text files (src/, rules/, Snakefile, workflow/, config/, tests/, docs/, data/ and
+Three checks. Two over the repository's text files (src/, rules/, Snakefile, workflow/, config/, tests/, docs/, data/ and
 README.md; fetched resources under data/external are not the project's text):
 
 - no reference to the spec by section number ("SPEC" followed by a digit, or by "quirk"): the document is not in
@@ -8,6 +9,11 @@ README.md; fetched resources under data/external are not the project's text):
 - every pointer ``methods.md#anchor`` (plain ``docs/methods.md#...`` in code, a relative Markdown link in .md files,
   ``(#anchor)`` inside docs/methods.md) names a heading of docs/methods.md, by GitHub's anchor rules: lowercase,
   punctuation dropped, spaces to '-', a repeated heading suffixed -1, -2, ...
+
+And one over the library's docstrings and comments (every text file under src/): a repository path it names
+(``rules/...``, ``config/...``, ``docs/...``, ``benchmarks/...``, ``scripts/...``, ``src/...``, ``workflow/...``,
+``tests/...``) exists, so a moved file fails here instead of leaving a pointer to nowhere. A pattern (``*``,
+``{wildcard}``, ``<x>``) is not a path and is skipped.
 """
 
 from __future__ import annotations
@@ -26,6 +32,12 @@ THIS = Path(__file__).resolve()
 SPEC_REF = re.compile("SPEC" + r"\s+(?:§\s*)?(?:\d|quirk)")
 POINTER = re.compile(r"methods\.md#([\w-]+)")
 LOCAL_LINK = re.compile(r"\]\(#([\w-]+)\)")
+# A repository path: a top-level folder of the repository (not the end of a longer path such as
+# unstereo/config/...), then path characters, ending on a word character or '/' (a sentence's full stop is not part).
+REPO_PATH = re.compile(
+    r"(?<![\w./{}<>*-])((?:rules|config|docs|benchmarks|scripts|src|workflow|tests)/[\w./{}<>*-]*[\w/])"
+)
+PATTERN_CHARS = set("*{}<>")
 
 
 def github_anchor(heading: str) -> str:
@@ -50,9 +62,9 @@ def heading_anchors(markdown: str) -> set[str]:
     return anchors
 
 
-def text_files(root: Path):
+def text_files(root: Path, scanned: tuple[str, ...] = SCANNED):
     """The scanned text files under ``root`` (symbolic links to folders are not followed)."""
-    for name in SCANNED:
+    for name in scanned:
         top = root / name
         if top.is_file():
             yield top
@@ -93,6 +105,18 @@ def dangling_pointers(root: Path) -> list[str]:
     return out
 
 
+def missing_paths(root: Path, scanned: tuple[str, ...] = ("src",)) -> list[str]:
+    """``file:line: path`` of every repository path named under ``scanned`` (docstrings, comments, rules files)
+    that does not exist under ``root``."""
+    out = []
+    for path in text_files(root, scanned):
+        for n, line in enumerate(read(path).splitlines(), 1):
+            for named in REPO_PATH.findall(line):
+                if not PATTERN_CHARS & set(named) and not (root / named).exists():
+                    out.append(f"{path.relative_to(root)}:{n}: {named}")
+    return out
+
+
 # ------------------------------------------------------------------------------------------------ the repository
 def test_no_reference_to_the_spec_by_number(repo_dir):
     found = spec_references(repo_dir)
@@ -102,6 +126,11 @@ def test_no_reference_to_the_spec_by_number(repo_dir):
 def test_every_pointer_into_methods_md_names_a_heading(repo_dir):
     found = dangling_pointers(repo_dir)
     assert not found, "no such heading in docs/methods.md:\n" + "\n".join(found)
+
+
+def test_every_repository_path_named_in_the_library_exists(repo_dir):
+    found = missing_paths(repo_dir)
+    assert not found, "no such file or folder in the repository (moved?):\n" + "\n".join(found)
 
 
 # ------------------------------------------------------------------------------------------- the checks themselves
@@ -138,3 +167,16 @@ def test_the_checks_find_what_they_should(tmp_path):
         "src/m.py:1: #fair-pair",
         "docs/methods.md:3: #fairpai",
     ]
+
+
+def test_the_path_check_finds_a_moved_file(tmp_path):
+    """Named in a docstring and a comment: one path that exists, one that moved, one that is a pattern, one that is
+    the tail of a package path (unstereo/config/...: not a repository path), one at a sentence's end."""
+    root = _tree(tmp_path, '"""Helpers for ``rules/toy.smk``; see docs/methods.md#fairpair."""\n'
+                           "# the schema: config/toy.schema.yaml, rules/*.smk, unstereo/config/x.yaml, src/m.py.\n")  # fmt: skip
+    assert missing_paths(root) == ["src/m.py:1: rules/toy.smk", "src/m.py:2: config/toy.schema.yaml"]
+    (root / "rules").mkdir()
+    (root / "rules" / "toy.smk").write_text("")
+    (root / "config").mkdir()
+    (root / "config" / "toy.schema.yaml").write_text("")
+    assert missing_paths(root) == []

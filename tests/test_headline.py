@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from unstereo.model_card.headline import HEADLINE, HeadlineMetric
+from unstereo.model_card.headline import HEADLINE, Headline, HeadlineMetric
 
 
 def test_bias_orientation():
@@ -64,3 +64,79 @@ def test_headline_table_fills_labels_a_method_leaves_out():
     assert df[["interval", "scope"]].values.tolist() == [["", ""]]
     assert np.isnan(df["ci_low"].iloc[0]) and np.isnan(df["ci_high"].iloc[0])
     assert int(df["n"].iloc[0]) == 3
+
+
+class _Bare(Headline):
+    """A method with only what it must have: no per-item values, resampling statistics or occupation leans."""
+
+    def enabled(self, config):
+        return True
+
+    def models(self, config):
+        return ["m1", "m2"]
+
+    def sources(self, config):
+        return ["bare/summary.parquet"]
+
+    def headline(self, config):
+        from unstereo.model_card.headline import headline_table
+
+        return headline_table([dict(method="bare", model="m1", metric="g", value=1.0, n=3, scope="all")])
+
+
+def test_a_method_lacking_a_part_gets_the_default():
+    from unstereo.model_card.headline import ITEMS
+
+    api = _Bare()
+    config = {"results_dir": "res"}
+    assert api.item_sources(config) == [] and api.resampled_sources(config) == []
+    assert (
+        api.resampled(config) == []
+        and api.occupation_sources(config) == []
+        and api.occupation_leans(config) == []
+    )
+    items = api.items(config)
+    assert list(items.columns) == ITEMS.names and len(items) == 0  # an empty, typed ITEMS table
+    # the four required parts have no default: a subclass without one cannot be made
+    with pytest.raises(TypeError, match="headline"):
+
+        class NoHeadline(Headline):
+            def enabled(self, config):
+                return True
+
+            def models(self, config):
+                return []
+
+            def sources(self, config):
+                return []
+
+        NoHeadline()
+
+
+def test_card_and_occupations_read_the_defaults(monkeypatch):
+    """The card and the agreement on occupations call the protocol's methods: a method without items, resampling
+    or leans adds no input and no row; a headline module without an API is named."""
+    import sys
+    import types
+
+    from unstereo.method_registry import Method
+    from unstereo.model_card import card, occupations
+
+    module = types.ModuleType("bare_headline")
+    module.API = _Bare()
+    monkeypatch.setitem(sys.modules, "bare_headline", module)
+    bare = Method("bare", "Bare", category="Bare", headline=(HeadlineMetric("g", "G", "higher"),),
+                  headline_module="bare_headline")  # fmt: skip
+    monkeypatch.setattr(card, "card_methods", lambda: [bare])
+    config = {"results_dir": "res"}
+    assert card.card_inputs(config) == ["bare/summary.parquet"]
+    assert card.item_inputs(config) == [] and card.resampled_inputs(config) == []
+    assert len(card.collect_items(config)) == 0 and card.collect_resampled(config) == []
+    assert occupations.input_paths(config) == []
+    assert card.collect(config)[["method", "model", "metric", "value"]].values.tolist() == [
+        ["bare", "m1", "g", 1.0]
+    ]
+
+    monkeypatch.setitem(sys.modules, "bare_headline", types.ModuleType("bare_headline"))
+    with pytest.raises(TypeError, match="bare_headline must define API"):
+        card.card_inputs(config)

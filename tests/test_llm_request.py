@@ -1,4 +1,4 @@
-"""One model run through the LLM client (issue 40, item 3): every command that runs a chat or continuation model
+"""One model run through the LLM client: every command that runs a chat or continuation model
 builds one ModelRequest (the spec resolved once) and passes it whole to make_client and the local backend, which
 never resolve it again; the cache key stays (backend name, the spec's label)."""
 

@@ -330,28 +330,29 @@ TOY_FILES = {
 
         import pandas as pd
 
-        from unstereo.model_card.headline import headline_table
+        from unstereo.model_card.headline import Headline, headline_table
 
 
-        def enabled(config):
-            return bool(config["toy"]["enabled"])
+        class ToyHeadline(Headline):  # no items, resampling or occupation leans: the protocol's defaults
+            def enabled(self, config):
+                return bool(config["toy"]["enabled"])
+
+            def models(self, config):
+                return list(config["toy"]["models"])
+
+            def sources(self, config):
+                return [str(Path(config["results_dir"]) / "toy" / m / "table.parquet") for m in self.models(config)]
+
+            def headline(self, config):
+                rows = []
+                for model in config["toy"]["models"]:
+                    t = pd.read_parquet(Path(config["results_dir"]) / "toy" / model / "table.parquet")
+                    rows.append({"method": "toy", "model": model, "metric": "toy_gap", "value": t["gap"].mean(),
+                                 "n": len(t), "scope": "all items"})
+                return headline_table(rows)  # no interval: ci_low/ci_high NaN
 
 
-        def models(config):
-            return list(config["toy"]["models"])
-
-
-        def sources(config):
-            return [str(Path(config["results_dir"]) / "toy" / m / "table.parquet") for m in models(config)]
-
-
-        def headline(config):
-            rows = []
-            for model in config["toy"]["models"]:
-                t = pd.read_parquet(Path(config["results_dir"]) / "toy" / model / "table.parquet")
-                rows.append({"method": "toy", "model": model, "metric": "toy_gap", "value": t["gap"].mean(),
-                             "n": len(t), "scope": "all items"})
-            return headline_table(rows)  # no interval: ci_low/ci_high NaN
+        API = ToyHeadline()
     """,
     # its config section: every key documented, unknown keys rejected
     "toy_method/toy.schema.yaml": """
@@ -516,7 +517,7 @@ def test_toy_method_end_to_end(toy):
     table = pd.read_parquet(work / "res" / "toy" / "small" / "table.parquet")
     assert list(table["gap"]) == [0.0, 0.5, 1.0]  # n = 3 items, gap 0.5 * i
 
-    headline = importlib.import_module(method_registry.method("toy").headline_module).headline
+    headline = importlib.import_module(method_registry.method("toy").headline_module).API.headline
     rows = headline({"results_dir": str(work / "res"), "toy": {"models": ["tiny", "small"]}})
     assert rows[["model", "metric", "value", "n"]].values.tolist() == [
         ["tiny", "toy_gap", 0.5, 3],  # mean of 0, 0.5, 1.0

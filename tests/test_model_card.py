@@ -139,7 +139,7 @@ def _tree(tmp_path):
 
 def test_unstereoeval_headline_first_configured_benchmark_at_eta_inf(tmp_path):
     config = _tree(tmp_path)
-    df = us_headline.headline(config)
+    df = us_headline.API.headline(config)
     validate(df, HEADLINE)
     us = _row(df, "a", "us")
     # B2 (listed first in metrics.benchmarks) at eta = inf: 40 +- 1 standard error 2
@@ -152,20 +152,20 @@ def test_unstereoeval_headline_first_configured_benchmark_at_eta_inf(tmp_path):
 
 def test_fairpair_headline_largest_configured_fold_count(tmp_path):
     config = _tree(tmp_path)
-    df = fp_headline.headline(config)
+    df = fp_headline.API.headline(config)
     a = _row(df, "a", "f")
     assert (a.value, a.ci_low, a.ci_high, a.n) == (1.5, 1.2, 1.8, 10)
     assert a.scope == "phi jaccard, k = 2" and a.interval == "95% bootstrap over prompts"
     assert "3 prompt(s) with infinite F left out" in _row(df, "b", "f").scope
     # without configured folds: the per-sample k = n (the largest k of the model)
     config["fairpair"]["folds"] = []
-    df = fp_headline.headline(config)
+    df = fp_headline.API.headline(config)
     assert _row(df, "a", "f").value == 9.0 and _row(df, "b", "f").value == 5.0
 
 
 def test_sentiment_headline_first_configured_attribute_and_classifier(tmp_path):
     config = _tree(tmp_path)
-    df = sent_headline.headline(config)
+    df = sent_headline.API.headline(config)
     # rows of _fairness in order: country vader IF (i=0), GF, country textblob IF, GF, occupation vader IF (i=4),
     # GF, occupation textblob IF (i=6), GF (i=7); the pick is occupation / textblob
     a_if, a_gf = _row(df, "a", "if"), _row(df, "a", "gf")
@@ -180,12 +180,12 @@ def test_sentiment_headline_names_a_missing_table(tmp_path):
     config = _tree(tmp_path)
     config["sentiment"]["models"]["ghost"] = {"resource": "q"}
     with pytest.raises(Exception, match="ghost"):
-        sent_headline.headline(config)
+        sent_headline.API.headline(config)
 
 
 def test_robustness_rank_swap_rate(tmp_path):
     config = _tree(tmp_path)
-    df = rob_headline.headline(config)
+    df = rob_headline.API.headline(config)
     # weighted by trials over the alternate constructions (not original), metric us, eta inf:
     # a: negation a-b 1x1 + a-c 0x1, sample_50 a-b 0.5x4 + a-c 0.25x4 -> 4 swaps of 10 comparisons
     # b: negation 1 + 0, sample_50 2 + 0 -> 3 / 10;  c: negation 0 + 0, sample_50 1 + 0 -> 1 / 10
@@ -197,14 +197,14 @@ def test_robustness_rank_swap_rate(tmp_path):
 
 def test_biastest_headline_generated_source_first_configured_spec(tmp_path):
     config = _tree(tmp_path)
-    df = bt_headline.headline(config)
+    df = bt_headline.API.headline(config)
     a = _row(df, "a", "ss")
     assert (a.value, a.ci_low, a.ci_high, a.n) == (62.0, 57.0, 67.0, 8)
     assert a.scope == "spec S2, generated pairs"
     assert _row(df, "b", "ss").value == 45.0
     # no generated pairs: the release's generated pairs next (not the template baseline)
     _write(_biastest_summary(with_generated=False), tmp_path / "results" / "biastest" / "summary.parquet")
-    df = bt_headline.headline(config)
+    df = bt_headline.API.headline(config)
     assert _row(df, "a", "ss").value == 10.0 and _row(df, "b", "ss").scope == "spec S2, released pairs"
 
 
@@ -247,8 +247,8 @@ def test_aufc_items_are_per_pair_areas_whose_mean_is_the_headline(tmp_path):
     from unstereo.unstereoeval.metrics.core import aufc, pair_areas
 
     config = _bootstrap_tree(tmp_path)
-    shown = us_headline.headline(config)
-    items = us_headline.items(config)
+    shown = us_headline.API.headline(config)
+    items = us_headline.API.items(config)
     # per-pair areas by hand, grid (0, 2, 4, 6), trapezoids of width 2 of the pair's curve (1 where |FM| <= eps):
     # a: FM 0 -> (1, 1, 1, 1): 6; FM 1 -> (0, 1, 1, 1): 1 + 2 + 2 = 5; FM -3 -> (0, 0, 1, 1): 0 + 1 + 2 = 3; mean
     # 14/3, the headline. b: FM .2, .3, .4 -> (0, 1, 1, 1) each: 5, 5, 5; mean 5.
@@ -266,14 +266,14 @@ def test_aufc_items_are_per_pair_areas_whose_mean_is_the_headline(tmp_path):
 
 def test_sentiment_statistics_on_all_units_are_the_headline(tmp_path):
     config = _bootstrap_tree(tmp_path)
-    shown = sent_headline.headline(config)
+    shown = sent_headline.API.headline(config)
     # a by hand. I.F.: C1 W1((0, 1), (0.5, 0.5)) = 0.5, C2 W1((0.2, 0.2), (0.2, 0.2)) = 0 -> mean 0.25.
     # G.F.: X = (0, 1, .2, .2), Y = (.5, .5, .2, .2), all 8; CDFs: X .25 / .75 / .75 and all 1/8 / 5/8 / 7/8 on
     # [0, .2), [.2, .5), [.5, 1): W1 = .125 (.2 + .3 + .5) = .125; Y 0 / .5 / 1: the same .125 -> G.F. 0.125
     assert _row(shown, "a", "if").value == pytest.approx(0.25) and _row(
         shown, "a", "gf"
     ).value == pytest.approx(0.125)
-    stats = {(r.model, r.metric): r for r in sent_headline.resampled(config)}
+    stats = {(r.model, r.metric): r for r in sent_headline.API.resampled(config)}
     assert set(stats) == {(m, k) for m in "ab" for k in ("if", "gf")}
     for (model, metric), r in stats.items():
         assert r.items == ("C1/0", "C1/1", "C2/0", "C2/1") and r.strata == ("C1", "C1", "C2", "C2")
@@ -281,7 +281,7 @@ def test_sentiment_statistics_on_all_units_are_the_headline(tmp_path):
     # only C1's units, each twice: X (0, 0, 1, 1) vs Y (.5, .5, .5, .5) -> I.F. 0.5 (C2 drawn no unit)
     assert stats[("a", "if")].statistic(np.array([0, 0, 1, 1])) == pytest.approx(0.5)
     root = tmp_path / "results" / "sentiment"
-    assert sent_headline.resampled_sources(config)[-2:] == [
+    assert sent_headline.API.resampled_sources(config)[-2:] == [
         str(root / m / "continuations.parquet") for m in "ab"
     ]
 
@@ -291,7 +291,7 @@ def test_write_card_tests_both_kinds_in_one_family(tmp_path):
 
     config = _bootstrap_tree(tmp_path)
     out = tmp_path / "card"
-    assert mc.resampled_inputs(config) == sent_headline.resampled_sources(config)
+    assert mc.resampled_inputs(config) == sent_headline.API.resampled_sources(config)
     mc.write_card(
         config, out / "card.parquet", out / "tau.parquet", out / "pages", tests_out=out / "tests.parquet"
     )

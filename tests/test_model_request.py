@@ -1,5 +1,5 @@
 """One model run: the ModelRequest built by one function from a config section or a command's options, the one
-option decorator, and the one scorer registry (issue 40, item 3)."""
+option decorator, and the one scorer registry."""
 
 from __future__ import annotations
 

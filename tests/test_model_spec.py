@@ -157,7 +157,7 @@ def test_shipped_configs_resolve(tmp_path):
     from unstereo.config import load_config
 
     root = Path(__file__).resolve().parents[1]
-    # the offline default generates with the 1.5B coder (issue 41), the others with the 0.5B
+    # the offline default generates with the 1.5B coder (the 0.5B judges sense too poorly), the others with the 0.5B
     generators = {"config/config.yaml": ("qwen-coder-1.5b", "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"),
                   ".test/config.yaml": ("qwen-coder", "qwen2.5-coder-0.5b-instruct.gguf"),
                   "config/paper.yaml": ("qwen-coder", "qwen2.5-coder-0.5b-instruct.gguf")}  # fmt: skip

@@ -1,4 +1,4 @@
-"""One road from the config to a command (issue 40, item 3): a dry run of the workflow (every job, ``--forceall``)
+"""One road from the config to a command: a dry run of the workflow (every job, ``--forceall``)
 on the shipped config and the methods test config prints each job's command line; a command that gets its config
 section as ``--settings`` must carry no flag for a value that section holds. Allowed beside it: paths (options of
 a ``click.Path`` type: inputs, outputs, -o, caches, resource folders), the model argument (and its

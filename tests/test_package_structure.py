@@ -92,7 +92,7 @@ def test_find_cycle_on_hand_made_graphs():
 
 def test_import_graph_sees_relative_imports():
     graph = import_graph()
-    # stages named by a module of theirs (dotted names, which the layout codemod of issue 40 carries along)
+    # stages named by a module of theirs (dotted names, which a layout codemod carries along)
     registry = _stage("unstereo.models.registry")
     assert (
         registry in graph[_stage("unstereo.unstereoeval.report.cli")]
@@ -175,7 +175,7 @@ def test_no_import_cycle_between_modules():
     assert find_cycle(graph) is None, f"import cycle between modules: {' -> '.join(find_cycle(graph))}"
 
 
-# What several methods share (issue 40); a method is a package with a method.py.
+# What several methods share; a method is a package with a method.py.
 SHARED_PACKAGES = ("render", "models", "engine", "llm", "generation", "model_card", "config", "scoring")
 
 
@@ -222,8 +222,7 @@ def test_shared_packages_import_no_method():
 
 def test_logger_names_are_real_modules():
     """Each ``get_logger("NAME")`` names a module or package that exists (``unstereo.NAME``), so a move
-    carries the names of its loggers along (after issue 40's move `llm.engine`, `corpus.count`, ... named old
-    homes)."""
+    carries the names of its loggers along (after a move, `llm.engine`, `corpus.count`, ... named old homes)."""
     modules = set(module_graph())
     names = {}
     for path in SRC.rglob("*.py"):

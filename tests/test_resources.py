@@ -226,7 +226,7 @@ def test_qwen_coder_15b_manifest_entry_and_in_the_offline_default_only():
     res = RESOURCES["qwen-coder-1.5b"]
     assert res.pinned == {QWEN15_GGUF: "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"}
     assert QWEN15_GGUF.endswith(".gguf")  # a model resource (common.schema.yaml#/$defs/model_resource)
-    # the schema's defaults neither fetch it nor name a model of it (1.1 GB); the offline default (issue 41)
+    # the schema's defaults neither fetch it nor name a model of it (1.1 GB); the offline default
     # fetches it and generates and judges with it
     repo = Path(__file__).resolve().parents[1]
     defaults = validate_config({})

@@ -109,7 +109,7 @@ def test_crows_pairs_reordered_pair_one_matcher_in_pair_order(bert):
     one-token matches are left and difflib takes the earliest in its FIRST sequence: [CLS], then S1's "she" (1) =
     S2's "she" (3); "said" and "he" are then on opposite sides of that match. Scored: S1 1, 4, 5, 6; S2 3, 4, 5, 6.
     A matcher of S2's own, SequenceMatcher(S2, S1), takes S2's "he" (1) instead: another shared set, another score
-    (the defect of issue 40 item 5: here S2's score was -17.81 instead of -19.29 and the pair's judgement flipped)."""
+    (the defect this test guards against: here S2's score was -17.81 instead of -19.29 and the pair's judgement flipped)."""
     model, tok = bert
     s1, s2 = ids("she", "said", "he", "likes", "math", "."), ids("he", "said", "she", "likes", "math", ".")
     assert shared_positions(s1, s2) == ([0, 1, 4, 5, 6, 7], [0, 3, 4, 5, 6, 7])

@@ -108,7 +108,8 @@ def input_files(argv: list[str]) -> list[str]:
     that exist already."""
     import os
 
-    skip, group = 0, cli
+    skip = 0
+    group: click.Command | None = cli
     while isinstance(group, click.Group) and skip < len(argv):
         try:
             group = group.get_command(click.Context(group), argv[skip])

@@ -124,9 +124,17 @@ def output(
     dest: str = "output",
     required: bool = True,
     flag: str = "--output",
+    short: str | None = "-o",
 ):
-    """``-o/--output``: ``kind`` file, dir, path (either) or text (a pattern); ``dest`` names the parameter."""
-    return click.option("-o", flag, dest, required=required, type=_OUTPUT_TYPES[kind], help=help)
+    """``-o/--output``: ``kind`` file, dir, path (either) or text (a pattern); ``dest`` names the parameter. Another
+    output of a command: its own ``flag`` and ``dest``, ``short=None`` (no one-letter form), often not required."""
+    names = (short, flag, dest) if short else (flag, dest)
+    return click.option(*names, required=required, type=_OUTPUT_TYPES[kind], help=help)
+
+
+def input_files(flag: str, dest: str, help: str, required: bool = False):
+    """A repeatable option naming existing files (``--pairs a.parquet --pairs b.parquet``) into ``dest``, a tuple."""
+    return click.option(flag, dest, multiple=True, required=required, type=EXISTING_FILE, help=help)
 
 
 def reference_quirks(help: str):

@@ -83,11 +83,13 @@ class Method:
     - ``category``: the report category its results are listed under; ``stage_categories`` gives stages that
       have one of their own (UnStereoEval's corpus statistics, benchmarks, ...);
     - ``headline``: its headline metrics (:class:`~unstereo.headline_metric.HeadlineMetric`), and
-      ``headline_module`` the module the cross-method model card reads them with: ``headline(config)`` (a
+      ``headline_module`` the module the cross-method model card reads them with: its ``API``, an instance of a
+      subclass of :class:`unstereo.model_card.headline.Headline`, with ``headline(config)`` (a
       :data:`unstereo.model_card.headline.HEADLINE` table), ``sources(config)`` (the finished tables it reads),
-      ``models(config)`` (the model short names the method's config lists) and ``enabled(config)``; optionally
-      ``items``/``item_sources``, ``resampled``/``resampled_sources`` (the card's paired tests) and
-      ``occupation_leans``/``occupation_sources`` (the agreement on occupations, unstereo.model_card.occupations);
+      ``models(config)`` (the model short names the method's config lists) and ``enabled(config)``; where the method
+      has them, ``items``/``item_sources``, ``resampled``/``resampled_sources`` (the card's paired tests) and
+      ``occupation_leans``/``occupation_sources`` (the agreement on occupations, unstereo.model_card.occupations),
+      which default to none;
     - ``order``: where its rules are included (smaller first, then by name). Rules files read only the shared
       helpers of ``rules/common.smk`` and the config, never each other's globals, so the order is only the
       include (and listing) order.

@@ -1,4 +1,5 @@
-"""Helpers for ``rules/biastest.smk`` (kept here so that they are unit-tested and the rules file stays declarative)."""
+"""Helpers for ``src/unstereo/biastest/rules.smk`` (kept here so that they are unit-tested and the rules file
+stays declarative)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ import re
 
 import unstereo.biastest.rules as bt
 
-# The section with every default filled in (validated against workflow/schemas/biastest.schema.yaml).
+# The section with every default filled in (validated against src/unstereo/biastest/biastest.schema.yaml).
 BT = config["biastest"]
 BT_SPECS = bt.specs(config) if BT["enabled"] else {}
 BT_GENERATED = bt.generated_specs(config) if BT["enabled"] else []

@@ -34,7 +34,7 @@ def _load_yaml(path: Path) -> Any:
 def _registry(schema_dir: Path, extra: tuple[Path, ...] = ()) -> Registry:
     """The schema files of ``schema_dir`` and the ``extra`` ones (a method's own, elsewhere), each under its file
     name, so that any of them can ``$ref`` another (e.g. ``common.schema.yaml#/$defs/etas``)."""
-    resources = {}
+    resources: dict = {}
     for path in [*sorted(schema_dir.glob("*.schema.yaml")), *extra]:
         if path.name in resources and path.resolve() != resources[path.name][0]:
             raise ConfigError(

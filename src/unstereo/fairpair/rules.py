@@ -1,5 +1,6 @@
-"""Helpers for ``rules/fairpair.smk``: inputs and command-line options from the ``fairpair`` config section (kept
-here, unit-tested, so that the rules file stays declarative; the model layer is :mod:`unstereo.models.rules`)."""
+"""Helpers for ``src/unstereo/fairpair/rules.smk``: inputs and command-line options from the ``fairpair``
+config section (kept here, unit-tested, so that the rules file stays declarative; the model layer is
+:mod:`unstereo.models.rules`)."""
 
 from __future__ import annotations
 

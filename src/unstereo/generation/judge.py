@@ -1,5 +1,6 @@
 """The judge of sense: an instruction model asked, through its own chat template, whether a sentence is natural,
-sensible English, scored by the probability of its answer token (issue 41).
+sensible English, scored by the probability of its answer token (it drops the generated sentences that make no
+sense).
 
 For each sentence the chat ``[system?] user: QUESTION.format(sentence=...)`` is rendered by the tokenizer's chat
 template with the generation prompt (the assistant turn opened), and the model's next-token logits ``l`` there give
@@ -35,7 +36,7 @@ log = get_logger("generation.judge")
 #: The question; ``{sentence}`` comes last so that every prompt shares the tokens before it. Chosen on 20 hand-made
 #: sentences (10 natural, 10 nonsense such as "He was bald tomorrow.", "He bowed bowing to the sun.") under
 #: Qwen2.5-Coder-1.5B-Instruct (fp32); asking only "natural, sensible English?" put 7 of the 10 nonsense above 0.5.
-#: Kept after calibration on the labelled set of :mod:`unstereo.unstereoeval.generate.judge_set` (issue 41): two
+#: Kept after calibration on the labelled set of :mod:`unstereo.unstereoeval.generate.judge_set`: two
 #: other wordings tried on its calibration part did no better (balanced accuracy 0.864 / 0.861 vs 0.864);
 #: docs/methods.md#judge-of-sense-generation.
 QUESTION = (

@@ -1,4 +1,4 @@
-"""Calibration of a sentence filter on a labelled set (issue 41; the judge of sense's set:
+"""Calibration of a sentence filter on a labelled set (the judge of sense's set:
 :mod:`unstereo.unstereoeval.generate.judge_set`).
 
 A filter gives each sentence a score and keeps it when score >= threshold. Two readings of one decision:
@@ -52,7 +52,7 @@ def class_metrics(labels: Sequence[str], keep: Sequence[bool]) -> dict[str, floa
     def f1(p: float, r: float) -> float:
         return 2 * p * r / (p + r) if p + r > 0 else math.nan
 
-    out = {"n": len(labels), "n_natural": nat_kept + nat_rej, "n_unnatural": unn_kept + unn_rej,
+    out: dict[str, float] = {"n": len(labels), "n_natural": nat_kept + nat_rej, "n_unnatural": unn_kept + unn_rej,
            "natural_kept": nat_kept, "unnatural_rejected": unn_rej}  # fmt: skip
     for cls, tp, fp, fn in (
         ("natural", nat_kept, unn_kept, nat_rej),

@@ -36,14 +36,20 @@ def load_stopwords(spec: str | Path | None = "spacy") -> frozenset[str]:
     path = Path(spec)
     if not path.is_file():
         raise InputError("stop-word file not found (use 'spacy', 'none' or a path)", path=path)
+    return frozenset(_word_lines(path, "stop word"))
+
+
+def _word_lines(path: Path, what: str) -> list[str]:
+    """The words of a file with one word per line (lowercased; blank lines and ``#`` comments skipped), each one
+    alphabetic token, else an InputError naming the line (``what``: the error's name for a word)."""
     words = []
     for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         w = line.strip().lower()
         if w and not w.startswith("#"):
             if not w.isalpha():
-                raise InputError(f"stop word {w!r} is not one alphabetic token", path=path, line=i)
+                raise InputError(f"{what} {w!r} is not one alphabetic token", path=path, line=i)
             words.append(w)
-    return frozenset(words)
+    return words
 
 
 def _spacy_stop_words() -> set[str]:
@@ -109,12 +115,6 @@ def load_targets(path: str | Path | None = None) -> list[str]:
     else:
         if not path.is_file():
             raise InputError("targets file not found", path=path)
-        words = set()
-        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            w = line.strip().lower()
-            if w and not w.startswith("#"):
-                if not w.isalpha():
-                    raise InputError(f"target {w!r} is not one alphabetic token", path=path, line=i)
-                words.add(w)
+        words = set(_word_lines(path, "target"))
     words |= set(DEFAULT_PAIR)
     return sorted(words)

@@ -2,11 +2,11 @@
 agree on which model is the most biased.
 
 Each method reads its headline metrics (declared in its registry entry, ``Method.headline``) from its finished
-tables, in the module its entry names as ``headline_module`` (e.g. ``unstereo.fairpair.headline``):
-``headline(config)`` -> a HEADLINE table, ``sources(config)`` -> the files it reads, ``models(config)`` -> the short
-model names the method's config lists, ``enabled(config)`` -> whether it is on the card; optionally ``items(config)``
-and ``item_sources(config)`` (per-item values: permutation tests) or ``resampled(config)`` and
-``resampled_sources(config)`` (resampling statistics: bootstrap tests). This module stacks
+tables through its :class:`~unstereo.model_card.headline.Headline` (``API`` in the module its entry names as
+``headline_module``, e.g. ``unstereo.fairpair.headline``): ``headline(config)`` -> a HEADLINE table,
+``sources(config)`` -> the files it reads, ``models(config)`` -> the short model names the method's config lists,
+``enabled(config)`` -> whether it is on the card; per-item values (``items``, ``item_sources``: permutation tests) and
+resampling statistics (``resampled``, ``resampled_sources``: bootstrap tests) default to none. This module stacks
 them into ``results/model_card.parquet`` (:data:`MODEL_CARD`), ranks the models per metric after orienting every
 value so that larger = more biased (:meth:`HeadlineMetric.bias`), computes Kendall's tau-b between every two
 metrics' rankings over the models they share (:data:`MODEL_CARD_TAU`), and writes one table (HTML, Markdown) and
@@ -28,7 +28,7 @@ import pandas as pd
 
 from unstereo.io import atomic_path, write_text
 from unstereo.method_registry import Method, methods
-from unstereo.model_card.headline import HEADLINE, HeadlineMetric
+from unstereo.model_card.headline import HEADLINE, Headline, HeadlineMetric
 from unstereo.render.formats import html_table, markdown_table
 from unstereo.tables import Column, TableSchema, validate
 
@@ -41,9 +41,14 @@ def card_methods() -> list[Method]:
     return [m for m in methods().values() if m.headline_module]
 
 
-def _api(method: Method):
-    """The method's headline module: ``headline``, ``sources``, ``models`` and ``enabled`` of a config."""
-    return importlib.import_module(method.headline_module)
+def headline_api(method: Method) -> Headline:
+    """The method's :class:`~unstereo.model_card.headline.Headline`: ``API`` in its headline module."""
+    module = str(method.headline_module)
+    api = getattr(importlib.import_module(module), "API", None)
+    if not isinstance(api, Headline):
+        raise TypeError(f"method {method.name!r}: its headline module {module} must define API, an instance of a "
+                        "subclass of unstereo.model_card.headline.Headline")  # fmt: skip
+    return api
 
 
 MODEL_CARD = TableSchema(
@@ -95,47 +100,38 @@ MODEL_CARD_TAU = TableSchema(
 
 
 def enabled_methods(config: dict) -> list[Method]:
-    return [m for m in card_methods() if _api(m).enabled(config)]
+    return [m for m in card_methods() if headline_api(m).enabled(config)]
 
 
 def card_inputs(config: dict) -> list[str]:
     """The finished tables the card reads (the rule's input)."""
-    return [p for m in enabled_methods(config) for p in _api(m).sources(config)]
+    return [p for m in enabled_methods(config) for p in headline_api(m).sources(config)]
 
 
 def item_inputs(config: dict) -> list[str]:
-    """The per-item tables the paired tests read (methods whose headline module has ``items``)."""
-    return [
-        p for m in enabled_methods(config) if hasattr(_api(m), "items") for p in _api(m).item_sources(config)
-    ]
+    """The per-item tables the paired tests read (methods with ``items``)."""
+    return [p for m in enabled_methods(config) for p in headline_api(m).item_sources(config)]
 
 
 def collect_items(config: dict) -> pd.DataFrame:
     """Every enabled method's per-item headline values (an ITEMS table; methods without ``items`` add none)."""
     from unstereo.model_card.headline import ITEMS, items_table
 
-    frames = [_api(m).items(config) for m in enabled_methods(config) if hasattr(_api(m), "items")]
+    frames = [headline_api(m).items(config) for m in enabled_methods(config)]
     frames = [validate(f, ITEMS) for f in frames if len(f)]
     return items_table(pd.concat(frames, ignore_index=True)) if frames else items_table([])
 
 
 def resampled_inputs(config: dict) -> list[str]:
-    """The tables the paired bootstrap reads (methods whose headline module has ``resampled``)."""
-    return [
-        p
-        for m in enabled_methods(config)
-        if hasattr(_api(m), "resampled")
-        for p in _api(m).resampled_sources(config)
-    ]
+    """The tables the paired bootstrap reads (methods with ``resampled``)."""
+    return [p for m in enabled_methods(config) for p in headline_api(m).resampled_sources(config)]
 
 
 def collect_resampled(config: dict, card: pd.DataFrame | None = None) -> list:
     """Every enabled method's resampling statistics (:class:`~unstereo.model_card.headline.Resampled`). With
     ``card``, each statistic on all its items must give the value the card shows (else the test would be of another
     number): a ValueError names the first that does not."""
-    out = [
-        r for m in enabled_methods(config) if hasattr(_api(m), "resampled") for r in _api(m).resampled(config)
-    ]
+    out = [r for m in enabled_methods(config) for r in headline_api(m).resampled(config)]
     if card is not None:
         shown = card.set_index(["method", "model", "metric"])["value"]
         for r in out:
@@ -149,7 +145,9 @@ def collect_resampled(config: dict, card: pd.DataFrame | None = None) -> list:
 
 def card_models(config: dict) -> list[str]:
     """Every model short name an enabled method's config lists, in order of first appearance."""
-    return list(dict.fromkeys(name for m in enabled_methods(config) for name in _api(m).models(config)))
+    return list(
+        dict.fromkeys(name for m in enabled_methods(config) for name in headline_api(m).models(config))
+    )
 
 
 def card_config(config: dict) -> str:
@@ -194,7 +192,7 @@ def stack(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
 
 def collect(config: dict) -> pd.DataFrame:
     """Read every enabled method's headline and stack them (:func:`stack`)."""
-    return stack({m.name: _api(m).headline(config) for m in enabled_methods(config)})
+    return stack({m.name: headline_api(m).headline(config) for m in enabled_methods(config)})
 
 
 def _metric_keys(card: pd.DataFrame) -> list[tuple[str, str]]:
@@ -441,8 +439,8 @@ def plot_model(card: pd.DataFrame, model: str, out: str | Path) -> Path:
         for s in ("left", "right", "top"):
             ax.spines[s].set_visible(False)
     fig.suptitle(f"Model card: {model}", x=0.01, ha="left", fontsize=12, fontweight="bold")
-    key = "dot: this model with its interval · grey ticks: the other models · rank 1 = most biased"
-    fig.text(0.99, 0.995, key, ha="right", va="top", fontsize=8, color="0.35")
+    legend = "dot: this model with its interval · grey ticks: the other models · rank 1 = most biased"
+    fig.text(0.99, 0.995, legend, ha="right", va="top", fontsize=8, color="0.35")
     fig.tight_layout(rect=(0, 0, 0.86, 0.97))
     return _save_png(fig, out)
 

@@ -5,10 +5,14 @@ function that reads them from its finished outputs into a :data:`HEADLINE` table
 metric). The cross-method model card stacks those tables, so methods with opposite conventions (US: higher = more
 neutral; FairPair F: higher = more biased; Stereotype Score: 50 = unbiased) can be shown side by side and ranked
 the same way through :meth:`HeadlineMetric.bias`.
+
+:class:`Headline` is the protocol a method's headline module implements for the card: one subclass per method, an
+instance of it named ``API`` in the module its registry entry names as ``headline_module``.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -21,6 +25,7 @@ __all__ = [
     "DIRECTIONS",
     "HEADLINE",
     "ITEMS",
+    "Headline",
     "HeadlineMetric",
     "Resampled",
     "first_present",
@@ -89,6 +94,59 @@ class Resampled:
         if self.strata is not None and len(self.strata) != len(self.items):
             raise ValueError(f"{self.method}/{self.metric} of {self.model}: {len(self.strata)} strata for "
                              f"{len(self.items)} items")  # fmt: skip
+
+
+class Headline(ABC):
+    """What the cross-method model card (unstereo.model_card.card) and the agreement on occupations
+    (unstereo.model_card.occupations) read of one method, from its finished tables and the workflow config.
+
+    A method implements the four it must have (:meth:`enabled`, :meth:`models`, :meth:`sources`, :meth:`headline`);
+    the others default to "none": no per-item values (no permutation test), no resampling statistic (no paired
+    bootstrap), no occupation leans. A method that has them overrides both of a pair (the values and the files they
+    read).
+    """
+
+    @abstractmethod
+    def enabled(self, config: dict) -> bool:
+        """Whether the method is on the card under ``config`` (it runs, with models)."""
+
+    @abstractmethod
+    def models(self, config: dict) -> list[str]:
+        """The short model names the method's config lists."""
+
+    @abstractmethod
+    def sources(self, config: dict) -> list[str]:
+        """The finished tables :meth:`headline` reads (the card rule's input)."""
+
+    @abstractmethod
+    def headline(self, config: dict) -> pd.DataFrame:
+        """A :data:`HEADLINE` table: one row per (model, headline metric)."""
+
+    def item_sources(self, config: dict) -> list[str]:
+        """The tables :meth:`items` reads; none by default."""
+        return []
+
+    def items(self, config: dict) -> pd.DataFrame:
+        """An :data:`ITEMS` table, the per-item values the headline is the weighted mean of (the card's paired
+        permutation tests); empty by default."""
+        return items_table([])
+
+    def resampled_sources(self, config: dict) -> list[str]:
+        """The tables :meth:`resampled` reads; none by default."""
+        return []
+
+    def resampled(self, config: dict) -> list[Resampled]:
+        """The headline metrics that are statistics of items rather than their mean (the card's paired bootstrap);
+        none by default."""
+        return []
+
+    def occupation_sources(self, config: dict) -> list[str]:
+        """The tables :meth:`occupation_leans` reads; none by default."""
+        return []
+
+    def occupation_leans(self, config: dict) -> list[dict]:
+        """Lean rows per (model, occupation) (unstereo.model_card.occupations); none by default."""
+        return []
 
 
 def headline_table(rows: list[dict]) -> pd.DataFrame:

@@ -41,6 +41,7 @@ import pandas as pd
 
 from unstereo.errors import InputError
 from unstereo.model_card.compare import fmt_p, holm
+from unstereo.model_card.headline import Headline
 from unstereo.tables import Column, TableSchema, validate
 
 ALPHA = 0.05
@@ -575,9 +576,9 @@ def findings(corr: pd.DataFrame, leans: pd.DataFrame | None = None) -> list[str]
 
 
 # ---- reading the methods' outputs --------------------------------------------------------------------------------
-# Each method's headline module (its registry entry's ``headline_module``, as for the card) may offer
-# ``occupation_sources(config)`` (the per-item tables it reads) and ``occupation_leans(config)`` (lean rows, from the
-# functions above): this module imports no method.
+# Each method's Headline (unstereo.model_card.headline, as for the card) may offer ``occupation_sources(config)`` (the
+# per-item tables it reads) and ``occupation_leans(config)`` (lean rows, from the functions above; none by default):
+# this module imports no method.
 
 PROFESSIONS_SPEC = "Professions_vs_Gender"
 
@@ -600,11 +601,11 @@ def gender_terms() -> tuple[set[str], set[str]]:
     return set(pairs["male"].str.lower()), set(pairs["female"].str.lower())
 
 
-def _apis(config: dict) -> list:
-    """The headline modules of the enabled methods on the card that offer occupation leans."""
-    from unstereo.model_card.card import _api, enabled_methods
+def _apis(config: dict) -> list[Headline]:
+    """The headlines of the enabled methods on the card (a method without occupation leans gives none)."""
+    from unstereo.model_card.card import enabled_methods, headline_api
 
-    return [_api(m) for m in enabled_methods(config) if hasattr(_api(m), "occupation_leans")]
+    return [headline_api(m) for m in enabled_methods(config)]
 
 
 def input_paths(config: dict) -> list[str]:

@@ -205,7 +205,8 @@ def long_pole_resources(config: Mapping[str, Any]) -> frozenset[str]:
     entries = [generate.get("model"), judge.get("model")]
     if naturalness.get("min_token_logprob") is not None:
         entries.append(naturalness.get("model"))
-    names = {model_spec(e).resource for e in entries if e is not None} - {None}
+    resources = (model_spec(e).resource for e in entries if e is not None)
+    names = {r for r in resources if r is not None}
     if "vocabulary_english" in rules:
         names |= {"lid176", "wordnet"}
     if "corpus_count" in rules:

@@ -81,12 +81,12 @@ def construct(pairs: Path, output: Path, names, adjectives, synonyms, delta, rel
 @click.argument("pairs", nargs=-1, required=True, type=cli_options.EXISTING_FILE)
 @cli_options.output("SCORES parquet of every construction.")
 @click.option("--name", required=True, help="Model name for the `model` column.")
-@click.option(
-    "--cost",
-    "cost_out",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Write the forward-pass cost per construction here (parquet).",
+@cli_options.output(
+    "Write the forward-pass cost per construction here (parquet).",
+    flag="--cost",
+    dest="cost_out",
+    required=False,
+    short=None,
 )
 @scorer_options
 @cli_options.reference_quirks("Re-fill sentences from the template with the reference code's capitalize().")
@@ -117,29 +117,9 @@ def score(
 
 
 @group.command("metrics")
-@click.option(
-    "--scores",
-    "scores_files",
-    multiple=True,
-    required=True,
-    type=cli_options.EXISTING_FILE,
-    help="SCORES tables (robustness score).",
-)
-@click.option(
-    "--pairs",
-    "pairs_files",
-    multiple=True,
-    required=True,
-    type=cli_options.EXISTING_FILE,
-    help="Construction pair tables.",
-)
-@click.option(
-    "--cost",
-    "cost_files",
-    multiple=True,
-    type=cli_options.EXISTING_FILE,
-    help="Cost tables to gather into cost.parquet.",
-)
+@cli_options.input_files("--scores", "scores_files", "SCORES tables (robustness score).", required=True)
+@cli_options.input_files("--pairs", "pairs_files", "Construction pair tables.", required=True)
+@cli_options.input_files("--cost", "cost_files", "Cost tables to gather into cost.parquet.")
 @cli_options.output(
     "Directory for scores.parquet, rank_swaps.parquet, rankings.parquet, summary.parquet.", kind="dir"
 )

@@ -256,7 +256,7 @@ def rebuild(data_dir: str | Path, names: tuple[str, ...] = RELEASE_FILES) -> lis
     templates = read_templates(data_dir / "templates.tsv")
     results = []
     for name in names:
-        synonyms_for, inexpressible = None, frozenset()
+        synonyms_for, inexpressible = None, frozenset[str]()
         if name == "synonymized":
             synonymized = read_templates(data_dir / "synonymized_templates.tsv")
             pairs = list(zip(templates, synonymized, strict=True))

@@ -1,4 +1,5 @@
-"""Helpers for ``rules/robustness.smk`` (unit-tested here so the rules file stays declarative)."""
+"""Helpers for ``src/unstereo/robustness/rules.smk`` (unit-tested here so the rules file stays
+declarative)."""
 
 from __future__ import annotations
 

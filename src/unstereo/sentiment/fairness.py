@@ -133,10 +133,10 @@ def bootstrap(
     cells = _cells(df, column)
     sub_of = df.drop_duplicates("value").set_index("value")["subgroup"]
     rng = np.random.default_rng(seed)
-    stats = {"IF": [], "GF": []}
+    stats: dict[str, list] = {"IF": [], "GF": []}
     for _ in range(n_boot):
         resampled = []
-        parts = {}
+        parts: dict = {}
         for mat in cells.values():
             m = mat.shape[1]
             arr = mat.to_numpy(float)[:, rng.integers(0, m, size=m)]

@@ -1,5 +1,6 @@
-"""Helpers for ``rules/sentiment.smk``: inputs and arguments from the ``sentiment`` config section (unit-tested here
-so that the rules file stays declarative; the model layer is :mod:`unstereo.models.rules`)."""
+"""Helpers for ``src/unstereo/sentiment/rules.smk``: inputs and arguments from the ``sentiment`` config
+section (unit-tested here so that the rules file stays declarative; the model layer is
+:mod:`unstereo.models.rules`)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The ``sentiment`` config section: validated with every default filled in (workflow/schemas/sentiment.schema.yaml),
-and the ``resource:NAME[/FILE]`` paths it may hold."""
+"""The ``sentiment`` config section: validated with every default filled in
+(src/unstereo/sentiment/sentiment.schema.yaml), and the ``resource:NAME[/FILE]`` paths it may hold."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@
 - :mod:`.eta_filter`: the constraint -eta <= MaxPMI <= eta and the size table (``filter_eta``, ``eta_sizes``).
 - :mod:`.figure`: Figure 2 (``plot_sizes``).
 
-CLI: ``unstereo benchmarks {build,maxpmi,filter,sizes,figure}``; rules: ``rules/benchmarks.smk``.
+CLI: ``unstereo benchmarks {build,maxpmi,filter,sizes,figure}``; rules: ``src/unstereo/unstereoeval/benchmarks/rules.smk``.
 """
 
 from unstereo.unstereoeval.benchmarks.badrows import BadRows

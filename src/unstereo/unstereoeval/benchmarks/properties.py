@@ -20,6 +20,7 @@ table has a ``(median)`` and a ``(max)`` row for each; the card also gives the m
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
@@ -36,7 +37,7 @@ TABLE7_ROWS = COUNT_ROWS + [f"{r} ({s})" for r in STAT_ROWS for s in TABLE7_STAT
 DECIMALS = {"seed-word delta": 2}
 
 
-def _stats(values: list[float]) -> dict[str, float]:
+def _stats(values: Sequence[float]) -> dict[str, float]:
     if not values:
         return {s: math.nan for s in STATS}
     ser = pd.Series(values, dtype=float)

@@ -1,4 +1,5 @@
-"""Helpers for ``rules/benchmarks.smk``: the inputs and CLI arguments of a configured benchmark source.
+"""Helpers for ``src/unstereo/unstereoeval/benchmarks/rules.smk``: the inputs and CLI arguments of a
+configured benchmark source.
 
 Kept here (not in the Snakefile) so that the rules stay declarative and the logic is testable.
 """

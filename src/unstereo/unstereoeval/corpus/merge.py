@@ -139,7 +139,7 @@ def merge_stats(stats: Sequence[dict]) -> dict:
             out[key] = stats[0][key]
     for key in SUMMED:
         out[key] = int(sum(int(s.get(key, 0)) for s in stats))
-    read = {}
+    read: dict = {}
     for s in stats:
         for k, v in (s.get("read") or {}).items():
             if isinstance(v, int | float) and not isinstance(v, bool):

@@ -1,4 +1,5 @@
-"""Shards of the corpus stage: config ``corpus.inputs`` -> {shard name: file}, used by rules/corpus.smk.
+"""Shards of the corpus stage: config ``corpus.inputs`` -> {shard name: file}, used by
+src/unstereo/unstereoeval/corpus/rules.smk.
 
 An input is a path, or ``resource:NAME/FILE`` for a file of an offline resource (e.g. the demo corpus), which
 makes the rule depend on that resource's manifest. The shard name is the file name without its corpus extension

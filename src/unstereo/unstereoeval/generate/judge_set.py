@@ -1,4 +1,4 @@
-"""The labelled set on which the judge of sense is calibrated (issue 41): natural and unnatural English sentences, with
+"""The labelled set on which the judge of sense is calibrated: natural and unnatural English sentences, with
 a fixed calibration / held-out split.
 
 Sources (column ``source``):

@@ -3,7 +3,7 @@ import shlex
 
 from unstereo.generation.settings import load_section
 
-# The section with every default filled in (validated against workflow/schemas/generate.schema.yaml).
+# The section with every default filled in (validated against src/unstereo/unstereoeval/generate/generate.schema.yaml).
 GENERATE = load_section(config.get("generate", {}))
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 import pandas as pd
 
@@ -23,13 +21,11 @@ DEFAULT_ETAS = tuple(eta_label(e) for e in PAPER_ETAS)
 
 @click.command("metrics")
 @click.argument("scores", nargs=-1, required=True, type=EXISTING_FILE)
-@click.option(
+@cli_options.input_files(
     "--pairs",
     "pairs_files",
-    multiple=True,
+    "pair table(s) (PAIRS) with benchmark and max_pmi; repeat the option for several benchmarks",
     required=True,
-    type=EXISTING_FILE,
-    help="pair table(s) (PAIRS) with benchmark and max_pmi; repeat the option for several benchmarks",
 )
 @cli_options.output("METRICS parquet")
 @cli_options.etas(default=DEFAULT_ETAS)
@@ -40,11 +36,12 @@ DEFAULT_ETAS = tuple(eta_label(e) for e in PAPER_ETAS)
     "(docs/methods.md#quirk-2-log10-aufc)"
 )
 @cli_options.registry_optional
-@click.option(
-    "--curves",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="also write the fairness curves (model, benchmark, eta, eps, us) to this parquet",
+@cli_options.output(
+    "also write the fairness curves (model, benchmark, eta, eps, us) to this parquet",
+    flag="--curves",
+    dest="curves",
+    required=False,
+    short=None,
 )
 def metrics(scores, pairs_files, output, etas, eps, eps_grid, reference_quirks, registry, curves) -> None:
     """Compute the UnStereoEval metrics of every model and benchmark in SCORES (SCORES parquet files).

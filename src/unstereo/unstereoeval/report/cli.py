@@ -157,26 +157,18 @@ def generation_cmd(generate_dirs: tuple[str, ...], out_dir: str) -> None:
     help="metrics computed with the reference switches off, summarised for contrast",
 )
 @cli_options.output("reproduction.md")
-@click.option(
-    "--csv",
-    "csv_out",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="every cell as CSV",
+@cli_options.output("every cell as CSV", flag="--csv", dest="csv_out", required=False, short=None)
+@cli_options.output(
+    "the summary (cells compared, within rounding, explained, unexplained) as reStructuredText",
+    flag="--summary",
+    dest="summary_out",
+    required=False,
+    short=None,
 )
-@click.option(
-    "--summary",
-    "summary_out",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="the summary (cells compared, within rounding, explained, unexplained) as reStructuredText",
-)
-@click.option(
+@cli_options.input_files(
     "--properties",
     "properties",
-    multiple=True,
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="properties.json of `benchmarks card` (repeatable): adds Table 7 to the comparison",
+    "properties.json of `benchmarks card` (repeatable): adds Table 7 to the comparison",
 )
 @click.option(
     "--strict",
@@ -274,15 +266,30 @@ def _config_arg(configfile: Path | None, config_json: str | None) -> dict:
     help="the validated config as JSON instead of --configfile (what the workflow's rule passes)",
 )
 @cli_options.output("MODEL_CARD parquet (results/model_card.parquet)")
-@click.option("--tau", "tau_out", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="MODEL_CARD_TAU parquet: Kendall tau-b between every two methods' model rankings")  # fmt: skip
-@click.option("--pages-dir", type=click.Path(file_okay=False, path_type=Path),
-              help="write per model {model}.html, .md and .png and the tau table (tau.html, tau.md) here")  # fmt: skip
+@cli_options.output(
+    "MODEL_CARD_TAU parquet: Kendall tau-b between every two methods' model rankings",
+    flag="--tau",
+    dest="tau_out",
+    short=None,
+)
+@cli_options.output(
+    "write per model {model}.html, .md and .png and the tau table (tau.html, tau.md) here",
+    kind="dir",
+    flag="--pages-dir",
+    dest="pages_dir",
+    required=False,
+    short=None,
+)
 @click.option("--model", "models", multiple=True,
               help="models to write pages for (repeatable; default every model on the card)")  # fmt: skip
-@click.option("--tests", "tests_out", type=click.Path(dir_okay=False, path_type=Path),
-              help="MODEL_CARD_TESTS parquet: paired permutation or bootstrap tests between the models, Holm-adjusted; with "
-              "--pages-dir also comparisons.html/.md (findings, tests, agreement)")  # fmt: skip
+@cli_options.output(
+    "MODEL_CARD_TESTS parquet: paired permutation or bootstrap tests between the models, Holm-adjusted; "
+    "with --pages-dir also comparisons.html/.md (findings, tests, agreement)",
+    flag="--tests",
+    dest="tests_out",
+    required=False,
+    short=None,
+)
 def model_card(
     configfile: Path | None,
     config_json: str | None,
@@ -318,10 +325,20 @@ def model_card(
 @click.option("--stats", "stats", required=True, type=EXISTING_FILE,
               help="Winogender's occupations-stats.tsv (the reference resource: winogender/data/occupations-stats.tsv)")  # fmt: skip
 @cli_options.output("OCCUPATION_LEANS parquet (results/occupation_leans.parquet; a CSV is written beside it)")
-@click.option("--correlations", "corr_out", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="OCCUPATION_CORRELATIONS parquet: the leans against the share of women and against each other")  # fmt: skip
-@click.option("--pages-dir", type=click.Path(file_okay=False, path_type=Path),
-              help="write occupations.html, .md and .png (findings, figure, tables) here")  # fmt: skip
+@cli_options.output(
+    "OCCUPATION_CORRELATIONS parquet: the leans against the share of women and against each other",
+    flag="--correlations",
+    dest="corr_out",
+    short=None,
+)
+@cli_options.output(
+    "write occupations.html, .md and .png (findings, figure, tables) here",
+    kind="dir",
+    flag="--pages-dir",
+    dest="pages_dir",
+    required=False,
+    short=None,
+)
 def occupations(
     configfile: Path | None, config_json: str | None, stats: Path, output: Path, corr_out: Path,
     pages_dir: Path | None,

@@ -210,7 +210,7 @@ def _md_table(df: pd.DataFrame) -> list[str]:
 def reproduction_markdown(
     result: pd.DataFrame,
     clean_result: pd.DataFrame | None = None,
-    headline: dict[str, float] | None = None,
+    headline: dict[str, str] | None = None,
 ) -> str:
     """The text of ``reproduction.md``."""
     summ = summarize(result)

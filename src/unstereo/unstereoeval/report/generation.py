@@ -88,7 +88,7 @@ def _settings_line(s: dict[str, Any]) -> str:
 
 def _worse(r: Any, male: str, female: str, fmt: str) -> str:
     """The lower of a row's two values (columns ``male``, ``female``; absent in older tables), formatted; "" if none."""
-    vals = [getattr(r, c, None) for c in (male, female)]
+    vals: list[Any] = [getattr(r, c, None) for c in (male, female)]
     vals = [v for v in vals if v is not None and not pd.isna(v)]
     return format(min(vals), fmt) if vals else ""
 

@@ -1,4 +1,5 @@
-"""Helpers for ``rules/report.smk``: which models, benchmarks, etas and tables the metrics/report rules cover.
+"""Helpers for ``src/unstereo/unstereoeval/report/rules.smk``: which models, benchmarks, etas and tables the
+metrics/report rules cover.
 
 They live here (not in the rules file) so the rules stay declarative; each takes the validated workflow config.
 """

@@ -105,7 +105,7 @@ rule report_tables:
         runtime=10,
     params:
         out_dir=lambda wc, output: Path(output[0]).parent,
-        # read by the caption workflow/report/table.rst: the registered metrics' tables
+        # read by the caption captions/table.rst: the registered metrics' tables
         tables=table_descriptions(),
     shell:
         "unstereo report tables {input.metrics} --generic --registry {input.registry} -o {params.out_dir} > {log} 2>&1"

@@ -223,15 +223,37 @@ def dedup_table(
 def paper_tables(metrics: pd.DataFrame, registry: pd.DataFrame) -> dict[int, Table]:
     """Every table of the paper that this workflow reproduces, keyed by the paper's table number."""
     t: dict[int, Table] = {}
-    t[1] = gap_table(
-        metrics,
-        registry,
-        ["USE-5", "Winobias", "Winogender"],
-        "table01",
-        "Table 1: US (%) on the original benchmarks and fairness gaps at eta = 0.8 and 0.65 (non-deduplicated models).",
-        deduplicated=False,
-        short_names=True,
-    )
+    original, larger = ["USE-5", "Winobias", "Winogender"], ["USE-10", "USE-20"]
+    # number: (benchmarks, deduplicated models, caption); the original benchmarks' columns carry short names
+    gap_tables = {
+        1: (
+            original,
+            False,
+            "Table 1: US (%) on the original benchmarks and fairness gaps at eta = 0.8 and 0.65 "
+            "(non-deduplicated models).",
+        ),
+        12: (
+            original,
+            True,
+            "Table 12: US and fairness gaps of the deduplicated Pythia models on USE-5, WB and WG.",
+        ),
+        13: (larger, False, "Table 13: US and fairness gaps on USE-10 and USE-20 (non-deduplicated models)."),
+        14: (
+            larger,
+            True,
+            "Table 14: US and fairness gaps of the deduplicated Pythia models on USE-10 and USE-20.",
+        ),
+    }
+    for num, (benches, dedup, caption) in gap_tables.items():
+        t[num] = gap_table(
+            metrics,
+            registry,
+            benches,
+            f"table{num:02d}",
+            caption,
+            deduplicated=dedup,
+            short_names=benches == original,
+        )
     t[2] = dedup_table(
         metrics,
         registry,
@@ -260,31 +282,6 @@ def paper_tables(metrics: pd.DataFrame, registry: pd.DataFrame) -> dict[int, Tab
                 with_std=metric.std is not None,
                 size_row=metric.size_row,
             )
-    t[12] = gap_table(
-        metrics,
-        registry,
-        ["USE-5", "Winobias", "Winogender"],
-        "table12",
-        "Table 12: US and fairness gaps of the deduplicated Pythia models on USE-5, WB and WG.",
-        deduplicated=True,
-        short_names=True,
-    )
-    t[13] = gap_table(
-        metrics,
-        registry,
-        ["USE-10", "USE-20"],
-        "table13",
-        "Table 13: US and fairness gaps on USE-10 and USE-20 (non-deduplicated models).",
-        deduplicated=False,
-    )
-    t[14] = gap_table(
-        metrics,
-        registry,
-        ["USE-10", "USE-20"],
-        "table14",
-        "Table 14: US and fairness gaps of the deduplicated Pythia models on USE-10 and USE-20.",
-        deduplicated=True,
-    )
     return dict(sorted(t.items()))
 
 

@@ -1,5 +1,6 @@
-"""Helpers for ``rules/score.smk``: the model argument and options from the ``score`` config section (the model's
-input, wildcard constraint, threads and resources come from :mod:`unstereo.models.rules`).
+"""Helpers for ``src/unstereo/unstereoeval/score/rules.smk``: the model argument and options from the
+``score`` config section (the model's input, wildcard constraint, threads and resources come from
+:mod:`unstereo.models.rules`).
 
 Kept here (not in the rules file) so that they are unit-tested and the rules file stays declarative.
 """

@@ -34,24 +34,32 @@ def _external(name: str) -> str:
     return str(Path(os.environ.get("UNSTEREO_EXTERNAL_DIR", "data/external")) / name)
 
 
+def _resource_option(flag: str, dest: str, resource: str, help: str):
+    """An option naming an offline resource's path, by default the resource's folder under the external dir."""
+    return click.option(
+        flag,
+        dest,
+        type=click.Path(path_type=Path),
+        default=lambda: _external(resource),
+        show_default=f"$UNSTEREO_EXTERNAL_DIR/{resource} or data/external/{resource}",
+        help=help,
+    )
+
+
 def english_options(f):
     """Options of the English-vocabulary step (shared by `english` and `select`)."""
     opts = [
-        click.option(
+        _resource_option(
             "--lid",
             "lid_path",
-            type=click.Path(path_type=Path),
-            default=lambda: _external("lid176"),
-            show_default="$UNSTEREO_EXTERNAL_DIR/lid176 or data/external/lid176",
-            help="fastText lid.176 model file (.ftz/.bin) or the lid176 resource directory.",
+            "lid176",
+            "fastText lid.176 model file (.ftz/.bin) or the lid176 resource directory.",
         ),
-        click.option(
+        _resource_option(
             "--wordnet",
             "wordnet_dir",
-            type=click.Path(path_type=Path),
-            default=lambda: _external("wordnet"),
-            show_default="$UNSTEREO_EXTERNAL_DIR/wordnet or data/external/wordnet",
-            help="NLTK data directory holding corpora/wordnet (the wordnet resource).",
+            "wordnet",
+            "NLTK data directory holding corpora/wordnet (the wordnet resource).",
         ),
         click.option(
             "--lid-threshold",
