@@ -282,7 +282,7 @@ class CausalScorer:
 
     def _body(self, **kwargs: Any) -> Any:
         body, _ = self._parts
-        with linears_through_onednn(body) if self.onednn else contextlib.nullcontext():
+        with linears_through_onednn(body, fuse_mlp=True) if self.onednn else contextlib.nullcontext():
             return last_hidden(body(**kwargs, use_cache=False))
 
     def _sums(self, hidden: Any, nodes: Any, targets: list[int], owners: list[int], seqs: list[list[int]]):
