@@ -158,7 +158,8 @@ def test_fused_mlp_equals_the_module_and_gives_its_forward_back(act, monkeypatch
     # float32 rounding only: other summation orders and oneDNN's own exp/tanh (a few eps of values of order 1)
     assert torch.allclose(got, want, atol=1e-6, rtol=1e-5)
     assert "forward" not in vars(mlp)
-    with torch.inference_mode(), onednn.linears_through_onednn(mlp):  # without fuse_mlp: the module's own forward
+    # without fuse_mlp: the module's own forward
+    with torch.inference_mode(), onednn.linears_through_onednn(mlp):
         assert "forward" not in vars(mlp)
         mlp(x)
     assert len(calls) == 1
