@@ -2,6 +2,7 @@
 
     python benchmarks/bench_score_flops.py [--model resource:qwen-coder-1.5b/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf]
         [--pairs 300] [--templates USE-10] [--threads 2] [--peak-repeats 5] [--batch-size auto] [--torch-profile]
+        [--compare-unfused] [--check-full 48] [--sweeps]
 
 1. Peak: plain fp32 products with random operands, best of ``--peak-repeats`` after a warm-up: ``torch.mm`` at
    2048 x 2048 x 2048, and the model's own MLP shapes (``M x hidden`` by ``hidden x intermediate`` and back, M = 512
@@ -26,6 +27,10 @@
    SiLU, residual adds, embedding lookup, module calls: ``body rest``), tokenisation, tree building (prefix tree,
    ancestor mask, segment layout), and ``other`` (the scorer's Python, mask tensors, batching, sums). With
    ``--torch-profile`` one more batch runs under ``torch.profiler`` and the top ops by self CPU time are printed.
+5. ``--compare-unfused``: the same scoring again with the gated MLPs unfused (:mod:`unstereo.models.onednn`), same
+   process; ``--check-full N``: each variant's largest difference from the full path at batch 1 on the first N
+   sentences; ``--sweeps``: oneDNN's rate by rows per product and the head's by block size (``--pairs 0``: only
+   the peak and the sweeps).
 """
 
 from __future__ import annotations
@@ -186,6 +191,38 @@ def timed_scoring(scorer, sentences: list[str]) -> tuple[float, dict, dict, list
     return wall, counts, spent, scores
 
 
+def sweeps(model, h: int, kv: int, inter: int, vocab: int, repeats: int) -> None:
+    """oneDNN's GFLOP/s on a layer's product shapes at M = 192..768 rows (random operands), and the LM head's
+    :func:`~unstereo.models.lm_head.head_logprobs` (the model's own head weight, 380 random hidden rows) for block
+    sizes of 2^17..2^21 logits."""
+    from unstereo.models.lm_head import head_logprobs, split_causal_lm
+    from unstereo.models.onednn import fused_linear, linear, linear_mul
+
+    g = torch.Generator().manual_seed(0)
+    w_in, w_out = torch.randn(inter, h, generator=g), torch.randn(h, inter, generator=g)
+    w_q, w_k = torch.randn(h, h, generator=g), torch.randn(kv, h, generator=g)
+    print("oneDNN GFLOP/s by rows M: gate+SiLU, up*gate, down, q/o, k/v")
+    for m in (192, 256, 320, 384, 448, 512, 640, 768):
+        x, xi = torch.randn(m, h, generator=g), torch.randn(m, inter, generator=g)
+        gate = fused_linear(x, w_in, None, ("swish", ""))
+        shapes = (
+            (lambda x=x: fused_linear(x, w_in, None, ("swish", "")), h * inter),
+            (lambda x=x, gate=gate: linear_mul(x, gate, w_in), h * inter),
+            (lambda xi=xi: linear(xi, w_out), h * inter),
+            (lambda x=x: linear(x, w_q), h * h),
+            (lambda x=x: linear(x, w_k), h * kv),
+        )
+        rates = [2 * m * n / best_seconds(fn, repeats) / 1e9 for fn, n in shapes]
+        print(f"  M = {m:4d}: " + ", ".join(f"{r:.0f}" for r in rates), flush=True)
+    head = split_causal_lm(model)[1]
+    hidden = torch.randn(380, h, generator=g)
+    nodes, tokens = torch.arange(380), torch.randint(0, vocab, (380,), generator=g)
+    print("LM head (380 rows), GFLOP/s by block size in logits:")
+    for cells in (2**17, 2**18, 2**19, 2**20, 2**21):
+        t = best_seconds(lambda c=cells: head_logprobs(hidden, head, nodes, tokens, c, onednn=True), repeats)
+        print(f"  2^{cells.bit_length() - 1}: {2 * 380 * h * vocab / t / 1e9:.0f}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default=DEFAULT_MODEL)
@@ -207,6 +244,7 @@ def main() -> None:
         "what lm-eval computes) and print the largest difference of each variant",
     )
     ap.add_argument("--torch-profile", action="store_true")
+    ap.add_argument("--sweeps", action="store_true", help="also the row and head-block sweeps (see sweeps())")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
 
@@ -236,6 +274,10 @@ def main() -> None:
     for label, v in peaks:
         print(f"  {label:32s} {v:7.1f} GFLOP/s")
 
+    if args.sweeps:
+        sweeps(model, h, kv, inter, vocab, args.peak_repeats)
+    if args.pairs < 1:
+        return
     templates, source = reference_templates(args.pairs, args.templates)
     sentences = [fill_template(t, g) for t in templates for g in ("female", "male")]
     batch_size = args.batch_size if args.batch_size == "auto" else int(args.batch_size)
