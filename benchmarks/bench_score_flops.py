@@ -29,8 +29,8 @@
    ``--torch-profile`` one more batch runs under ``torch.profiler`` and the top ops by self CPU time are printed.
 5. ``--compare-unfused``: the same scoring again with the gated MLPs unfused (:mod:`unstereo.models.onednn`), same
    process; ``--check-full N``: each variant's largest difference from the full path at batch 1 on the first N
-   sentences; ``--sweeps``: oneDNN's rate by rows per product and the head's by block size (``--pairs 0``: only
-   the peak and the sweeps).
+   sentences; ``--sweeps``: oneDNN's rate on the layer's product shapes by rows per product (``--pairs 0``: only the
+   peak and the sweep).
 """
 
 from __future__ import annotations
@@ -191,11 +191,8 @@ def timed_scoring(scorer, sentences: list[str]) -> tuple[float, dict, dict, list
     return wall, counts, spent, scores
 
 
-def sweeps(model, h: int, kv: int, inter: int, vocab: int, repeats: int) -> None:
-    """oneDNN's GFLOP/s on a layer's product shapes at M = 192..768 rows (random operands), and the LM head's
-    :func:`~unstereo.models.lm_head.head_logprobs` (the model's own head weight, 380 random hidden rows) for block
-    sizes of 2^17..2^21 logits."""
-    from unstereo.models.lm_head import head_logprobs, split_causal_lm
+def row_sweep(h: int, kv: int, inter: int, repeats: int) -> None:
+    """oneDNN's GFLOP/s on a layer's product shapes at M = 192..768 rows (random operands, best of ``repeats``)."""
     from unstereo.models.onednn import fused_linear, linear, linear_mul
 
     g = torch.Generator().manual_seed(0)
@@ -214,13 +211,6 @@ def sweeps(model, h: int, kv: int, inter: int, vocab: int, repeats: int) -> None
         )
         rates = [2 * m * n / best_seconds(fn, repeats) / 1e9 for fn, n in shapes]
         print(f"  M = {m:4d}: " + ", ".join(f"{r:.0f}" for r in rates), flush=True)
-    head = split_causal_lm(model)[1]
-    hidden = torch.randn(380, h, generator=g)
-    nodes, tokens = torch.arange(380), torch.randint(0, vocab, (380,), generator=g)
-    print("LM head (380 rows), GFLOP/s by block size in logits:")
-    for cells in (2**17, 2**18, 2**19, 2**20, 2**21):
-        t = best_seconds(lambda c=cells: head_logprobs(hidden, head, nodes, tokens, c, onednn=True), repeats)
-        print(f"  2^{cells.bit_length() - 1}: {2 * 380 * h * vocab / t / 1e9:.0f}", flush=True)
 
 
 def main() -> None:
@@ -244,7 +234,9 @@ def main() -> None:
         "what lm-eval computes) and print the largest difference of each variant",
     )
     ap.add_argument("--torch-profile", action="store_true")
-    ap.add_argument("--sweeps", action="store_true", help="also the row and head-block sweeps (see sweeps())")
+    ap.add_argument(
+        "--sweeps", action="store_true", help="also oneDNN's rate by rows per product (row_sweep)"
+    )
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
 
@@ -275,7 +267,7 @@ def main() -> None:
         print(f"  {label:32s} {v:7.1f} GFLOP/s")
 
     if args.sweeps:
-        sweeps(model, h, kv, inter, vocab, args.peak_repeats)
+        row_sweep(h, kv, inter, args.peak_repeats)
     if args.pairs < 1:
         return
     templates, source = reference_templates(args.pairs, args.templates)
