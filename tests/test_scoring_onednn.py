@@ -158,11 +158,18 @@ def test_fused_mlp_equals_the_module_and_gives_its_forward_back(act, monkeypatch
     # float32 rounding only: other summation orders and oneDNN's own exp/tanh (a few eps of values of order 1)
     assert torch.allclose(got, want, atol=1e-6, rtol=1e-5)
     assert "forward" not in vars(mlp)
+    # a router entered inside the block (int8's, say) wins: up_proj giving zeros makes down(act(gate(x)) * 0) = 0
+    with torch.inference_mode(), onednn.linears_through_onednn(mlp, fuse_mlp=True):
+        mlp.up_proj.forward = lambda h: torch.zeros(*h.shape[:-1], 12)
+        assert mlp(x).abs().max().item() == 0.0
+        del mlp.up_proj.forward
+        assert torch.allclose(mlp(x), want, atol=1e-6, rtol=1e-5)
+    assert len(calls) == 2  # the fused path once more, after the inner router left
     # without fuse_mlp: the module's own forward
     with torch.inference_mode(), onednn.linears_through_onednn(mlp):
         assert "forward" not in vars(mlp)
         mlp(x)
-    assert len(calls) == 1
+    assert len(calls) == 2
 
 
 @pytest.fixture(scope="module")

@@ -145,8 +145,17 @@ def _fused_works(activation: tuple[str, str]) -> bool:
     return bool(((gate - want).abs() <= tol).all()) and bool(torch.equal(both, pre * gate))
 
 
+def _routed_here(layer: Any) -> bool:
+    """Whether ``layer`` runs its own forward or :func:`linear` (not a router entered inside, e.g. int8's)."""
+    forward = vars(layer).get("forward")
+    return forward is None or (isinstance(forward, functools.partial) and forward.func is _forward)
+
+
 def _gated_forward(module: Any, activation: tuple[str, str], x: Any) -> Any:
-    """``down(act(gate(x)) * up(x))`` as three oneDNN products, the activation and the product fused."""
+    """``down(act(gate(x)) * up(x))`` as three oneDNN products, the activation and the product fused; the module's
+    own forward when a projection was routed elsewhere inside the block (its router wins)."""
+    if not all(_routed_here(getattr(module, n)) for n in ("gate_proj", "up_proj", "down_proj")):
+        return type(module).forward(module, x)
     shape = x.shape
     x = x.reshape(-1, shape[-1])
     gate, up, down = module.gate_proj, module.up_proj, module.down_proj
