@@ -46,6 +46,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_score import reference_templates  # noqa: E402
+from profile_decode import Timers  # noqa: E402
 
 DEFAULT_MODEL = "resource:qwen-coder-1.5b/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 KINDS = (
@@ -57,30 +58,6 @@ KINDS = (
     "tokenisation",
     "tree building",
 )
-
-
-class Timers:
-    """Seconds per kind; a timed call's own time is kept out of the kind of the call it runs inside."""
-
-    def __init__(self):
-        self.total: dict[str, float] = defaultdict(float)
-        self.stack: list[list[float]] = []
-
-    def wrap(self, kind, fn):
-        def timed(*args, **kwargs):
-            self.stack.append([0.0])
-            t0 = time.perf_counter()
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                spent = time.perf_counter() - t0
-                inner = self.stack.pop()[0]
-                k = kind(*args) if callable(kind) else kind
-                self.total[k] += spent - inner
-                if self.stack:
-                    self.stack[-1][0] += spent
-
-        return timed
 
 
 def best_seconds(fn, repeats: int) -> float:
