@@ -32,8 +32,8 @@ ids or a custom 4D mask falls back, with a warning); batches with a sentence lon
 (:func:`attention_span`) take ``padded``. Batches are sorted longest first (token order for ``tree``) and the
 batch size halves on out-of-memory (:mod:`.batching`). With fp32 weights on the CPU the fast paths' linear
 layers and head run on oneDNN's matmul, 1.2-1.3x faster than PyTorch's default there
-(:mod:`unstereo.models.onednn`; ``onednn=False`` keeps the default); the probe checks them against the full
-forward pass, which keeps the default.
+(:mod:`unstereo.models.onednn`; ``onednn=False`` keeps the default), a gated MLP's activation and product fused
+into its products; the probe checks them against the full forward pass, which keeps the default.
 """
 
 from __future__ import annotations
@@ -282,7 +282,7 @@ class CausalScorer:
 
     def _body(self, **kwargs: Any) -> Any:
         body, _ = self._parts
-        with linears_through_onednn(body) if self.onednn else contextlib.nullcontext():
+        with linears_through_onednn(body, fuse_mlp=True) if self.onednn else contextlib.nullcontext():
             return last_hidden(body(**kwargs, use_cache=False))
 
     def _sums(self, hidden: Any, nodes: Any, targets: list[int], owners: list[int], seqs: list[list[int]]):
