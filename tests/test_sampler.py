@@ -107,31 +107,35 @@ def test_topk_and_sort_strategies_give_the_same_tokens(scale):
 
 def test_nucleus_rows_of_every_stage_in_one_batch_give_what_they_give_alone(monkeypatch):
     # TOP_K 8 over 2,000 tokens at top_p 0.9: the peaked rows (scale 8: nuclei of 1-2 tokens) end in the first
-    # look, the row of scale 3 (a nucleus of 137 tokens) in the second (exponent classes: 183 tokens), the flat
-    # ones (nuclei of 449 to 1,793 tokens, past SORT_SHARE = 500) in a whole sort
+    # look, the four others (nuclei of 137 to 1,793 tokens) in the second (their candidates); rows that fall short
+    # there (float rounding; here made to, the candidates cut to one token) sort their whole rows
     monkeypatch.setattr(sampler, "TOP_K", 8)
     looks = []
-    top, whole = sampler._top, sampler._sorted
+    top, candidates, whole = sampler._top, sampler._candidates, sampler._sorted
     monkeypatch.setattr(sampler, "_top", lambda p, k: looks.append(("top", len(p), k)) or top(p, k))
+    monkeypatch.setattr(sampler, "_candidates", lambda p, t: looks.append(("candidates", len(p))) or candidates(p, t))
     monkeypatch.setattr(sampler, "_sorted", lambda p: looks.append(("sort", len(p))) or whole(p))
     scales = torch.tensor([8.0, 0.02, 3.0, 8.0, 2.0, 1.5])[:, None]
     logits = torch.randn(6, 2000, generator=torch.Generator().manual_seed(3)) * scales
     top_ps, u, temps = torch.full((6,), 0.9), torch.linspace(0.05, 0.95, 6), torch.ones(6)
     batch = sample_rows(logits, temps, top_ps, u, strategy="topk")
-    assert looks == [("top", 6, 8), ("top", 1, 183), ("sort", 3)]
+    assert looks == [("top", 6, 8), ("candidates", 4)]
     alone = [sample_rows(logits[i : i + 1], temps[:1], top_ps[:1], u[i : i + 1], strategy="topk").item()
              for i in range(6)]  # fmt: skip
     assert batch.tolist() == alone
     assert torch.equal(batch, sample_rows(logits, temps, top_ps, u, strategy="sort"))
+    looks.clear()
+    monkeypatch.setattr(sampler, "_candidates", lambda p, t: tuple(x[:, :1] for x in candidates(p, t)))
+    assert torch.equal(sample_rows(logits, temps, top_ps, u, strategy="topk"), batch)
+    assert looks == [("top", 6, 8), ("sort", 4)]
 
 
 def test_tied_probabilities_are_ordered_by_id_in_both_strategies(monkeypatch):
     # p = 0.1, 0.2, 0.2, 0.2, 0.2, 0.1 (ids 0..5), top_p 0.7: the nucleus is the four 0.2s (the mass above the
     # 4th is 0.6 < 0.7, above the 5th 0.8), each 1/4 of it, in id order 1 2 3 4: u = 0.3 -> target 0.24 of 0.8
     # (cumulative 0.2 0.4 ...) -> id 2; u = 0.8 -> target 0.64 -> id 4. topk(5) returns the tied ids 1 4 3 2 here:
-    # the strategy puts them in id order (TOP_K 5, SORT_SHARE 2: the top-k look, not a sort)
+    # the strategy puts them in id order (TOP_K 5: the top-k look, not a sort)
     monkeypatch.setattr(sampler, "TOP_K", 5)
-    monkeypatch.setattr(sampler, "SORT_SHARE", 2.0)
     logits = torch.tensor([[math.log(p) for p in (0.1, 0.2, 0.2, 0.2, 0.2, 0.1)]] * 2)
     for strategy in ("topk", "sort"):
         got = sample_rows(logits, [1.0, 1.0], [0.7, 0.7], torch.tensor([0.3, 0.8]), strategy=strategy)

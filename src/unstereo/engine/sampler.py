@@ -66,8 +66,6 @@ def stream(seeds, length: int, device=None, start: int = 0):
 
 #: How many of the largest probabilities a nucleus row looks at first (the ``topk`` strategy).
 TOP_K = 256
-#: ``topk`` strategy: a second look this wide or wider (a share of the vocabulary) sorts the whole rows instead.
-SORT_SHARE = 0.25
 
 
 def sample_rows(logits, temperatures, top_ps, uniforms, strategy: str | None = None):
@@ -159,15 +157,14 @@ def _sorted(probs):
 
 
 def _top(probs, k: int):
-    """The ``k`` largest probabilities of each row in :func:`_sorted`'s order (ties by ascending id), with their ids;
-    a sort of the whole rows when ``k`` is most of them."""
+    """The ``k`` largest probabilities of each row in :func:`_sorted`'s order (ties by ascending id), with their
+    ids."""
     import torch
 
-    if k >= probs.shape[-1] * SORT_SHARE:
-        values, ids = _sorted(probs)
-        return values[:, :k], ids[:, :k]
-    values, ids = torch.topk(probs, k, dim=-1)  # sorted, but ties in no set order: ids ascending first, then a
-    by_id = torch.argsort(ids, dim=-1)  # stable sort by value puts the tied ones in id order
+    values, ids = torch.topk(probs, k, dim=-1)  # sorted, but ties in no set order
+    if not bool((values[:, 1:] == values[:, :-1]).any()):  # no ties (a trained model's usual case)
+        return values, ids
+    by_id = torch.argsort(ids, dim=-1)  # ids ascending first, then a stable sort by value puts ties in id order
     values, ids = values.gather(-1, by_id), ids.gather(-1, by_id)
     values, order = torch.sort(values, dim=-1, descending=True, stable=True)
     return values, ids.gather(-1, order)
@@ -177,11 +174,9 @@ def _nucleus_topk(probs, uniforms, top_ps):
     """The tokens of nucleus rows by the ``topk`` strategy (:class:`RowSampler`); every step is batched over rows.
 
     A row's nucleus lies inside its first k tokens (ordered) when their mass reaches top_p (the next token then has
-    mass top_p or more ranked above it). First the largest :data:`TOP_K` of every row. For the rows where they fall
-    short, k from the binary exponents of their probabilities: the fewest whole exponent classes, largest first,
-    whose (per-class summed) mass reaches top_p; the rows whose k is below :data:`SORT_SHARE` of the vocabulary
-    take the largest k of the widest of them, the others (and a row still short by float rounding of the per-class
-    sums) sort their whole row."""
+    mass top_p or more ranked above it). First the largest :data:`TOP_K` of every row; the rows where they fall
+    short take their candidates (:func:`_candidates`), all such rows in one padded matrix; a row still short (float
+    rounding of the per-class sums) sorts its whole row."""
     import torch
 
     vocab = probs.shape[-1]
@@ -195,23 +190,41 @@ def _nucleus_topk(probs, uniforms, top_ps):
             out[done] = _inverse_cdf(values[held], ids[held], uniforms[done], top_ps[done])
         return rows[~held]
 
-    left = take(every, *_top(probs, min(TOP_K, vocab))) if TOP_K < vocab else every
-    if left.numel():  # the exponent classes of the rows left
-        p = probs[left]
-        _, exponent = torch.frexp(p)
-        rank = torch.where(p > 0, -exponent, 255).clamp_(min=0, max=255).long()  # larger p, smaller rank
-        mass = torch.zeros((p.shape[0], 256), dtype=p.dtype, device=p.device).scatter_add_(1, rank, p)
-        enough = torch.cumsum(mass, dim=1) >= top_ps[left, None]
-        last = torch.where(enough.any(1), enough.to(torch.uint8).argmax(1), 255)
-        need = (rank <= last[:, None]).sum(1)
-        narrow = need < vocab * SORT_SHARE
-        if bool(narrow.any()):
-            k = int(need[narrow].max())
-            rows = left[narrow]
-            left = torch.cat([left[~narrow], take(rows, *_top(p[narrow], k))])
+    if TOP_K >= vocab:
+        return _inverse_cdf(*_sorted(probs), uniforms, top_ps)
+    left = take(every, *_top(probs, TOP_K))
+    if left.numel():  # the rows left: their candidates, whole exponent classes, sorted in a padded matrix
+        left = take(left, *_candidates(probs[left], top_ps[left]))
     if left.numel():
         out[left] = _inverse_cdf(*_sorted(probs[left]), uniforms[left], top_ps[left])
     return out
+
+
+def _candidates(probs, top_ps):
+    """Each row's first tokens in :func:`_sorted`'s order, enough to hold its nucleus but for float rounding,
+    padded with zeros (id 0) to the widest row: (values, ids).
+
+    A row's candidates are the tokens whose probability's binary exponent is at least e, the largest e whose
+    classes hold ``top_p`` of the mass (one pass: ``frexp`` and a per-exponent sum); whole classes, so they are
+    exactly the first tokens of the sorted row, ties included, and a sort of them alone (stable, from id order)
+    gives the sorted row's head."""
+    import torch
+
+    _, exponent = torch.frexp(probs)
+    rank = torch.where(probs > 0, -exponent, 255).clamp_(min=0, max=255).long()  # larger p, smaller rank
+    mass = torch.zeros((probs.shape[0], 256), dtype=probs.dtype, device=probs.device).scatter_add_(1, rank, probs)
+    enough = torch.cumsum(mass, dim=1) >= top_ps[:, None]
+    last = torch.where(enough.any(1), enough.to(torch.uint8).argmax(1), 255)
+    keep = rank <= last[:, None]
+    slot = torch.cumsum(keep, dim=1) - 1  # a candidate's place in its row, in id order
+    width = int(slot[:, -1].max()) + 1
+    rows, ids = torch.nonzero(keep, as_tuple=True)
+    values = torch.zeros((probs.shape[0], width), dtype=probs.dtype, device=probs.device)
+    where = torch.zeros((probs.shape[0], width), dtype=torch.long, device=probs.device)
+    values[rows, slot[rows, ids]] = probs[rows, ids]
+    where[rows, slot[rows, ids]] = ids
+    values, order = torch.sort(values, dim=-1, descending=True, stable=True)
+    return values, where.gather(-1, order)
 
 
 def _inverse_cdf(probs, order, uniforms, top_ps=None):
