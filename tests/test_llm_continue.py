@@ -341,7 +341,10 @@ def test_samples_of_another_uniform_stream_are_never_reused(loaded, tmp_path, mo
     from unstereo.engine.sampler import STREAM
 
     cache = tmp_path / "c.sqlite"
-    reqs = [ContinuationRequest("he", max_tokens=4, seed=1), ContinuationRequest("he", temperature=0.0, max_tokens=4)]
+    reqs = [
+        ContinuationRequest("he", max_tokens=4, seed=1),
+        ContinuationRequest("he", temperature=0.0, max_tokens=4),
+    ]
     first = Counting(LocalBackend.from_loaded(*loaded, label="tiny", batch_size=4))
     assert first.sampler == STREAM
     LLMClient(first, ChatCache(cache)).continue_many(reqs, show_progress=False)

@@ -72,7 +72,9 @@ def test_a_rows_stream_depends_on_its_seed_and_step_only():
     assert whole.dtype == torch.float32 and whole.shape == (6, 40)
     for i, s in enumerate(seeds):
         assert torch.equal(stream([s], 40)[0], whole[i])  # alone
-        assert torch.equal(stream([9, s, 3], 30, start=10)[1], whole[i, 10:])  # other neighbours, a later start
+        assert torch.equal(
+            stream([9, s, 3], 30, start=10)[1], whole[i, 10:]
+        )  # other neighbours, a later start
     assert len({tuple(r.tolist()) for r in whole}) == len(seeds)  # the seeds differ
 
 
@@ -113,7 +115,9 @@ def test_nucleus_rows_of_every_stage_in_one_batch_give_what_they_give_alone(monk
     looks = []
     top, candidates, whole = sampler._top, sampler._candidates, sampler._sorted
     monkeypatch.setattr(sampler, "_top", lambda p, k: looks.append(("top", len(p), k)) or top(p, k))
-    monkeypatch.setattr(sampler, "_candidates", lambda p, t: looks.append(("candidates", len(p))) or candidates(p, t))
+    monkeypatch.setattr(
+        sampler, "_candidates", lambda p, t: looks.append(("candidates", len(p))) or candidates(p, t)
+    )
     monkeypatch.setattr(sampler, "_sorted", lambda p: looks.append(("sort", len(p))) or whole(p))
     scales = torch.tensor([8.0, 0.02, 3.0, 8.0, 2.0, 1.5])[:, None]
     logits = torch.randn(6, 2000, generator=torch.Generator().manual_seed(3)) * scales

@@ -413,7 +413,9 @@ class SamplingEngine:
 
         temps = [r.req.temperature for r in rows]
         top_ps = [r.req.top_p for r in rows]
-        u = torch.tensor([r.uniforms[len(r.tokens)] if r.uniforms else 0.0 for r in rows], dtype=torch.float32)
+        u = torch.tensor(
+            [r.uniforms[len(r.tokens)] if r.uniforms else 0.0 for r in rows], dtype=torch.float32
+        )
         return RowSampler(temps, top_ps, logits.device)(logits, u)
 
     # ------------------------------------------------------------------------------------ forward passes

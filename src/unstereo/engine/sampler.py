@@ -55,7 +55,8 @@ def stream(seeds, length: int, device=None, start: int = 0):
     import torch
 
     seeds = [int(s) % (1 << 64) for s in seeds]
-    key = torch.tensor([[s & _MASK32, s >> 32] for s in seeds], dtype=torch.long, device=device).reshape(-1, 2)
+    key = torch.tensor([[s & _MASK32, s >> 32] for s in seeds], dtype=torch.long, device=device)
+    key = key.reshape(-1, 2)
     steps = torch.arange(start, start + length, dtype=torch.long, device=device)[None, :]
     zero = torch.zeros((), dtype=torch.long, device=device)
     word = philox4x32((steps & _MASK32, steps >> 32, zero, zero), (key[:, :1], key[:, 1:]))[0]
@@ -164,7 +165,9 @@ def _top(probs, k: int):
     values, ids = torch.topk(probs, k, dim=-1)  # sorted, but ties in no set order
     if not bool((values[:, 1:] == values[:, :-1]).any()):  # no ties (a trained model's usual case)
         return values, ids
-    by_id = torch.argsort(ids, dim=-1)  # ids ascending first, then a stable sort by value puts ties in id order
+    by_id = torch.argsort(
+        ids, dim=-1
+    )  # ids ascending first: a stable sort by value then puts ties in id order
     values, ids = values.gather(-1, by_id), ids.gather(-1, by_id)
     values, order = torch.sort(values, dim=-1, descending=True, stable=True)
     return values, ids.gather(-1, order)
@@ -202,29 +205,35 @@ def _nucleus_topk(probs, uniforms, top_ps):
 
 def _candidates(probs, top_ps):
     """Each row's first tokens in :func:`_sorted`'s order, enough to hold its nucleus but for float rounding,
-    padded with zeros (id 0) to the widest row: (values, ids).
+    padded with zeros (id 0) to the widest row: (values, ids); ``probs`` float32.
 
-    A row's candidates are the tokens whose probability's binary exponent is at least e, the largest e whose
-    classes hold ``top_p`` of the mass (one pass: ``frexp`` and a per-exponent sum); whole classes, so they are
-    exactly the first tokens of the sorted row, ties included, and a sort of them alone (stable, from id order)
-    gives the sorted row's head."""
+    A row's candidates are its tokens of the fewest binary-exponent classes, largest first, whose per-class summed
+    mass reaches ``top_p`` (one pass over the float32 bits and a per-class sum): whole classes, so they are exactly
+    the first tokens of the sorted row, ties included. All rows' candidates are sorted at once, flat, by the key
+    (row, descending probability) with a stable sort from id order, and laid out one row each."""
     import torch
 
-    _, exponent = torch.frexp(probs)
-    rank = torch.where(probs > 0, -exponent, 255).clamp_(min=0, max=255).long()  # larger p, smaller rank
-    mass = torch.zeros((probs.shape[0], 256), dtype=probs.dtype, device=probs.device).scatter_add_(1, rank, probs)
+    bits = probs.view(torch.int32)  # probabilities >= 0: their bits rise with them
+    rank = (
+        (126 - (bits >> 23)).clamp_(min=0, max=255).long()
+    )  # the class: 0 for p >= 1/2, 1 for [1/4, 1/2) ...
+    mass = torch.zeros((probs.shape[0], 256), dtype=probs.dtype, device=probs.device).scatter_add_(
+        1, rank, probs
+    )
     enough = torch.cumsum(mass, dim=1) >= top_ps[:, None]
     last = torch.where(enough.any(1), enough.to(torch.uint8).argmax(1), 255)
-    keep = rank <= last[:, None]
-    slot = torch.cumsum(keep, dim=1) - 1  # a candidate's place in its row, in id order
-    width = int(slot[:, -1].max()) + 1
-    rows, ids = torch.nonzero(keep, as_tuple=True)
+    rows, ids = torch.nonzero(rank <= last[:, None], as_tuple=True)  # row by row, ids ascending
+    key = rows * (1 << 31) + ((1 << 31) - 1 - bits[rows, ids].long())
+    order = torch.sort(key, stable=True).indices
+    rows, ids = rows[order], ids[order]
+    counts = torch.bincount(rows, minlength=probs.shape[0])
+    place = torch.arange(rows.numel(), device=probs.device) - (torch.cumsum(counts, 0) - counts)[rows]
+    width = int(counts.max())
     values = torch.zeros((probs.shape[0], width), dtype=probs.dtype, device=probs.device)
     where = torch.zeros((probs.shape[0], width), dtype=torch.long, device=probs.device)
-    values[rows, slot[rows, ids]] = probs[rows, ids]
-    where[rows, slot[rows, ids]] = ids
-    values, order = torch.sort(values, dim=-1, descending=True, stable=True)
-    return values, where.gather(-1, order)
+    values[rows, place] = probs[rows, ids]
+    where[rows, place] = ids
+    return values, where
 
 
 def _inverse_cdf(probs, order, uniforms, top_ps=None):
