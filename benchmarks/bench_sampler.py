@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import torch
-from bench_sample import distinct_prompts, tiny_model
+from bench_sample import distinct_prompts, load_model
 
 from unstereo.engine.sampler import sample_rows, stream
 
@@ -70,12 +70,7 @@ def main() -> None:
     ap.add_argument("--base", help="another checkout's src: time its sample_rows on the same logits")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    if args.model == "tiny":
-        model, tok = tiny_model()
-    else:
-        from unstereo.models.load import load_causal_lm
-
-        model, tok = load_causal_lm(args.model, dtype="float32", device="cpu")
+    model, tok = load_model(args.model)
     steps = step_logits(model, tok, args.rows, args.steps)
     base = load_base(args.base) if args.base else None
     print(f"model {args.model}; {args.rows} rows x {args.steps} steps, T = 1, {args.threads} thread(s), "

@@ -28,7 +28,7 @@ def test_bench_sampler_times_both_strategies_on_real_steps(capsys, monkeypatch):
     model, tok = bench_sample.tiny_model(vocab=300)
     steps = bench_sampler.step_logits(model, tok, 3, 2)
     assert len(steps) == 2 and steps[0].shape == (3, 300)
-    monkeypatch.setattr(bench_sampler, "tiny_model", lambda: (model, tok))
+    monkeypatch.setattr(bench_sample, "tiny_model", lambda: (model, tok))
     monkeypatch.setattr(sys, "argv", ["bench_sampler.py", "--rows", "3", "--steps", "2", "--repeats", "1",
                                       "--top-p", "0.5"])  # fmt: skip
     bench_sampler.main()
