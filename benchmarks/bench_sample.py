@@ -77,6 +77,15 @@ def tiny_model(vocab: int = 32000, seed: int = 0):
     return model, tok
 
 
+def load_model(spec: str, device: str = "cpu"):
+    """(model, tokenizer) of ``--model``: ``tiny`` (:func:`tiny_model`), else any model spec, fp32 on ``device``."""
+    if spec == "tiny":
+        return tiny_model()
+    from unstereo.models.load import load_causal_lm
+
+    return load_causal_lm(spec, dtype="float32", device=device)
+
+
 def best_of(repeats: int, fns: dict[str, Callable[[], int]]) -> dict[str, tuple[float, int]]:
     """Per method (fastest wall time, tokens generated in that run); the methods take turns in each round, so a
     change of the machine's load during the run hits all of them alike."""
@@ -165,14 +174,8 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     shapes = [parse_shape(s) for s in (args.shape or ["batch:32x64", "n:100x128"])]
 
-    if args.model == "tiny":
-        model, tok = tiny_model()
-        label = "tiny random GPT-2 (4 layers, d=128, vocab 32000)"
-    else:
-        from unstereo.models.load import load_causal_lm
-
-        model, tok = load_causal_lm(args.model, dtype="float32", device=args.device)
-        label = args.model
+    model, tok = load_model(args.model, args.device)
+    label = "tiny random GPT-2 (4 layers, d=128, vocab 32000)" if args.model == "tiny" else args.model
     print(f"model: {label}; top_p {args.top_p}, T=1, {args.threads} thread(s), best of {args.repeats}")
     print(
         "| model | shape | threads | transformers tokens/s | engine tokens/s | engine int8 tokens/s | ratio |"

@@ -1,7 +1,7 @@
 """The GPU path of scoring and sampling, checked and timed on a CUDA machine, with no model download.
 
     python benchmarks/check_gpu.py --model DIR [--model DIR ...] [--sentences 512] [--cpu-sentences 256]
-        [--shape batch:32x64] [--shape n:100x128] [--repeats 2] [--out results.json]
+        [--shape batch:32x64] [--shape n:100x128] [--repeats 2] [--sampling-only] [--out results.json]
 
 Each ``--model`` is a Hugging Face folder. One with weights is loaded as is; one with only ``config.json`` and a
 tokenizer (what the offline resources' converted folders give without their weights) gets random weights from a
@@ -14,8 +14,14 @@ at its real size. Both go through :func:`unstereo.models.load.load_causal_lm`, o
    one forward pass per sentence, on the same token ids.
 2. Sampling (:class:`unstereo.engine.engine.SamplingEngine` on ``cuda``): its probe; greedy rows against
    transformers' greedy ``generate``; sampled rows' log-probabilities against the model's full forward pass; the
-   same seeds on the CPU (same tokens?); tokens per second against ``generate(do_sample=True)`` at each shape
+   same seeds on the CPU (same tokens?); the counter-based uniforms (:func:`unstereo.engine.sampler.stream`)
+   computed on ``cuda`` bit for bit those of the CPU; the backend's path on ``cuda`` (``generate`` with the
+   batched :class:`~unstereo.engine.sampler.RowSampler`, nothing read back per step) against the CPU engine, same
+   seeds (same texts?); tokens per second of that path against ``generate(do_sample=True)`` at each shape
    (``benchmarks/bench_sample.py``'s ``run_shape``, which says whether the engine or the fallback ran).
+
+``--sampling-only`` skips the scoring part (the sampler's check on a lent device in a few minutes). ``--device cpu``
+dry-runs the script here: the backend's ``generate`` path is then forced (with the device's ``sort`` strategy).
 
 Prints markdown tables; ``--out`` also writes them as JSON. Random weights give near-flat distributions, so the
 greedy comparison is strict (close logits); the log-probability differences are the criterion.
@@ -149,9 +155,26 @@ def check_scoring(cpu_lm, cuda_lm, tok, n: int, n_cpu: int, device: str) -> dict
 
 def check_sampling(cpu_lm, cuda_lm, tok) -> dict:
     from unstereo.engine.engine import EngineRequest, SamplingEngine
+    from unstereo.engine.sampler import stream
+    from unstereo.llm.local import LocalBackend
+    from unstereo.llm.types import ContinuationRequest
 
+    seeds = [0, 1, 7, 2**40 + 3, -5] + list(range(100, 160))
+    on_device = stream(seeds, 256, cuda_lm.device).cpu()
+    row: dict = {"uniforms_bitwise_equal_cpu": bool(torch.equal(on_device, stream(seeds, 256)))}
+    # the backend's path on the device (generate + RowSampler) against the CPU engine, same seeds: texts
+    reqs = [ContinuationRequest(p, temperature=1.0, top_p=(0.9, 1.0)[i % 2], max_tokens=32, seed=i)
+            for i, p in enumerate(distinct_prompts(16))]  # fmt: skip
+    device_path = LocalBackend.from_loaded(cuda_lm, tok, "check", batch_size=16)
+    if cuda_lm.device.type == "cpu":  # a dry run: force the generate path and the device's strategy
+        device_path._engine, device_path.generate_strategy = False, "sort"
+    got = device_path.continue_batch(reqs)
+    assert device_path._engine is False, "the backend built its engine for a model off the CPU"
+    want = LocalBackend.from_loaded(cpu_lm, tok, "check", batch_size=16).continue_batch(reqs)
+    same = sum(a.text == b.text for a, b in zip(got, want, strict=True))
+    row["generate_path_rows_equal_cpu_engine"] = f"{same}/{len(reqs)}"
     engine = SamplingEngine(cuda_lm, tok, slots=16)
-    row: dict = {"probe": engine.check() or "passed"}
+    row["probe"] = engine.check() or "passed"
     prompts = [tok(p, add_special_tokens=True)["input_ids"] for p in distinct_prompts(16)]
     greedy = engine.generate([EngineRequest(p, 16, temperature=0.0) for p in prompts], ignore_eos=True)
     same = 0
@@ -189,12 +212,15 @@ def check_model(name: Path, tmp: Path, device: str, args, shapes) -> dict:
     cpu_lm, tok = load_causal_lm(str(folder), dtype="float32", device="cpu")
     cuda_lm, _ = load_causal_lm(str(folder), dtype="float32", device=device)
     res = {"load_s": time.perf_counter() - t0, "device": str(cuda_lm.device)}
-    res["scoring"] = check_scoring(cpu_lm, cuda_lm, tok, args.sentences, args.cpu_sentences, device)
-    print(f"## {name.name}\nscoring: {json.dumps(res['scoring'])}", flush=True)
+    if not args.sampling_only:
+        res["scoring"] = check_scoring(cpu_lm, cuda_lm, tok, args.sentences, args.cpu_sentences, device)
+        print(f"## {name.name}\nscoring: {json.dumps(res['scoring'])}", flush=True)
     res["sampling"] = check_sampling(cpu_lm, cuda_lm, tok)
-    print(f"sampling: {json.dumps(res['sampling'])}", flush=True)
+    print(f"## {name.name}\nsampling: {json.dumps(res['sampling'])}", flush=True)
     del cpu_lm
     res["speed"] = {}
+    print("| model | shape | generate(do_sample=True) tokens/s | the backend's path tokens/s | ratio | engine ran |\n"
+          "|---|---|---|---|---|---|", flush=True)  # fmt: skip
     for kind, rows, new in shapes:
         r = run_shape(cuda_lm, tok, kind, rows, new, 0.9, args.repeats)
         res["speed"][f"{kind}:{rows}x{new}"] = r
@@ -213,6 +239,7 @@ def main() -> None:
     ap.add_argument("--cpu-sentences", type=int, default=256, help="sentences also scored on the CPU")
     ap.add_argument("--shape", action="append", default=None, help="batch:PxT or n:NxT (bench_sample.py)")
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--sampling-only", action="store_true", help="skip the scoring checks and speeds")
     ap.add_argument("--out", help="write the results here as JSON")
     ap.add_argument("--device", default="cuda", help="the device under test (cpu: a dry run of this script)")
     args = ap.parse_args()

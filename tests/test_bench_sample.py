@@ -20,3 +20,17 @@ def test_run_shape_engine_with_int8_products():
     model, tok = bench_sample.tiny_model(vocab=200)
     r = bench_sample.run_shape(model, tok, "batch", 2, 3, 0.9, 1, methods=("engine-int8",))
     assert set(r) & set(bench_sample.METHODS) == {"engine-int8"} and r["engine-int8"][2] > 0
+
+
+def test_bench_sampler_times_both_strategies_on_real_steps(capsys, monkeypatch):
+    import bench_sampler
+
+    model, tok = bench_sample.tiny_model(vocab=300)
+    steps = bench_sampler.step_logits(model, tok, 3, 2)
+    assert len(steps) == 2 and steps[0].shape == (3, 300)
+    monkeypatch.setattr(bench_sample, "tiny_model", lambda: (model, tok))
+    monkeypatch.setattr(sys, "argv", ["bench_sampler.py", "--rows", "3", "--steps", "2", "--repeats", "1",
+                                      "--top-p", "0.5"])  # fmt: skip
+    bench_sampler.main()
+    out = capsys.readouterr().out
+    assert "| 0.5 |" in out and "6/6 of 6" in out  # the two strategies' tokens equal

@@ -307,6 +307,7 @@ class Counting:
     def __init__(self, inner):
         self.inner, self.calls = inner, 0
         self.name, self.model, self.batch_size = inner.name, inner.model, inner.batch_size
+        self.sampler = getattr(inner, "sampler", None)
 
     def continue_batch(self, reqs, on_retry=None):
         self.calls += len(reqs)
@@ -332,6 +333,47 @@ def test_a_killed_run_redoes_only_unfinished_chunks(loaded, tmp_path):
     whole = continue_prompts(local_client(loaded, 4), PROMPTS, s)
     pd.testing.assert_frame_equal(df, whole)
     assert pd.read_parquet(out).equals(df) and not (tmp_path / "samples.chunks").exists()
+
+
+def test_samples_of_another_uniform_stream_are_never_reused(loaded, tmp_path, monkeypatch):
+    """The local backend's LLM-cache keys and sampling fingerprints name its stream for T > 0: a change of stream
+    samples again (the old entries stay in the file, unread); greedy answers and endpoints' keys are unchanged."""
+    from unstereo.engine.sampler import STREAM
+
+    cache = tmp_path / "c.sqlite"
+    reqs = [
+        ContinuationRequest("he", max_tokens=4, seed=1),
+        ContinuationRequest("he", temperature=0.0, max_tokens=4),
+    ]
+    first = Counting(LocalBackend.from_loaded(*loaded, label="tiny", batch_size=4))
+    assert first.sampler == STREAM
+    LLMClient(first, ChatCache(cache)).continue_many(reqs, show_progress=False)
+    again = Counting(LocalBackend.from_loaded(*loaded, label="tiny", batch_size=4))
+    LLMClient(again, ChatCache(cache)).continue_many(reqs, show_progress=False)
+    assert first.calls == 2 and again.calls == 0  # same stream: both cached
+    other = Counting(LocalBackend.from_loaded(*loaded, label="tiny", batch_size=4))
+    other.sampler = "another stream"
+    LLMClient(other, ChatCache(cache)).continue_many(reqs, show_progress=False)
+    assert other.calls == 1 and len(ChatCache(cache)) == 3  # the sampled request again, the greedy one cached
+    # an endpoint's key (no stream) is what it was: the stream enters only where one is named and T > 0
+    assert reqs[0].cache_key("openai", "m") == reqs[0].cache_key("openai", "m", None)
+    assert reqs[1].cache_key("local", "m", STREAM) == reqs[1].cache_key("local", "m")
+    assert reqs[0].cache_key("local", "m", STREAM) != reqs[0].cache_key("local", "m")
+    # the chunked sampling output: a killed run's chunk of another stream is sampled again, not resumed
+    s = SampleSettings(n=1, max_new_tokens=4, seed=1)
+    out = tmp_path / "samples.parquet"
+
+    def kill(k, n_chunks):
+        raise KeyboardInterrupt("killed")
+
+    killed = Counting(LocalBackend.from_loaded(*loaded, label="tiny", batch_size=4))
+    with pytest.raises(KeyboardInterrupt):
+        sample_continuations(LLMClient(killed), PROMPTS.iloc[:3], out, s, chunk_size=2, after_chunk=kill)
+    assert killed.calls == 2  # chunk 0 (2 prompts) written
+    other = Counting(LocalBackend.from_loaded(*loaded, label="tiny", batch_size=4))
+    other.sampler = "another stream"
+    sample_continuations(LLMClient(other), PROMPTS.iloc[:3], out, s, chunk_size=2)
+    assert other.calls == 3  # all 3 prompts again (with the same stream: 1, test_a_killed_run_redoes_...)
 
 
 # ---- the command line ----------------------------------------------------------------------------------------------

@@ -14,9 +14,11 @@ What transformers' ``generate`` does per step, less its overhead, plus what it c
 - the decode step runs the model's body (its own attention and rotary code) and then the LM head on the last
   position only; with fp32 weights on the CPU the linear layers and the head run on oneDNN like the scorer's
   (:mod:`unstereo.models.onednn`);
-- the tokens of all rows are drawn at once by :func:`unstereo.engine.sampler.sample_rows` with one uniform per row and
-  generated token from the row's own generator (seeded by the request's seed), so a row's text depends on its
-  prompt, settings and seed only, not on the batch or its neighbours (up to float rounding of the products);
+- the tokens of all rows are drawn at once by :class:`unstereo.engine.sampler.RowSampler` with one uniform per row
+  and generated token, ``u(seed, step)`` of the counter-based :func:`unstereo.engine.sampler.stream` (a row's
+  numbers are worked out when it takes its slot), so a row's text depends on its prompt, settings and seed only,
+  not on the batch, its neighbours or the device (up to float rounding of the products), and equals the text of
+  the backend's ``generate`` path for the same seed;
 - stop strings are looked for in the newly decoded text only (incremental detokenisation with a few tokens of
   context, as servers do), not in the whole text every step.
 
@@ -160,15 +162,11 @@ class _Detokenizer:
 class _Row:
     """A request being generated in a slot."""
 
-    __slots__ = ("index", "req", "prompt", "generator", "tokens", "logprobs", "position", "detok", "finish")
+    __slots__ = ("index", "req", "prompt", "uniforms", "tokens", "logprobs", "position", "detok", "finish")
 
     def __init__(self, index: int, req: EngineRequest, prompt: _Prompt, tok: Any):
-        import torch
-
         self.index, self.req, self.prompt = index, req, prompt
-        self.generator = (
-            torch.Generator().manual_seed(int(req.seed) % (2**63)) if req.temperature > 0 else None
-        )
+        self.uniforms: list[float] | None = None  # u(seed, step) for step 0 .. max_tokens - 1 (sampled rows)
         self.tokens: list[int] = []
         self.logprobs: list[float] = []
         self.position = len(req.ids)  # where the next fed token goes
@@ -346,6 +344,7 @@ class SamplingEngine:
                     if not prompt.waiting:
                         del prompts[key]  # every sample of it has its copy
                     rows.append(_Row(i, req, prompt, self.tok))
+                _draw_uniforms([row for row in rows if row.uniforms is None and row.req.temperature > 0])
 
             admit()
             while rows:
@@ -407,18 +406,17 @@ class SamplingEngine:
         return row.finish is not None
 
     def _sample(self, logits: Any, rows: list[_Row]):
-        """One token per row (:func:`.sampler.sample_rows`), one uniform per sampled row from its generator."""
+        """One token per row (:class:`.sampler.RowSampler`), with the uniform of the row's seed and its step."""
         import torch
 
-        from unstereo.engine.sampler import sample_rows
+        from unstereo.engine.sampler import RowSampler
 
-        temps = torch.tensor([r.req.temperature for r in rows], dtype=torch.float32)
-        top_ps = torch.tensor([r.req.top_p for r in rows], dtype=torch.float32)
-        u = torch.zeros(len(rows), dtype=torch.float64)
-        for j, row in enumerate(rows):
-            if row.generator is not None:
-                u[j] = torch.rand(1, generator=row.generator, dtype=torch.float64)
-        return sample_rows(logits, temps, top_ps, u)
+        temps = [r.req.temperature for r in rows]
+        top_ps = [r.req.top_p for r in rows]
+        u = torch.tensor(
+            [r.uniforms[len(r.tokens)] if r.uniforms else 0.0 for r in rows], dtype=torch.float32
+        )
+        return RowSampler(temps, top_ps, logits.device)(logits, u)
 
     # ------------------------------------------------------------------------------------ forward passes
 
@@ -562,6 +560,17 @@ def _decode_attention_for(model: Any):
         yield
     finally:
         config._attn_implementation = "sdpa"
+
+
+def _draw_uniforms(rows: list[_Row]) -> None:
+    """Each row's uniforms for all its tokens (:func:`.sampler.stream` of its seed), all rows in one computation."""
+    if not rows:
+        return
+    from unstereo.engine.sampler import stream
+
+    drawn = stream([r.req.seed for r in rows], max(r.req.max_tokens for r in rows)).tolist()
+    for row, u in zip(rows, drawn, strict=True):
+        row.uniforms = u[: row.req.max_tokens]
 
 
 def _chunks(prompts: list[tuple[int, ...]], cells: int) -> list[list[tuple[int, ...]]]:

@@ -46,7 +46,7 @@ class LLMClient:
         return f"{self.backend.name}:{self.backend.model}"
 
     def _key(self, req: LLMRequest) -> str:
-        return req.cache_key(self.backend.name, self.backend.model)
+        return req.cache_key(self.backend.name, self.backend.model, getattr(self.backend, "sampler", None))
 
     def _call(self, reqs: list[LLMRequest]) -> list[ChatResult]:
         tag = reqs[0].tag

@@ -131,10 +131,14 @@ def sample_continuations(
     from unstereo.chunked_map import chunked_map
 
     validate(prompts, PROMPTS, source=source)
+    from unstereo.llm.types import sampler_key
+
     fingerprint = {
         "backend": client.backend.name,
         "model": client.backend.model,
         "settings": asdict(settings),
+        # the local backend's uniform stream, for T > 0: chunks sampled with another stream are sampled again
+        **sampler_key(getattr(client.backend, "sampler", None), settings.temperature),
     }
     return chunked_map(
         prompts[PROMPTS.names],

@@ -45,9 +45,11 @@ class ChatRequest:
         """What is sent besides the parameters (also stored in the cache row)."""
         return {"messages": self.message_dicts()}
 
-    def cache_key(self, backend: str, model: str) -> str:
-        """sha256 of (backend, model, messages, sampling parameters incl. seed), canonical JSON."""
-        return _sha256({"backend": backend, "model": model, **self.payload(), "params": self.params()})
+    def cache_key(self, backend: str, model: str, sampler: str | None = None) -> str:
+        """sha256 of (backend, model, messages, sampling parameters incl. seed), canonical JSON; with the backend's
+        uniform stream (``sampler``, :func:`sampler_key`) when it samples (T > 0)."""
+        return _sha256({"backend": backend, "model": model, **self.payload(), "params": self.params(),
+                        **sampler_key(sampler, self.temperature)})  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -83,9 +85,18 @@ class ContinuationRequest:
         """What is sent besides the parameters; ``kind`` keeps continuation keys apart from chat keys."""
         return {"kind": "continuation", "prompt": self.prompt}
 
-    def cache_key(self, backend: str, model: str) -> str:
-        """sha256 of (kind, backend, model, prompt, sampling parameters incl. stop strings and seed)."""
-        return _sha256({"backend": backend, "model": model, **self.payload(), "params": self.params()})
+    def cache_key(self, backend: str, model: str, sampler: str | None = None) -> str:
+        """sha256 of (kind, backend, model, prompt, sampling parameters incl. stop strings and seed), with the
+        backend's uniform stream when it samples (:func:`sampler_key`)."""
+        return _sha256({"backend": backend, "model": model, **self.payload(), "params": self.params(),
+                        **sampler_key(sampler, self.temperature)})  # fmt: skip
+
+
+def sampler_key(sampler: str | None, temperature: float) -> dict[str, str]:
+    """``{"sampler": sampler}`` where a backend names the stream its rows draw from (the local backend:
+    :data:`unstereo.engine.sampler.STREAM`) and the request samples (T > 0), else nothing: greedy answers and
+    endpoints' answers keep their keys, and a change of the local stream never mixes old samples with new ones."""
+    return {"sampler": sampler} if sampler is not None and temperature > 0 else {}
 
 
 def _sha256(payload: dict[str, Any]) -> str:
