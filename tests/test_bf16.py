@@ -158,3 +158,12 @@ def test_a_bf16_form_product_matches_the_rounded_weights_times_the_rounded_input
     want = F.linear(x.to(torch.bfloat16).float(), w.to(torch.bfloat16).float())
     # fp32 accumulation of exact bf16 x bf16 products; the result is rounded to bf16 (8 significant bits)
     assert float(((got - want).abs() / want.abs().clamp_min(1e-3)).max()) <= 2**-8
+
+
+def test_free_memory_goes_back_where_the_c_library_can(monkeypatch):
+    from unstereo.engine import memory
+
+    # glibc (the CI and the dev machines) has malloc_trim; without it the call is a no-op that says so
+    assert memory.give_back_free_memory() is (memory._trim() is not None)
+    monkeypatch.setattr(memory, "_trim", lambda: None)
+    assert memory.give_back_free_memory() is False

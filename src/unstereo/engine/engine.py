@@ -320,6 +320,16 @@ class SamplingEngine:
     ) -> list[EngineOutput]:
         """One :class:`EngineOutput` per request, in order. ``ignore_eos``: rows end at their limit or a stop
         string only (probes and benchmarks)."""
+        from unstereo.engine.memory import give_back_free_memory
+
+        try:
+            return self._generate(requests, logprobs, ignore_eos)
+        finally:  # the call's KV caches are gone: not resident under the job's next model
+            give_back_free_memory()
+
+    def _generate(
+        self, requests: list[EngineRequest], logprobs: bool, ignore_eos: bool
+    ) -> list[EngineOutput]:
         import torch
 
         from unstereo.models.onednn import linears_through_onednn

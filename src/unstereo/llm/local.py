@@ -215,6 +215,7 @@ class LocalBackend:
         if self._lm is None:
             import time
 
+            from unstereo.engine.memory import give_back_free_memory
             from unstereo.models.load import load_causal_lm
 
             request = self.request
@@ -230,6 +231,7 @@ class LocalBackend:
             else:
                 log.info("loading local model %s", self.model)
                 self._lm, self._tok = load_causal_lm(request.spec, dtype=request.dtype, device=request.device)
+            give_back_free_memory()  # the load's temporaries (dequantisation, parse)
             log.info("loaded %s in %.1fs", self.model, time.time() - t0)
             self._own_model = True
             self._prepare()
