@@ -116,7 +116,7 @@ def test_local_backend_samples_from_the_gguf_without_converting_it(gguf_file, mo
 
     monkeypatch.setattr(load, "load_causal_lm", no_conversion)
     # the tiny file holds no tokenizer
-    monkeypatch.setattr(gguf_direct, "load_gguf_tokenizer", lambda path, name, model: word_tokenizer())
+    monkeypatch.setattr(gguf_direct, "read_gguf_tokenizer", lambda path, name: word_tokenizer())
     request = model_request({"model": str(gguf_file), "sampling_products": "int8", "batch_size": 2})
     backend = LocalBackend(request)
     out = backend.continue_batch([ContinuationRequest("she went", max_tokens=3, seed=1, temperature=0.0)])

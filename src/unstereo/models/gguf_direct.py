@@ -292,10 +292,8 @@ def _widen(module: Any, args: Any, out: Any) -> Any:
 def load_gguf_with_tokenizer(path: str | Path, gguf_file: str, form: str = "int8") -> tuple[Any, Any]:
     """(:func:`load_gguf`, :func:`load_gguf_tokenizer`) of ``path/gguf_file``, the file parsed once for both: the
     tokenizer first, so that the parse is gone before the weights are read."""
-    from transformers import AutoTokenizer
-
     with one_reader():
-        tokenizer = AutoTokenizer.from_pretrained(path, gguf_file=gguf_file)
+        tokenizer = read_gguf_tokenizer(path, gguf_file)
         model = load_gguf(path, gguf_file, form)
     return model, _repaired(model, tokenizer)
 
@@ -303,9 +301,14 @@ def load_gguf_with_tokenizer(path: str | Path, gguf_file: str, form: str = "int8
 def load_gguf_tokenizer(path: str | Path, gguf_file: str, model: Any):
     """The tokenizer of ``path/gguf_file`` as the conversion writes it (Gemma's repaired to BPE,
     :mod:`unstereo.models.gguf_tokenizer`), read from the file itself."""
+    return _repaired(model, read_gguf_tokenizer(path, gguf_file))
+
+
+def read_gguf_tokenizer(path: str | Path, gguf_file: str):
+    """The tokenizer transformers reads from ``path/gguf_file`` (not yet repaired: :func:`load_gguf_tokenizer`)."""
     from transformers import AutoTokenizer
 
-    return _repaired(model, AutoTokenizer.from_pretrained(path, gguf_file=gguf_file))
+    return AutoTokenizer.from_pretrained(path, gguf_file=gguf_file)
 
 
 def _repaired(model: Any, tokenizer: Any):
