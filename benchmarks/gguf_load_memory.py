@@ -4,11 +4,13 @@ process's high-water mark, so run each form in its own process):
     python benchmarks/gguf_load_memory.py --form fp32          # the converted fp32 folder (converted first if absent)
     python benchmarks/gguf_load_memory.py --form fp32+int8     # the same, plus the engine's int8 copy (the int8 opt-in before the direct load)
     python benchmarks/gguf_load_memory.py --form int8          # straight from the GGUF (unstereo.models.gguf_direct)
+    python benchmarks/gguf_load_memory.py --form bf16          # straight from the GGUF, body linears in bf16
+    python benchmarks/gguf_load_memory.py --form fp32-direct   # straight from the GGUF, every weight fp32
 
 Each loads ``--model`` (default: the offline 1.5B), runs the sampling engine's probe and one short greedy chat
 answer with the form's products (``--tokens``), and prints one JSON line: load seconds, sample seconds, the answer
-and the peak RSS in GB (``ru_maxrss``). ``--logits-against FORM`` adds the largest difference of the last
-position's logits of a chat prompt against another form, recomputed in the same process (memory then counts both).
+and the peak RSS in GB (``ru_maxrss``). ``--rows N`` then also samples N rows of ``--tokens`` tokens each (T = 0.7,
+the engine's slots = N) and adds their tokens per second.
 """
 
 from __future__ import annotations
@@ -25,10 +27,11 @@ PROMPT = "Write 3 short English sentences, each using the word 'border' and the 
 
 def load(form: str, spec):
     """(model, tokenizer, engine products) of ``form``."""
-    if form == "int8":
+    direct = {"int8": "int8", "bf16": "bfloat16", "fp32-direct": "float32"}
+    if form in direct:
         from unstereo.models.gguf_direct import load_gguf_with_tokenizer
 
-        return (*load_gguf_with_tokenizer(spec.path, spec.gguf_file, "int8"), "int8")
+        return (*load_gguf_with_tokenizer(spec.path, spec.gguf_file, direct[form]), direct[form])
     from unstereo.models.load import load_causal_lm
 
     model, tok = load_causal_lm(spec)
@@ -38,8 +41,9 @@ def load(form: str, spec):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="resource:qwen-coder-1.5b/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf")
-    parser.add_argument("--form", choices=["fp32", "fp32+int8", "int8"], required=True)
+    parser.add_argument("--form", choices=["fp32", "fp32+int8", "int8", "bf16", "fp32-direct"], required=True)
     parser.add_argument("--tokens", type=int, default=24)
+    parser.add_argument("--rows", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -59,7 +63,19 @@ def main() -> None:
     t0 = time.time()
     out = engine.generate([EngineRequest(list(ids), max_tokens=args.tokens, temperature=0.0)])[0]
     sampled = time.time() - t0
-    print(json.dumps({"form": args.form, "engine_products": products, "probe": problem or "passed",
+    rows = {}
+    if args.rows:
+        engine.slots = args.rows
+        reqs = [
+            EngineRequest(list(ids), max_tokens=args.tokens, temperature=0.7, seed=i)
+            for i in range(args.rows)
+        ]
+        t0 = time.time()
+        outs = engine.generate(reqs)
+        spent = time.time() - t0
+        rows = {"rows": args.rows, "rows_s": round(spent, 1),
+                "rows_tokens_per_s": round(sum(len(o.tokens) for o in outs) / spent, 1)}  # fmt: skip
+    print(json.dumps({**rows, "form": args.form, "engine_products": products, "probe": problem or "passed",
                       "load_s": round(loaded, 1), "peak_rss_after_load_gb": round(rss_loaded, 2),
                       "sample_s": round(sampled, 1), "answer": tok.decode(out.tokens, skip_special_tokens=True),
                       "peak_rss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6, 2),

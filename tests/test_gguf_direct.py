@@ -102,7 +102,7 @@ def test_the_engine_probe_passes_and_samples_in_int8(direct, tok):  # noqa: F811
     reqs = [EngineRequest(ids_of(tok, p), max_tokens=5, temperature=0.0) for p in PROMPTS]
     outs = engine.generate(reqs)
     assert [len(o.tokens) for o in outs] and all(1 <= len(o.tokens) <= 5 for o in outs)
-    assert engine._int8_body == {}  # nothing left for the engine to quantise but the head
+    assert engine._products_body == {}  # nothing left for the engine to quantise but the head
 
 
 def test_local_backend_samples_from_the_gguf_without_converting_it(gguf_file, monkeypatch):
@@ -116,7 +116,7 @@ def test_local_backend_samples_from_the_gguf_without_converting_it(gguf_file, mo
 
     monkeypatch.setattr(load, "load_causal_lm", no_conversion)
     # the tiny file holds no tokenizer
-    monkeypatch.setattr(gguf_direct, "load_gguf_tokenizer", lambda path, name, model: word_tokenizer())
+    monkeypatch.setattr(gguf_direct, "read_gguf_tokenizer", lambda path, name: word_tokenizer())
     request = model_request({"model": str(gguf_file), "sampling_products": "int8", "batch_size": 2})
     backend = LocalBackend(request)
     out = backend.continue_batch([ContinuationRequest("she went", max_tokens=3, seed=1, temperature=0.0)])
@@ -170,7 +170,7 @@ def test_fp32_sampling_of_an_unconverted_gguf_loads_it_directly(gguf_file, monke
 
     request = model_request({"model": str(gguf_file)})
     backend = LocalBackend(request)
-    assert not backend.int8 and backend._direct_form() == "float32"
+    assert backend.products == "float32" and backend._direct_form() == "float32"
     monkeypatch.setattr(gguf_convert, "is_current", lambda folder: True)
     assert backend._direct_form() is None
     q8 = LocalBackend(model_request({"model": str(gguf_file), "sampling_products": "int8"}))

@@ -13,7 +13,7 @@ from test_llm_engine import tok as tok  # noqa: F401  (the fixture)
 
 from unstereo.engine.engine import EngineRequest, SamplingEngine
 from unstereo.errors import ConfigError
-from unstereo.llm.local import INT8_LABEL, LocalBackend
+from unstereo.llm.local import PRODUCT_LABELS, LocalBackend
 from unstereo.llm.types import ContinuationRequest
 from unstereo.models import int8
 from unstereo.models.request import model_request
@@ -99,7 +99,7 @@ def test_sampling_products_travels_from_the_section_to_the_cache_key(qwen, tok):
         model_request({"model": "some/folder", "sampling_products": "int4"}, key="generate.model")
     q8 = LocalBackend.from_loaded(qwen, tok, "tiny", batch_size=2, sampling_products="int8")
     fp32 = LocalBackend.from_loaded(qwen, tok, "tiny", batch_size=2)
-    assert q8.model == "tiny" + INT8_LABEL and fp32.model == "tiny"
+    assert q8.model == "tiny" + PRODUCT_LABELS["int8"] and fp32.model == "tiny"
     req = ContinuationRequest("he", max_tokens=3, seed=1)
     assert req.cache_key(q8.name, q8.model) != req.cache_key(fp32.name, fp32.model)
     assert q8.continue_batch([req])[0].completion_tokens == 3
@@ -109,7 +109,7 @@ def test_sampling_products_travels_from_the_section_to_the_cache_key(qwen, tok):
 def test_int8_is_for_the_cpu_only(qwen, tok, caplog):  # noqa: F811
     request = model_request({"model": "some/folder", "sampling_products": "int8", "device": "cuda"})
     backend = LocalBackend(request)
-    assert not backend.int8 and backend.model == "some/folder"
+    assert backend.products == "float32" and backend.model == "some/folder"
     assert "int8 applies on the CPU only" in caplog.text
 
 

@@ -193,7 +193,9 @@ class SamplingEngine:
     def __init__(
         self, model: Any, tokenizer: Any, slots: int | str = 8, onednn: bool = True, products: str = "float32"
     ):
-        from unstereo.models import int8
+        import torch
+
+        from unstereo.models import bf16, int8
         from unstereo.models.lm_head import split_causal_lm
         from unstereo.models.onednn import available
         from unstereo.models.request import SAMPLING_PRODUCTS
@@ -208,7 +210,19 @@ class SamplingEngine:
             raise ValueError(f"products must be one of {SAMPLING_PRODUCTS}, got {products!r}")
         #: int8 products while sampling (:mod:`unstereo.models.int8`); the probe keeps fp32 (:meth:`check`)
         self.int8 = products == "int8" and parts is not None and int8.available(self.head.weight)
-        self._int8_body: dict[Any, Any] | None = None  # built on the first call that samples in int8
+        #: the body's fp32 linears in bf16 while sampling (:mod:`unstereo.models.bf16`; a model loaded in bf16
+        #: already holds them so); the head stays fp32
+        self.bf16 = products == "bfloat16" and parts is not None and bf16.native()
+        #: the dtype the body computes in (KV cache, masks): the head's, but fp32 for a model loaded with bf16
+        #: products (its head too may be bf16: unstereo.models.gguf_direct)
+        held = getattr(model, "unstereo_form", None) == "bfloat16"
+        self.dtype = torch.float32 if held or parts is None else self.head.weight.dtype
+        self._exact = False  # the probe's products: fp32 inputs times the held weights (check)
+        # a bf16 head of such a model: its products (the same tensors, no copy)
+        bf16_head = held and parts is not None and self.head.weight.dtype == torch.bfloat16
+        self._bf16_head = bf16.Bf16Linear(self.head.weight, self.head.bias) if bf16_head else None
+        # built on the first call that samples in int8 or bf16
+        self._products_body: dict[Any, Any] | None = None
         self._int8_head: Any = None
         config = getattr(model, "config", None)
         config = config.get_text_config() if hasattr(config, "get_text_config") else config
@@ -223,7 +237,7 @@ class SamplingEngine:
     def row_bytes(self, length: int) -> int:
         """Memory one slot holds for rows of up to ``length`` positions: its KV cache (every layer's keys and
         values) and the float32 copies of its logits that sampling makes."""
-        config, dtype = self.config, self.head.weight.dtype
+        config, dtype = self.config, self.dtype
         heads = int(getattr(config, "num_attention_heads", 0) or getattr(config, "n_head", 0) or 1)
         kv_heads = int(getattr(config, "num_key_value_heads", 0) or heads)
         width = int(getattr(config, "hidden_size", 0) or getattr(config, "n_embd", 0) or 0)
@@ -256,19 +270,19 @@ class SamplingEngine:
         prompts = [torch.randint(0, vocab, (n,), generator=g).tolist() for n in (3, 6, 3)]
         prompts[2] = prompts[0]  # a shared prompt
         reqs = [EngineRequest(p, max_tokens=4, temperature=0.0) for p in prompts]
-        slots, auto, int8 = self.slots, self.auto, self.int8
+        slots, auto, int8, bf16 = self.slots, self.auto, self.int8, self.bf16
         # three requests in two slots: continuous batching and a moved row; fp32 products, whose log-probabilities
         # must equal the full pass's (int8 products change them by design: the probe checks the machinery). A
         # model loaded as int8 (unstereo.models.gguf_direct) multiplies by its int8 weights without quantising
         # the input here, which keeps a row's numbers independent of its batch, as fp32 does.
-        self.slots, self.auto, self.int8 = 2, False, False
+        self.slots, self.auto, self.int8, self.bf16, self._exact = 2, False, False, False, True
         try:
             with exact_products(self.model):
                 outs = self.generate(reqs, logprobs=True, ignore_eos=True)
         except Exception as exc:  # an architecture that rejects the cache, the 4D mask or the position ids
             return f"{type(exc).__name__}: {exc}"
         finally:
-            self.slots, self.auto, self.int8 = slots, auto, int8
+            self.slots, self.auto, self.int8, self.bf16, self._exact = slots, auto, int8, bf16, False
         diff = 0.0
         # one full pass per distinct sequence (the shared prompt's two greedy rows need one)
         wanted: dict[tuple[int, ...], Any] = {}
@@ -293,7 +307,8 @@ class SamplingEngine:
         from unstereo.models.probe_memo import digest
 
         modules = ("unstereo.engine.engine", "unstereo.engine.sampler", "unstereo.models.lm_head",
-                   "unstereo.models.onednn", "unstereo.models.gguf_direct", "unstereo.models.int8")  # fmt: skip
+                   "unstereo.models.onednn", "unstereo.models.gguf_direct", "unstereo.models.int8",
+                   "unstereo.models.bf16")  # fmt: skip
         return digest(self.model, modules, extra=(f"onednn={self.onednn}",))
 
     # ----------------------------------------------------------------------------------------- generation
@@ -303,6 +318,16 @@ class SamplingEngine:
     ) -> list[EngineOutput]:
         """One :class:`EngineOutput` per request, in order. ``ignore_eos``: rows end at their limit or a stop
         string only (probes and benchmarks)."""
+        from unstereo.engine.memory import give_back_free_memory
+
+        try:
+            return self._generate(requests, logprobs, ignore_eos)
+        finally:  # the call's KV caches are gone: not resident under the job's next model
+            give_back_free_memory()
+
+    def _generate(
+        self, requests: list[EngineRequest], logprobs: bool, ignore_eos: bool
+    ) -> list[EngineOutput]:
         import torch
 
         from unstereo.models.onednn import linears_through_onednn
@@ -324,7 +349,7 @@ class SamplingEngine:
         rows: list[_Row] = []
         done: list[_Row | None] = [None] * len(requests)
         onednn = linears_through_onednn(self.body) if self.onednn else contextlib.nullcontext()
-        with torch.inference_mode(), onednn, self._int8_products(), _decode_attention_for(self.model):
+        with torch.inference_mode(), onednn, self._sampling_products(), _decode_attention_for(self.model):
 
             def admit() -> None:
                 coming = [tuple(requests[i].ids) for i in queue[::-1][: cache.slots - len(rows)]]
@@ -376,18 +401,20 @@ class SamplingEngine:
         return [EngineOutput(r.tokens, r.finish, r.logprobs if logprobs else None) for r in done]
 
     @contextlib.contextmanager
-    def _int8_products(self):
-        """While sampling with ``products="int8"``: the body's linears and the head through their int8 forms
-        (built once, on the first call)."""
-        if not self.int8:
+    def _sampling_products(self):
+        """While sampling with ``products="int8"``: the body's linears and the head through their int8 forms; with
+        ``"bfloat16"``: the body's fp32 linears through bf16 forms (built once, on the first call)."""
+        if not (self.int8 or self.bf16):
             yield
             return
+        from unstereo.models.bf16 import bf16_layers
         from unstereo.models.int8 import Int8Linear, int8_layers, linears_through_int8
 
-        if self._int8_body is None:
-            self._int8_body = int8_layers(self.body)
-            self._int8_head = Int8Linear(self.head.weight, self.head.bias)
-        with linears_through_int8(self._int8_body):
+        if self._products_body is None:
+            self._products_body = int8_layers(self.body) if self.int8 else bf16_layers(self.body)
+            if self.int8:
+                self._int8_head = Int8Linear(self.head.weight, self.head.bias)
+        with linears_through_int8(self._products_body):
             yield
 
     def _ends(self, row: _Row, token: int, eos: bool) -> bool:
@@ -474,7 +501,7 @@ class SamplingEngine:
         model with sliding-window layers, ``sliding_attention`` (keys less than the window behind)."""
         import torch
 
-        dtype = self.head.weight.dtype
+        dtype = self.dtype
         low = torch.finfo(dtype).min
 
         def additive(v):
@@ -511,8 +538,10 @@ class SamplingEngine:
         from unstereo.models.onednn import linear
 
         head = self.head
-        if self.int8:  # only ever called inside generate, where _int8_products built the head's int8 form
+        if self.int8:  # only ever called inside generate, where _sampling_products built the head's int8 form
             out = self._int8_head(hidden)
+        elif self._bf16_head is not None:
+            out = self._bf16_head.exact(hidden) if self._exact else self._bf16_head(hidden)
         elif self.onednn:
             out = linear(hidden, head.weight, head.bias)
         else:

@@ -115,27 +115,33 @@ def cut_at_stop(text: str, stops: tuple[str, ...]) -> tuple[str, bool]:
     return (text[:cut], True) if cut >= 0 else (text, False)
 
 
-#: Appended to a local model's label (:attr:`LocalBackend.model`, the LLM cache's key) when it samples with int8
-#: products.
-INT8_LABEL = " [int8 products]"
+#: Appended to a local model's label (:attr:`LocalBackend.model`, the LLM cache's key) when it samples with other
+#: products than fp32 (they give other samples, cached apart).
+PRODUCT_LABELS = {"float32": "", "int8": " [int8 products]", "bfloat16": " [bf16 products]"}
 
 
-def _int8_possible(device: str) -> bool:
-    """Whether a model on ``device`` (a request's) can sample with int8 products (on the CPU, the op working);
-    logs why not when it cannot."""
-    from unstereo.models.int8 import works
+def sampling_products(products: str, device: str) -> str:
+    """The products a model on ``device`` (a request's) samples with when ``products`` are asked: those, on the CPU
+    where they work, else ``float32`` (logged why)."""
+    from unstereo.models import bf16, int8
     from unstereo.models.load import resolve_device
 
+    if products == "float32":
+        return products
     where = str(resolve_device(device))
     if where != "cpu":
         log.warning(
-            "sampling_products: int8 applies on the CPU only; %s samples with its own products", where
+            "sampling_products: %s applies on the CPU only; %s samples with its own products", products, where
         )
-        return False
-    if not works():
+        return "float32"
+    if products == "int8" and not int8.works():
         log.warning("sampling_products: int8 needs PyTorch's int8 dynamic linear, absent here: fp32 products")
-        return False
-    return True
+        return "float32"
+    if products == "bfloat16" and not bf16.native():
+        log.warning("sampling_products: this CPU has no native bf16 products (%s), where bf16 is slower than "
+                    "fp32: fp32 products", " or ".join(bf16.NATIVE_FLAGS))  # fmt: skip
+        return "float32"
+    return products
 
 
 class LocalBackend:
@@ -169,9 +175,9 @@ class LocalBackend:
             )
         self.request = request
         self.spec = request.spec
-        self.int8 = request.sampling_products == "int8" and _int8_possible(request.device)
-        # the model's name in the LLM cache's keys: int8 products give other samples than fp32 ones
-        self.model = self.spec.label + (INT8_LABEL if self.int8 else "")
+        self.products = sampling_products(request.sampling_products, request.device)
+        # the model's name in the LLM cache's keys: int8 or bf16 products give other samples than fp32 ones
+        self.model = self.spec.label + PRODUCT_LABELS[self.products]
         from unstereo.engine.engine import AUTO_SLOTS
 
         self.auto = request.batch_size == "auto"
@@ -221,6 +227,7 @@ class LocalBackend:
         if self._lm is None:
             import time
 
+            from unstereo.engine.memory import give_back_free_memory
             from unstereo.models.load import load_causal_lm
 
             request = self.request
@@ -236,13 +243,14 @@ class LocalBackend:
             else:
                 log.info("loading local model %s", self.model)
                 self._lm, self._tok = load_causal_lm(request.spec, dtype=request.dtype, device=request.device)
+            give_back_free_memory()  # the load's temporaries (dequantisation, parse)
             log.info("loaded %s in %.1fs", self.model, time.time() - t0)
             self._own_model = True
             self._prepare()
 
     def _direct_form(self) -> str | None:
         """The form a GGUF file is loaded in straight from its tensors (:mod:`unstereo.models.gguf_direct`), or None
-        for the ordinary load: ``int8`` for int8 sampling on the CPU; ``float32`` on the CPU when the file has no
+        for the ordinary load: ``int8`` or ``bfloat16`` for such sampling on the CPU; ``float32`` on the CPU when the file has no
         converted folder yet (no job scored it: the model is only sampled and judged here, so no 6.8 GB fp32 folder
         is written for the 1.5B; where one exists it loads in seconds and is used)."""
         from unstereo.models.gguf_convert import is_current
@@ -251,8 +259,8 @@ class LocalBackend:
         spec, request = self.spec, self.request
         if not spec.gguf_file or request.dtype not in ("auto", "float32", "fp32"):
             return None
-        if self.int8:
-            return "int8"
+        if self.products != "float32":
+            return self.products
         if str(resolve_device(request.device)) != "cpu" or spec.converted_dir is None:
             return None
         return None if is_current(spec.converted_dir) else "float32"
@@ -305,7 +313,7 @@ class LocalBackend:
             from unstereo.engine.engine import SamplingEngine
 
             engine = SamplingEngine(self._lm, self._tok, slots="auto" if self.auto else self.batch_size,
-                                    products="int8" if self.int8 else "float32")  # fmt: skip
+                                    products=self.products)  # fmt: skip
             # a model loaded here from its spec: a probe passed before on this machine is not run again
             key = engine.probe_key() if self._own_model and engine.body is not None else None
             known = key is not None and probe_memo.recall("engine", key, {"passed": bool}) == {"passed": True}
@@ -313,9 +321,9 @@ class LocalBackend:
             if problem is None:
                 if key is not None and not known:
                     probe_memo.remember("engine", key, {"passed": True})
-                products = (
-                    ", int8 products" if engine.int8 else ", products on oneDNN" if engine.onednn else ""
-                )
+                products = next((name for name, on in ((", int8 products", engine.int8),
+                                 (", bf16 products", engine.bf16), (", products on oneDNN", engine.onednn)) if on),
+                                "")  # fmt: skip
                 log.info("sampling engine for %s (%s%d slots%s; %s)", self.model, "up to " if engine.auto else "",
                          engine.slots, products,
                          "its probe passed before on this machine" if known else "probe passed")  # fmt: skip
@@ -323,8 +331,13 @@ class LocalBackend:
             else:
                 log.warning("the sampling engine does not work with %s (%s): using transformers' generate",
                             self.model, problem)  # fmt: skip
-                if self.int8:
-                    log.warning("%s: generate samples with fp32 products (int8 is the engine's)", self.model)
+                if self.products != "float32":
+                    from unstereo.models.gguf_direct import is_quantised
+
+                    # a model loaded in that form keeps it; an fp32 model's layers are swapped only in the engine
+                    held = self.products if is_quantised(self._lm) else "fp32"
+                    log.warning("%s: generate samples with %s products (%s is the engine's)",
+                                self.model, held, self.products)  # fmt: skip
                 self._engine = False
         return self._engine or None
 

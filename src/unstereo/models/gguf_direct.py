@@ -1,4 +1,4 @@
-"""A GGUF model loaded straight into int8 products, for a model that samples and judges but is never scored.
+"""A GGUF model loaded straight into bf16 or int8 products, for a model that samples and judges but is never scored.
 
 The ordinary road (:mod:`unstereo.models.gguf_convert`) dequantises the whole file to fp32 once, writes it as a
 Hugging Face folder and loads that: for Qwen2.5-Coder-1.5B a 6.8 GB folder on disk and 6.2 GB of weights in memory,
@@ -7,17 +7,19 @@ built on the meta device (no memory for its weights) and the file's tensors are 
 the reader's memory map, whose pages would stay resident): each is dequantised to fp32 by the ``gguf`` package,
 turned into the parameter's form and dropped, so at most one tensor's fp32 copy exists at a time:
 
-- every ``nn.Linear`` of the body becomes a :class:`QuantisedLinear`: the engine's :class:`~unstereo.models.int8.Int8Linear`
-  of the dequantised weight (per-row int8, outlier input columns in fp32), the same numbers the int8 engine makes
-  from the converted fp32 weight (tests/test_gguf_direct.py);
+- every ``nn.Linear`` of the body becomes a :class:`QuantisedLinear` holding the engine's form of the dequantised
+  weight: :class:`~unstereo.models.bf16.Bf16Linear` (the weight rounded to bf16) or
+  :class:`~unstereo.models.int8.Int8Linear` (per-row int8, outlier input columns in fp32), the same numbers the
+  engine makes from the converted fp32 weight (tests/test_gguf_direct.py);
 - everything else (embeddings, norms, a separate LM head) stays fp32: the LM head is tied to the embedding in the
   offline models, and the engine makes its own int8 form of it while it samples.
 
-Qwen2.5-Coder-1.5B: 1.31 G body weights as int8 (1.3 GB), the 151,936 x 1,536 embedding in fp32 (0.93 GB);
+Qwen2.5-Coder-1.5B: 1.31 G body weights as bf16 (2.6 GB) or int8 (1.3 GB), the 151,936 x 1,536 embedding in fp32
+(0.93 GB);
 docs/performance.md ("Loading a GGUF straight into int8") has the measured peak memory of each form.
 
-A forward pass through these layers quantises its input per tensor, so, as in int8 sampling, a row's numbers
-depend slightly on the other rows of its batch; :func:`exact_products` switches them to the int8 weights times an
+A forward pass through these layers rounds its input (bf16) or quantises it per tensor (int8), so a row's numbers
+depend slightly on the other rows of its batch; :func:`exact_products` switches them to the stored weights times an
 fp32 input (one fp32 weight at a time), batch-independent, for the engine's probe (:meth:`SamplingEngine.check`).
 """
 
@@ -35,30 +37,31 @@ from unstereo.log import get_logger
 
 log = get_logger("models")
 
-#: The forms :func:`load_gguf` builds: the body's linears in int8, or every weight in fp32 (the converted model's
-#: numbers without the converted folder).
-FORMS = ("int8", "float32")
+#: The forms :func:`load_gguf` builds: the body's linears in int8 or bf16, or every weight in fp32 (the converted
+#: model's numbers without the converted folder).
+FORMS = ("int8", "bfloat16", "float32")
+#: How a :class:`QuantisedLinear` names its held form, per quantised form.
+_SHORT = {"int8": "int8", "bfloat16": "bf16"}
 
 
 def _module_class():
     import torch
 
-    from unstereo.models.int8 import Int8Linear
-
     class QuantisedLinear(torch.nn.Module):
-        """A linear layer held only as its int8 form (:class:`~unstereo.models.int8.Int8Linear`); ``exact``: the
-        int8 weights times the fp32 input (see :func:`exact_products`)."""
+        """A linear layer held only as its engine form ``q`` (:class:`~unstereo.models.int8.Int8Linear` or
+        :class:`~unstereo.models.bf16.Bf16Linear`); ``exact``: the held weights times the fp32 input (see
+        :func:`exact_products`)."""
 
-        def __init__(self, q: Int8Linear, in_features: int, out_features: int):
+        def __init__(self, q: Any, in_features: int, out_features: int, form: str):
             super().__init__()
-            self.q, self.in_features, self.out_features = q, in_features, out_features
+            self.q, self.in_features, self.out_features, self.form = q, in_features, out_features, form
             self.exact = False
 
         def forward(self, x):
             return self.q.exact(x) if self.exact else self.q(x)
 
         def extra_repr(self) -> str:
-            return f"in_features={self.in_features}, out_features={self.out_features}, int8"
+            return f"in_features={self.in_features}, out_features={self.out_features}, {self.form}"
 
     return QuantisedLinear
 
@@ -75,7 +78,7 @@ def quantised_linear_class():
 
 
 def is_quantised(model: Any) -> bool:
-    """Whether ``model`` holds layers loaded by :func:`load_gguf` in the int8 form."""
+    """Whether ``model`` holds layers loaded by :func:`load_gguf` in a quantised form (int8 or bf16)."""
     cls = quantised_linear_class()
     return any(isinstance(m, cls) for m in model.modules())
 
@@ -100,11 +103,13 @@ def exact_products(model: Any) -> Iterator[int]:
 def one_reader() -> Iterator[None]:
     """While the block runs, every ``gguf.GGUFReader`` of the same file is one object, parsed once: transformers
     parses the whole file for the config, again for the tokenizer (and the loader once more for the tensors), and a
-    parse of the 1.5B's 151,936-token vocabulary takes about 10 s."""
+    parse of the 1.5B's 151,936-token vocabulary takes about 10 s. A parse holds about 0.5 GB for that vocabulary:
+    :func:`load_gguf` lets it go (:func:`_release`) before it reads the weights."""
     import gguf
 
     original = gguf.GGUFReader
     readers: dict[tuple[str, str], Any] = {}
+    _OPEN.append(readers)
 
     def reader(path, mode="r"):
         key = (str(Path(path).resolve()), mode)
@@ -117,6 +122,18 @@ def one_reader() -> Iterator[None]:
         yield
     finally:
         gguf.GGUFReader = original
+        _OPEN.pop()  # blocks nest: this one is the innermost
+
+
+#: The parses each :func:`one_reader` block holds, innermost last.
+_OPEN: list[dict[tuple[str, str], Any]] = []
+
+
+def _release(file: Path) -> None:
+    """Forget every :func:`one_reader` block's parse of ``file`` (a later reader parses it again)."""
+    for readers in _OPEN:
+        for key in [k for k in readers if k[0] == str(file.resolve())]:
+            del readers[key]
 
 
 def _read(fd: int, tensor: Any):
@@ -133,18 +150,40 @@ def _read(fd: int, tensor: Any):
     return np.frombuffer(raw, dtype=data.dtype).reshape(data.shape)
 
 
+#: Rows dequantised at a time are capped so that their fp32 output holds at most this many bytes.
+_CHUNK_BYTES = 64 << 20
+
+
+def _dequantize(raw: Any, kind: Any):
+    """``gguf.dequantize(raw, kind)`` a block of rows at a time into one fp32 array: the package's dequantisation
+    makes temporaries several times its output's size, which for the 1.5B's 151,936 x 1,536 embedding (0.93 GB in
+    fp32) peaked at 1.8 GB beyond it and left about 1 GB of the process's heap in use after it."""
+    import numpy as np
+    from gguf import dequantize
+
+    if raw.dtype != np.uint8 or raw.ndim < 2 or raw.shape[0] < 2:  # unquantised (F32, F16), or a single row
+        return dequantize(raw, kind)
+    first = dequantize(raw[:1], kind)
+    step = max(1, _CHUNK_BYTES // max(1, first.nbytes))
+    if step >= raw.shape[0]:
+        return dequantize(raw, kind)
+    out = np.empty((raw.shape[0], *first.shape[1:]), dtype=first.dtype)
+    for start in range(0, raw.shape[0], step):
+        out[start : start + step] = dequantize(raw[start : start + step], kind)
+    return out
+
+
 def load_gguf(path: str | Path, gguf_file: str, form: str = "int8") -> Any:
     """The causal LM of ``path/gguf_file`` in eval mode on the CPU, its tensors read one at a time: with ``form``
-    ``int8`` the body's linear layers as :class:`QuantisedLinear` (see the module doc), with ``float32`` every
-    weight an fp32 parameter, the numbers of the converted folder without writing it (a model that is sampled or
-    judged but not scored). Raises when the file's architecture is not one transformers reads from GGUF, or a
+    ``int8`` or ``bfloat16`` the body's linear layers as :class:`QuantisedLinear` (see the module doc), with
+    ``float32`` every weight an fp32 parameter, the numbers of the converted folder without writing it (a model
+    that is sampled or judged but not scored). Raises when the file's architecture is not one transformers reads from GGUF, or a
     tensor is missing."""
     if form not in FORMS:
         raise ValueError(f"form must be one of {FORMS}, got {form!r}")
     import gguf
     import numpy as np
     import torch
-    from gguf import dequantize
     from transformers import AutoConfig, AutoModelForCausalLM
     from transformers.integrations.accelerate import init_empty_weights
     from transformers.modeling_gguf_pytorch_utils import (
@@ -155,6 +194,7 @@ def load_gguf(path: str | Path, gguf_file: str, form: str = "int8") -> Any:
         read_field,
     )
 
+    from unstereo.models.bf16 import Bf16Linear
     from unstereo.models.gguf_check import check_gguf
     from unstereo.models.int8 import Int8Linear
 
@@ -165,6 +205,8 @@ def load_gguf(path: str | Path, gguf_file: str, form: str = "int8") -> Any:
             parsed = load_gguf_checkpoint(str(file), return_tensors=False)
             reader = gguf.GGUFReader(str(file))  # the same parse (one_reader)
         config = AutoConfig.for_model(**parsed["config"])  # what from_pretrained(gguf_file=) makes of it
+        architecture = read_field(reader, "general.architecture")[0]
+        tensors = list(reader.tensors)  # name, type, shape, offset: no reference to the parse's vocabulary
     except (ValueError, KeyError, OSError) as exc:
         raise UnstereoError(f"cannot read the GGUF file {file}: {exc}") from exc
     if hasattr(config, "quantization_config"):
@@ -172,8 +214,14 @@ def load_gguf(path: str | Path, gguf_file: str, form: str = "int8") -> Any:
     with init_empty_weights():
         model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     head = model.get_output_embeddings()
+    # bf16: a head of its own (not the embedding's transpose) is held in bf16 too, and so is the embedding
+    own_head = form == "bfloat16" and not getattr(config, "tie_word_embeddings", False)
+    embedding = model.get_input_embeddings()
     names = get_gguf_hf_weights_map(model)
-    architecture = read_field(reader, "general.architecture")[0]
+    # the vocabulary (the parse's and the tokenizer's copy of it) is not needed for the weights: let it go
+    parsed = {k: v for k, v in parsed.items() if not k.startswith("tokenizer")}
+    del reader
+    _release(file)
     processor = TENSOR_PROCESSORS.get(architecture, TensorProcessor)(config=parsed.get("config", {}))
     cls = quantised_linear_class()
     pending: dict[str, dict[str, Any]] = {}  # a linear layer's weight and bias until both are read
@@ -181,20 +229,23 @@ def load_gguf(path: str | Path, gguf_file: str, form: str = "int8") -> Any:
     def place(name: str, value: Any) -> None:
         owner, _, attr = name.rpartition(".")
         module = model.get_submodule(owner)
-        if form == "int8" and type(module) is torch.nn.Linear and module is not head:
+        if form in _SHORT and type(module) is torch.nn.Linear and (module is not head or own_head):
             got = pending.setdefault(owner, {})
             got[attr] = value
             if "weight" in got and ("bias" in got or module.bias is None):
                 parent, _, child = owner.rpartition(".")
-                q = Int8Linear(got["weight"], got.get("bias"))
-                setattr(model.get_submodule(parent), child, cls(q, module.in_features, module.out_features))
+                q = (Int8Linear if form == "int8" else Bf16Linear)(got["weight"], got.get("bias"))
+                layer = cls(q, module.in_features, module.out_features, _SHORT[form])
+                setattr(model.get_submodule(parent), child, layer)
                 del pending[owner]
         else:
+            if own_head and module is embedding:  # held in bf16 from the start: no second copy at any time
+                value = value.to(torch.bfloat16)
             module._parameters[attr] = torch.nn.Parameter(value, requires_grad=False)
 
     def read(tensor: Any) -> tuple[str, Any] | None:
         """(parameter name, fp32 tensor) of a file tensor, None for one the model has no place for."""
-        weights = dequantize(_read(fd, tensor), tensor.tensor_type)
+        weights = _dequantize(_read(fd, tensor), tensor.tensor_type)
         result = processor.process(weights=weights, name=tensor.name, tensor_key_mapping=names,
                                    parsed_parameters=parsed)  # fmt: skip
         if result.name not in names:
@@ -209,7 +260,6 @@ def load_gguf(path: str | Path, gguf_file: str, form: str = "int8") -> Any:
         # the next tensor is read and dequantised (numpy, without the GIL) while this one is quantised: two at a time
         # at most, so two tensors' fp32 copies at most are alive
         with ThreadPoolExecutor(max_workers=1) as pool:
-            tensors = list(reader.tensors)
             ahead = pool.submit(read, tensors[0]) if tensors else None
             for i in range(len(tensors)):
                 got = ahead.result()
@@ -219,33 +269,52 @@ def load_gguf(path: str | Path, gguf_file: str, form: str = "int8") -> Any:
                 del got
     finally:
         os.close(fd)
-        del reader
     if getattr(config, "tie_word_embeddings", False):
         model.tie_weights()
     missing = sorted(n for n, p in model.named_parameters() if p.device.type == "meta")
     missing += sorted(f"{owner}.weight" for owner in pending if f"{owner}.weight" not in missing)
     if missing:
         raise UnstereoError(f"GGUF file {file} lacks tensors for {missing[:5]} ({len(missing)} in all)")
+    if own_head:  # its table is bf16 already (place): its rows go on in fp32
+        embedding.register_forward_hook(_widen)
     model.name_or_path = f"{file} ({form} from GGUF)"  # the probe memo's digest reads it
+    model.unstereo_form = form  # the engine computes in fp32 around bf16 products (SamplingEngine.dtype)
     model.eval()
     return model
 
 
+def _widen(module: Any, args: Any, out: Any) -> Any:
+    """A forward hook: an embedding held in bf16 (half the memory: 0.47 GB for the 1.5B) hands its rows on in fp32,
+    the dtype the rest of the model computes in."""
+    return out.float()
+
+
 def load_gguf_with_tokenizer(path: str | Path, gguf_file: str, form: str = "int8") -> tuple[Any, Any]:
-    """(:func:`load_gguf`, :func:`load_gguf_tokenizer`) of ``path/gguf_file``, the file parsed once for both."""
+    """(:func:`load_gguf`, :func:`load_gguf_tokenizer`) of ``path/gguf_file``, the file parsed once for both: the
+    tokenizer first, so that the parse is gone before the weights are read."""
     with one_reader():
+        tokenizer = read_gguf_tokenizer(path, gguf_file)
         model = load_gguf(path, gguf_file, form)
-        return model, load_gguf_tokenizer(path, gguf_file, model)
+    return model, _repaired(model, tokenizer)
 
 
 def load_gguf_tokenizer(path: str | Path, gguf_file: str, model: Any):
     """The tokenizer of ``path/gguf_file`` as the conversion writes it (Gemma's repaired to BPE,
     :mod:`unstereo.models.gguf_tokenizer`), read from the file itself."""
+    return _repaired(model, read_gguf_tokenizer(path, gguf_file))
+
+
+def read_gguf_tokenizer(path: str | Path, gguf_file: str):
+    """The tokenizer transformers reads from ``path/gguf_file`` (not yet repaired: :func:`load_gguf_tokenizer`)."""
     from transformers import AutoTokenizer
 
+    return AutoTokenizer.from_pretrained(path, gguf_file=gguf_file)
+
+
+def _repaired(model: Any, tokenizer: Any):
+    """``tokenizer``, Gemma's repaired to BPE (:mod:`unstereo.models.gguf_tokenizer`)."""
     from unstereo.models.gguf_tokenizer import needs_bpe_repair, repair_gemma_tokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(path, gguf_file=gguf_file)
     if needs_bpe_repair(model, tokenizer):
         tokenizer = repair_gemma_tokenizer(tokenizer)
     return tokenizer

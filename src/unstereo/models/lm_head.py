@@ -53,7 +53,14 @@ def split_causal_lm(model: Any) -> tuple[Any, LMHead] | None:
     get_head = getattr(model, "get_output_embeddings", None)
     head = get_head() if callable(get_head) else None
     body = _body_of(model)
-    if not isinstance(head, torch.nn.Linear) or body is None:
+    held = getattr(head, "q", None)  # a head held in bf16 (unstereo.models.gguf_direct): its bf16 weight
+    if isinstance(getattr(held, "weight", None), torch.Tensor):
+        weight, bias = held.weight, held.bias
+    elif isinstance(head, torch.nn.Linear):
+        weight, bias = head.weight, head.bias
+    else:
+        return None
+    if body is None:
         return None
     config = getattr(model, "config", None)
     text_config = config.get_text_config() if hasattr(config, "get_text_config") else config
@@ -65,8 +72,8 @@ def split_causal_lm(model: Any) -> tuple[Any, LMHead] | None:
         scale = 1.0 / float(scaling)
     softcap = getattr(text_config, "final_logit_softcapping", None)
     return body, LMHead(
-        head.weight,
-        head.bias,
+        weight,
+        bias,
         float(scale) if scale is not None else None,
         float(softcap) if softcap else None,
     )

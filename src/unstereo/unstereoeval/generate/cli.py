@@ -201,18 +201,19 @@ def _load_judge(judge_cfg: dict, cfg: dict, s, external_dir, generator=None, cli
 
 
 def _judge_in_form(request, products: str):
-    """The judge of ``request`` as the generate stage runs it: fp32 (``float32``), or, for ``int8`` and a GGUF
-    spec on the CPU, the file loaded straight into int8 layers (:mod:`unstereo.models.gguf_direct`)."""
+    """The judge of ``request`` as the generate stage runs it: fp32 (``float32``), or, for ``int8`` or ``bfloat16``
+    and a GGUF spec on the CPU, the file loaded straight into such layers (:mod:`unstereo.models.gguf_direct`);
+    ``products`` are those :func:`unstereo.llm.local.sampling_products` grants here."""
     from unstereo.generation.judge import SenseJudge, load_judge
 
-    if products != "int8":
+    if products == "float32":
         return load_judge(request)
     from unstereo.models.gguf_direct import load_gguf_with_tokenizer
 
     spec = request.spec
     if not spec.gguf_file:
-        raise click.BadParameter("int8 applies to a GGUF file's judge", param_hint="--products")
-    return SenseJudge(*load_gguf_with_tokenizer(spec.path, spec.gguf_file, "int8"))
+        raise click.BadParameter(f"{products} applies to a GGUF file's judge", param_hint="--products")
+    return SenseJudge(*load_gguf_with_tokenizer(spec.path, spec.gguf_file, products))
 
 
 class _TimedJudge:
@@ -377,8 +378,8 @@ def judge_set(output, reference_dir, recipe, run_sentences) -> None:
     "--batch-size", type=click.IntRange(1), default=16, show_default=True, help="sentences per pass"
 )
 @click.option("--products", type=click.Choice(model_request.SAMPLING_PRODUCTS), default="float32", show_default=True,
-              help="the judge's form: float32 (the GGUF converted to fp32), or int8 (a GGUF loaded straight into "
-              "int8 layers, as the generate stage runs it with sampling_products: int8)")  # fmt: skip
+              help="the judge's form: float32 (the GGUF converted to fp32), or bfloat16 / int8 (a GGUF loaded "
+              "straight into such layers, as the generate stage runs it with that sampling_products)")  # fmt: skip
 @model_request.device_option()
 @model_request.dtype_option()
 @cli_options.threads
@@ -394,7 +395,7 @@ def judge_calibrate(labelled, output, model, questions, config_path, min_gain, l
     from unstereo.config import load_config
     from unstereo.generation import judge_calibration as jc
     from unstereo.generation.judge import QUESTION, JudgeSettings
-    from unstereo.llm.local import INT8_LABEL
+    from unstereo.llm.local import PRODUCT_LABELS, sampling_products
     from unstereo.log import get_logger
     from unstereo.tables import read_table, write_table
     from unstereo.unstereoeval.generate.naturalness import make_scorer, token_logprob
@@ -423,6 +424,7 @@ def judge_calibrate(labelled, output, model, questions, config_path, min_gain, l
     options = {"device": device, "dtype": dtype, "threads": threads, "external_dir": external_dir,
                "api_key_env": api_key_env}  # fmt: skip
     request = model_request.request_from_cli(model, options)
+    products = sampling_products(products, request.device)  # what the generate stage would get here
     cache = jc.PYesCache(out / "p_yes.jsonl")
     judges: dict[str, Any] = {}
     timing = {"sentences": 0, "seconds": 0.0}
@@ -447,7 +449,7 @@ def judge_calibrate(labelled, output, model, questions, config_path, min_gain, l
     budget = [limit]
 
     def p_yes(question: str, sentences: list[str]) -> list[float | None]:
-        label = request.spec.to_arg() + (INT8_LABEL if products == "int8" else "")
+        label = request.spec.to_arg() + PRODUCT_LABELS[products]
         key = jc.PYesCache.key(label, question, None)
         before = sum(cache.get(key, s) is None for s in dict.fromkeys(sentences))
         got = jc.cached_p_yes(
