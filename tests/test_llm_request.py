@@ -97,8 +97,12 @@ def test_local_backend_loads_the_requests_spec_with_its_device_and_dtype(tmp_pat
     model = client.backend._lm
     assert str(model.device) == "cpu" and str(model.dtype) == "torch.float32"
     assert len(resolutions) == 1  # in model_request only: not in make_client, the backend or the loader
-    # the cache key is the request's under (backend name, the spec's label), as before the request travelled whole
-    assert client._key(req) == req.cache_key("local", str(tmp_path / "tiny"))
+    # the cache key is the request's under (backend name, the spec's label), as before the request travelled whole,
+    # and, for a sampled request (T > 0 here), the engine's uniform stream
+    from unstereo.engine.sampler import STREAM
+
+    assert req.temperature > 0 and client.backend.sampler == STREAM
+    assert client._key(req) == req.cache_key("local", str(tmp_path / "tiny"), STREAM)
     client.close()
     other = make_client(str(tmp_path / "tiny"), cache=tmp_path / "c.sqlite")  # other options, the same key
     again = other.continue_one(req)

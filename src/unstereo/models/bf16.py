@@ -12,7 +12,9 @@ activations of several hundred as it holds the rest, with 8 bits of mantissa for
 
 On a CPU without native bf16 (AVX2 only, e.g. AMD Zen 3) oneDNN emulates the products and they are 2-3x slower than
 fp32 (measured with ``ONEDNN_MAX_CPU_ISA=AVX2``): there ``bfloat16`` falls back to fp32 products, logged
-(:func:`native`). Like int8, bf16 is offered where a model writes test material, not where its samples are the
+(:func:`native`). Holding the weights in bf16 there and widening each into fp32 for an fp32 product
+(:meth:`Bf16Linear.exact`) kept the 1.5B in 4.2 GB but sampled at 0.41x of fp32's pace under that emulation
+(docs/performance.md, "bf16 products for generation"): pace first. Like int8, bf16 is offered where a model writes test material, not where its samples are the
 measurement (FairPair, counterfactual sentiment), and scores are fp32 whatever this says.
 """
 
