@@ -197,6 +197,10 @@ def test_cached_scorer_loads_the_model_only_on_a_miss():
     assert scorer.metadata()["device"] == "cpu" and (scorer.hits, scorer.misses) == (2, 0)
     assert scorer.score(["b", "a"])[0][0] == pytest.approx(LN(3 / 9)) and len(factory.models) == 1
     assert (scorer.hits, scorer.misses) == (3, 1) and factory.passes == 1
+    # released, the model goes; cached texts still need none, a new miss loads it again
+    scorer.release()
+    assert scorer.score(["a", "b"])[1][0] == pytest.approx(LN(3 / 9)) and len(factory.models) == 1
+    assert scorer.score(["c"]) and len(factory.models) == 2
 
 
 def test_cli_cache_option_and_default_location(tmp_path, monkeypatch):

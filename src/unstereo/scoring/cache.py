@@ -235,6 +235,11 @@ class CachedScorer:
         self.misses += len(missing)
         return [found[t] for t in sentences]
 
+    def release(self) -> None:
+        """Let the real scorer (its model) go; the next miss loads it again. A job that needs the memory for its next
+        model (the generate stage's judge after the naturalness scorer) calls this."""
+        self._inner = None
+
     def metadata(self) -> dict[str, Any]:
         """The real scorer's metadata when it ran; else that of the run that filled the cache."""
         if self._inner is not None:

@@ -395,6 +395,12 @@ def _naturalness(
         _chat_reply_filter(rows, prompts)
     if s.min_token_logprob is not None:
         _logprob_filter(rows, s, scorer)
+        if s.judge_threshold is not None and hasattr(scorer, "release"):
+            from unstereo.engine.memory import give_back_free_memory
+
+            # the judge's model comes next: the scorer's (SmolLM2: 0.6 GB) is not kept beside it
+            scorer.release()
+            give_back_free_memory()
     if s.llm_semantic_filter:
         _semantic_filter(_alive(rows), client, prompts, s, tag)
     if s.judge_threshold is not None:
