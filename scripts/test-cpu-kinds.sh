@@ -4,7 +4,7 @@
 # in another order. The switches below make this machine take the code paths another CPU would, so a golden
 # tolerance too tight for some CPU kind fails here too (a Xeon got -25.870601 against the golden -25.870587).
 #
-#   scripts/test-cpu-kinds.sh tests/test_scoring_masked.py tests/test_scoring.py   # pytest arguments
+#   scripts/test-cpu-kinds.sh tests/scoring/test_scoring_masked.py tests/scoring/test_scoring.py   # pytest arguments
 #   scripts/test-cpu-kinds.sh                  # the test files with float tolerances on model outputs (below)
 #
 # Kinds (name: switches):
@@ -16,12 +16,12 @@
 set -u
 if [ $# -eq 0 ]; then
     # every test file comparing float32 model outputs with golden values or with another computation
-    set -- tests/test_scoring.py tests/test_scoring_cache.py tests/test_scoring_chunks.py \
-        tests/test_scoring_fastpath.py tests/test_scoring_masked.py tests/test_scoring_onednn.py \
-        tests/test_scoring_texts.py tests/test_biastest.py tests/test_int8.py tests/test_generate_judge.py \
-        tests/test_llm_engine.py tests/test_sentiment.py tests/test_sentiment_debias.py tests/test_corpus_delta.py \
-        tests/test_fairpair_metrics.py tests/test_metrics.py tests/test_model_card.py \
-        tests/test_model_card_compare.py tests/test_generate_judge_calibration.py tests/test_robustness.py \
+    set -- tests/scoring/test_scoring.py tests/scoring/test_scoring_cache.py tests/scoring/test_scoring_chunks.py \
+        tests/scoring/test_scoring_fastpath.py tests/scoring/test_scoring_masked.py tests/models/test_scoring_onednn.py \
+        tests/scoring/test_scoring_texts.py tests/biastest/test_biastest.py tests/models/test_int8.py tests/generation/test_generate_judge.py \
+        tests/engine/test_llm_engine.py tests/sentiment/test_sentiment.py tests/sentiment/test_sentiment_debias.py tests/unstereoeval/corpus/test_corpus_delta.py \
+        tests/fairpair/test_fairpair_metrics.py tests/unstereoeval/metrics/test_metrics.py tests/model_card/test_model_card.py \
+        tests/model_card/test_model_card_compare.py tests/unstereoeval/generate/test_generate_judge_calibration.py tests/robustness/test_robustness.py \
         -k "not smollm2"
 fi
 kinds=(native scalar avx2 avx512-1t)

@@ -12,7 +12,7 @@ Golden values were taken on one CPU kind (AMD Zen 5, AVX-512); a tolerance tight
 (a Xeon got -25.870601415634155 for the golden -25.87058711051941 of a sum of 6 log-probs, off by 1.43e-5
 with a tolerance of 1e-5). ``scripts/test-cpu-kinds.sh`` runs tests under emulated CPU kinds (scalar, AVX2,
 AVX-512 on one thread); the largest difference it showed between kinds was 23 eps relative to the sum (4.6e-5 on
--16.665, a sum of 4 log-probs of the 2-layer random BERT of tests/test_scoring_masked.py, scalar kind against the
+-16.665, a sum of 4 log-probs of the 2-layer random BERT of tests/scoring/test_scoring_masked.py, scalar kind against the
 golden). ``PER_TERM_EPS`` = 128 leaves a factor above 5 over that for kinds not emulated (other FMA contraction,
 MKL's code path on Intel), and the tolerances stay far below the differences the tests tell apart (a whole
 log-probability, >= 0.01 nat).
@@ -23,9 +23,9 @@ The other numeric tests were audited the same way and keep their tolerances for 
   any difference of definition; the same computation order on every CPU kind (numpy's float64 sums of a few terms);
 - values compared with a printed reference (the released MaxPMI words printed with 8 decimals: atol 1e-7; FairPair's
   ratio printed with 5: abs 1e-5): half a unit of the last printed decimal, rounded up;
-- the int8 product's 2e-3 (tests/test_int8.py): int8 quantisation error, not float rounding (its test says how);
+- the int8 product's 2e-3 (tests/models/test_int8.py): int8 quantisation error, not float rounding (its test says how);
 - the debiasing fine-tune's rel 1e-4 (a mean over a few hundred float32 terms) and a resumed run's parameters
-  (atol 1e-6, the same steps reloaded from a checkpoint): the reasons in tests/test_sentiment_debias.py.
+  (atol 1e-6, the same steps reloaded from a checkpoint): the reasons in tests/sentiment/test_sentiment_debias.py.
 """
 
 from __future__ import annotations

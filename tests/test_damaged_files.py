@@ -4,7 +4,7 @@ damaged copy of it (missing, empty, cut short, random bytes, a valid file of the
 - A file the user gave (a table of texts or prompts, a GGUF model, a config): the command ends with one line
   ``unstereo: error: <file>: <what is wrong>`` on stderr, exit status 1 (2 for click's own checks), no traceback.
 - Derived data (the score cache, the LLM cache, a probe verdict, a chunk folder; a GGUF conversion in
-  tests/test_gguf_convert.py): set aside (renamed ``<name>.damaged-<time>``, never deleted), a warning naming it,
+  tests/models/test_gguf_convert.py): set aside (renamed ``<name>.damaged-<time>``, never deleted), a warning naming it,
   and the same output as from a clean state.
 
 docs/damaged-files.md is the table of these cases; keep the two in step.

@@ -12,7 +12,7 @@
 #                --slurm-status-command squeue ...
 #    then checks, for whatever `rule all` produces: every file `snakemake --summary` listed before the run exists
 #    afterwards, a dry run has nothing left to do, and every job went through Slurm, ended COMPLETED and was
-#    submitted with a memory request and a time limit (tests/test_slurm_profile.py checks that the rules
+#    submitted with a memory request and a time limit (tests/workflow/test_slurm_profile.py checks that the rules
 #    themselves declare them);
 # 3. failure behaviour, on the toy workflow tests/slurm_failure/Snakefile: a failing job is reported with its Slurm
 #    log path, --retries resubmits a job with more memory, and rerunning the same command after the fix resumes

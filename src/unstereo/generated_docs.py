@@ -16,7 +16,7 @@ Block kinds:
   config key (:func:`gpu_rules`).
 
 ``python -m unstereo.generated_docs --write`` rewrites every block in place; ``--check`` exits 1 naming each stale
-block and the command that fixes it (tests/test_generated_docs.py runs the check).
+block and the command that fixes it (tests/repo/test_generated_docs.py runs the check).
 
 How the GPU rules are found: the workflow itself is parsed (Snakemake's API, no DAG, no dry run: a parse takes
 about 3 s the first time and well under 1 s after) once with every ``device`` key of the schemas set to ``cpu``

@@ -2,7 +2,7 @@
 attempt, and the GPU keys that the Snakemake Slurm executor understands.
 
 The rules call these through thin wrappers in rules/common.smk (``mem_mb_for``, ``runtime_for``, ``gpu_resources``);
-the logic lives here so that it is unit-tested (tests/test_slurm_profile.py).
+the logic lives here so that it is unit-tested (tests/workflow/test_slurm_profile.py).
 
 Policy (the same for memory and time)::
 

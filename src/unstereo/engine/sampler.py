@@ -34,7 +34,7 @@ def _mulhilo(m: int, x):
 def philox4x32(counter, key, rounds: int = PHILOX_ROUNDS):
     """Philox4x32-``rounds`` of ``counter`` (4 int64 tensors of 32-bit words) under ``key`` (2 of them), all
     broadcast together: the 4 output words (int64 tensors of 32-bit values). Random123's known answers hold
-    (tests/test_sampler.py)."""
+    (tests/engine/test_sampler.py)."""
     c0, c1, c2, c3 = counter
     k0, k1 = key
     for r in range(rounds):

@@ -17,7 +17,7 @@ common prefix is run once and its KV cache reused by every batch, which then run
 chat template's closing tokens (about 15 of 70 tokens with Qwen2.5's template). Rows of a batch are left-padded
 (padding masked; positions continue the prefix) and only the last position's logits are computed. A model whose
 forward takes no cache (``share_prefix=False``) runs the whole prompts instead; both give the same scores up to
-float rounding (tests/test_generate_judge.py).
+float rounding (tests/generation/test_generate_judge.py).
 """
 
 from __future__ import annotations

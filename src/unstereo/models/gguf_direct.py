@@ -10,7 +10,7 @@ turned into the parameter's form and dropped, so at most one tensor's fp32 copy 
 - every ``nn.Linear`` of the body becomes a :class:`QuantisedLinear` holding the engine's form of the dequantised
   weight: :class:`~unstereo.models.bf16.Bf16Linear` (the weight rounded to bf16) or
   :class:`~unstereo.models.int8.Int8Linear` (per-row int8, outlier input columns in fp32), the same numbers the
-  engine makes from the converted fp32 weight (tests/test_gguf_direct.py);
+  engine makes from the converted fp32 weight (tests/models/test_gguf_direct.py);
 - everything else (embeddings, norms, a separate LM head) stays fp32: the LM head is tied to the embedding in the
   offline models, and the engine makes its own int8 form of it while it samples.
 
