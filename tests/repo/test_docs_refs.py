@@ -70,7 +70,13 @@ def text_files(root: Path, scanned: tuple[str, ...] = SCANNED):
             yield top
             continue
         for folder, dirs, files in os.walk(top):
-            dirs[:] = [d for d in dirs if d not in SKIPPED_DIRS and not d.startswith("results")]
+            # results folders are outputs; *.egg-info is pip's record of an editable install (its SOURCES.txt
+            # lists the files of the tree it was made from, stale once a file moves)
+            dirs[:] = [
+                d
+                for d in dirs
+                if d not in SKIPPED_DIRS and not d.startswith("results") and not d.endswith(".egg-info")
+            ]
             for f in files:
                 path = Path(folder, f)
                 if path.suffix in TEXT_SUFFIXES and path.resolve() != THIS:
