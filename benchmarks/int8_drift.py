@@ -38,7 +38,7 @@ def drift(model, tok, layers, prompt: str, tokens: int, threshold: float | None)
         if threshold is not None:
             int8.Int8Linear.__call__ = lambda self, x, t=None: original(self, x, threshold)
         try:
-            with int8.linears_through_int8(layers):
+            with int8.linears_through(layers):
                 got = model(greedy).logits.log_softmax(-1)[0, start - 1 : -1]
                 greedy8 = model.generate(ids, max_new_tokens=tokens, do_sample=False)
         finally:

@@ -70,7 +70,7 @@ def test_the_int8_weights_are_those_the_engine_makes_from_the_converted_fp32(dir
 def test_direct_logits_equal_conversion_then_int8(direct, converted):
     ids = torch.tensor([[2, 4, 5, 6, 7, 8], [2, 9, 10, 11, 12, 13], [2, 14, 15, 16, 17, 18]])
     with torch.inference_mode():
-        with int8.linears_through_int8(int8.int8_layers(converted.model)):
+        with int8.linears_through(int8.int8_layers(converted.model)):
             want = converted(input_ids=ids).logits
         got = direct(input_ids=ids).logits
         fp32 = converted(input_ids=ids).logits

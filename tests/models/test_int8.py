@@ -54,11 +54,11 @@ def test_the_router_restores_the_forward_it_found():
     layer = torch.nn.Linear(4, 2)
     before = lambda x: x  # noqa: E731  (another router's forward, e.g. oneDNN's)
     layer.forward = before
-    with int8.linears_through_int8({layer: int8.Int8Linear(layer.weight, layer.bias)}) as n:
+    with int8.linears_through({layer: int8.Int8Linear(layer.weight, layer.bias)}) as n:
         assert n == 1 and isinstance(vars(layer)["forward"], int8.Int8Linear)
     assert vars(layer)["forward"] is before
     plain = torch.nn.Linear(4, 2)
-    with pytest.raises(RuntimeError), int8.linears_through_int8({plain: int8.Int8Linear(plain.weight)}):
+    with pytest.raises(RuntimeError), int8.linears_through({plain: int8.Int8Linear(plain.weight)}):
         raise RuntimeError
     assert "forward" not in vars(plain)
 

@@ -408,13 +408,13 @@ class SamplingEngine:
             yield
             return
         from unstereo.models.bf16 import bf16_layers
-        from unstereo.models.int8 import Int8Linear, int8_layers, linears_through_int8
+        from unstereo.models.int8 import Int8Linear, int8_layers, linears_through
 
         if self._products_body is None:
             self._products_body = int8_layers(self.body) if self.int8 else bf16_layers(self.body)
             if self.int8:
                 self._int8_head = Int8Linear(self.head.weight, self.head.bias)
-        with linears_through_int8(self._products_body):
+        with linears_through(self._products_body):
             yield
 
     def _ends(self, row: _Row, token: int, eos: bool) -> bool:

@@ -321,9 +321,15 @@ class LocalBackend:
             if problem is None:
                 if key is not None and not known:
                     probe_memo.remember("engine", key, {"passed": True})
-                products = next((name for name, on in ((", int8 products", engine.int8),
-                                 (", bf16 products", engine.bf16), (", products on oneDNN", engine.onednn)) if on),
-                                "")  # fmt: skip
+                products = (
+                    ", int8 products"
+                    if engine.int8
+                    else ", bf16 products"
+                    if engine.bf16
+                    else ", products on oneDNN"
+                    if engine.onednn
+                    else ""
+                )
                 log.info("sampling engine for %s (%s%d slots%s; %s)", self.model, "up to " if engine.auto else "",
                          engine.slots, products,
                          "its probe passed before on this machine" if known else "probe passed")  # fmt: skip

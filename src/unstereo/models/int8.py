@@ -19,7 +19,7 @@ Offered where a model writes test material (the generate stage's ``sampling_prod
 --sampling-products``), not where its samples are the measurement (FairPair, counterfactual sentiment): there int8
 would measure another model. Scores and the engine's probe keep fp32 products, and so does a model whose
 CPU build of PyTorch has no int8 dynamic linear (:func:`available`). For a model loaded as fp32 the layers are
-swapped only inside :func:`linears_through_int8`; the model itself is never changed, so another user of the same
+swapped only inside :func:`linears_through`; the model itself is never changed, so another user of the same
 weights in the same process sees fp32. A GGUF file sampled in int8 is loaded straight into these layers instead
 (:mod:`unstereo.models.gguf_direct`): no fp32 copy exists, and the generate stage's judge, which shares
 the generator's weights, runs in int8 too.
@@ -146,8 +146,9 @@ def int8_layers(module: Any) -> dict[Any, Int8Linear]:
 
 
 @contextlib.contextmanager
-def linears_through_int8(layers: dict[Any, Int8Linear]) -> Iterator[int]:
-    """Route each layer of ``layers`` (:func:`int8_layers`) through its int8 form while the block runs (yields how
+def linears_through(layers: dict[Any, Any]) -> Iterator[int]:
+    """Route each layer of ``layers`` through the form it maps to (:func:`int8_layers`, or
+    :func:`unstereo.models.bf16.bf16_layers`: any callable of the layer's input) while the block runs (yields how
     many); the layers get their own ``forward`` back on exit, whatever happens inside. Inside another router (e.g.
     :func:`unstereo.models.onednn.linears_through_onednn`) this one wins, and the other's is back afterwards."""
     saved = {layer: vars(layer).get("forward") for layer in layers}
