@@ -13,7 +13,7 @@ seconds, seconds to the first token (plain: the first call of its logits process
 its log, the first token follows within one prefill), peak RSS, generated tokens, and the whole-process ratio of
 each CLI run to the plain script (``--no-plain``: the CLI only). With ``--rounds`` > 1 the sides take turns and each
 keeps its fastest run. The CLI skips the engine's probe where it passed before on this machine (a verdict in the
-conversion cache, :mod:`unstereo.models.probe_memo`); ``--fresh-probe`` forgets every remembered verdict before
+conversion cache, :mod:`unstereo.engine.kernels.probe_memo`); ``--fresh-probe`` forgets every remembered verdict before
 each CLI run, so every run probes.
 """
 
@@ -107,7 +107,7 @@ def cli_side(args: argparse.Namespace, tmp: Path, prompts_csv: Path, batch_size:
     if args.external_dir:
         cmd += ["--external-dir", args.external_dir]
     if args.fresh_probe:
-        from unstereo.models.gguf_convert import cache_root
+        from unstereo.io import cache_root
 
         for stamp in (cache_root() / "probes").glob("*/*.json"):
             stamp.unlink()

@@ -15,7 +15,7 @@ imports, model load, scoring) and its peak RSS its own:
   folder; reported as missing when the package is not installed;
 - ``naive``: one forward pass per sentence, log_softmax, sum, on the first ``--naive-pairs`` pairs;
 - ``ours-torch`` (not run unless named): ``ours`` with PyTorch's default matmul instead of oneDNN's
-  (``CausalScorer(onednn=False)``, see :mod:`unstereo.models.onednn`).
+  (``CausalScorer(onednn=False)``, see :mod:`unstereo.engine.kernels.onednn`).
 Prints pairs per second (whole process and scoring alone), the ratio to lm-eval (target >= 1.3x, whole process, on
 both models), to the naive loop, the largest per-sentence score differences and each side's peak RSS. With
 ``--rounds`` > 1 the sides run in turn that many times and each keeps its fastest run (for a busy machine).

@@ -6,7 +6,7 @@
 
 1. Peak: plain fp32 products with random operands, best of ``--peak-repeats`` after a warm-up: ``torch.mm`` at
    2048 x 2048 x 2048, and the model's own MLP shapes (``M x hidden`` by ``hidden x intermediate`` and back, M = 512
-   rows) by ``torch.mm`` and by oneDNN's matmul (the scorer's, :mod:`unstereo.models.onednn`). The peak is the
+   rows) by ``torch.mm`` and by oneDNN's matmul (the scorer's, :mod:`unstereo.engine.kernels.onednn`). The peak is the
    fastest of these.
 2. Scoring: ``--pairs`` templates of the reference release (``bench_score.reference_templates``), each filled
    female and male, scored by :class:`~unstereo.scoring.CausalScorer` (fp32, CPU, ``--batch-size``) after a
@@ -19,7 +19,7 @@
      MLP width;
    - attention, *useful*: per layer 4 h (d + 1) for a node at depth d (scores and weighted values over its d + 1
      ancestors-or-self); *computed*: per layer 4 h S^2 per segment of S slots (the segmented tree attention,
-     :mod:`unstereo.models.tree_attention`, padding and masked pairs included);
+     :mod:`unstereo.engine.kernels.tree_attention`, padding and masked pairs included);
    - LM head: 2 h V per row the head ran on (V the vocabulary).
    Achieved GFLOP/s = (linears + useful attention + LM head) / scoring wall time.
 4. Breakdown, by wall-clock timers around: the oneDNN products of the body (``linears``), the tree attention, the
@@ -27,7 +27,7 @@
    SiLU, residual adds, embedding lookup, module calls: ``body rest``), tokenisation, tree building (prefix tree,
    ancestor mask, segment layout), and ``other`` (the scorer's Python, mask tensors, batching, sums). With
    ``--torch-profile`` one more batch runs under ``torch.profiler`` and the top ops by self CPU time are printed.
-5. ``--compare-unfused``: the same scoring again with the gated MLPs unfused (:mod:`unstereo.models.onednn`), same
+5. ``--compare-unfused``: the same scoring again with the gated MLPs unfused (:mod:`unstereo.engine.kernels.onednn`), same
    process; ``--check-full N``: each variant's largest difference from the full path at batch 1 on the first N
    sentences; ``--sweeps``: oneDNN's rate on the layer's product shapes by rows per product (``--pairs 0``: only the
    peak and the sweep).
@@ -72,7 +72,7 @@ def best_seconds(fn, repeats: int) -> float:
 
 def measure_peak(hidden: int, inter: int, repeats: int) -> list[tuple[str, float]]:
     """(label, GFLOP/s) of plain fp32 products with random operands."""
-    from unstereo.models.onednn import linear
+    from unstereo.engine.kernels.onednn import linear
 
     g = torch.Generator().manual_seed(0)
     out = []
@@ -96,8 +96,8 @@ def timed_scoring(scorer, sentences: list[str]) -> tuple[float, dict, dict, list
     of the module doc around the scorer's parts; everything is put back afterwards."""
     from transformers import AttentionInterface
 
-    from unstereo.models import onednn
-    from unstereo.models import tree_attention as ta
+    from unstereo.engine.kernels import onednn
+    from unstereo.engine.kernels import tree_attention as ta
     from unstereo.scoring import causal as causal_mod
 
     counts: dict[str, float] = defaultdict(float)
@@ -170,7 +170,7 @@ def timed_scoring(scorer, sentences: list[str]) -> tuple[float, dict, dict, list
 
 def row_sweep(h: int, kv: int, inter: int, repeats: int) -> None:
     """oneDNN's GFLOP/s on a layer's product shapes at M = 192..768 rows (random operands, best of ``repeats``)."""
-    from unstereo.models.onednn import fused_linear, linear, linear_mul
+    from unstereo.engine.kernels.onednn import fused_linear, linear, linear_mul
 
     g = torch.Generator().manual_seed(0)
     w_in, w_out = torch.randn(inter, h, generator=g), torch.randn(h, inter, generator=g)
@@ -217,7 +217,7 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
 
-    from unstereo.models import onednn
+    from unstereo.engine.kernels import onednn
     from unstereo.scoring import CausalScorer
     from unstereo.scoring.causal import load_scoring_model
     from unstereo.templates import fill_template

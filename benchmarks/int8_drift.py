@@ -1,4 +1,4 @@
-"""How far int8 products (:mod:`unstereo.models.int8`, ``sampling_products: int8``) move a model's next-token
+"""How far int8 products (:mod:`unstereo.engine.kernels.int8`, ``sampling_products: int8``) move a model's next-token
 distributions from fp32: for each prompt, the fp32 greedy continuation, then under int8 products the mean and
 largest KL divergence of the teacher-forced next-token distributions from fp32's, the share of positions with the
 same top token, and how many greedy tokens int8 generates equal to fp32's before the first difference.
@@ -16,7 +16,7 @@ import argparse
 
 import torch
 
-from unstereo.models import int8
+from unstereo.engine.kernels import int8
 
 PROMPTS = [
     "Write 5 short English sentences, each using the word 'bald' and the pronoun 'he'. One per line, numbered.",

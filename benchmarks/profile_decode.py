@@ -27,9 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_sample import PROMPTS, distinct_prompts, parse_shape  # noqa: E402
 
 from unstereo.engine import engine as engine_mod  # noqa: E402
+from unstereo.engine.kernels import onednn  # noqa: E402
 from unstereo.llm.local import LocalBackend  # noqa: E402
 from unstereo.llm.types import ContinuationRequest  # noqa: E402
-from unstereo.models import onednn  # noqa: E402
 
 KINDS = ("linears", "LM head", "attention", "sampling", "prefill", "other")
 

@@ -23,7 +23,7 @@ The other numeric tests were audited the same way and keep their tolerances for 
   any difference of definition; the same computation order on every CPU kind (numpy's float64 sums of a few terms);
 - values compared with a printed reference (the released MaxPMI words printed with 8 decimals: atol 1e-7; FairPair's
   ratio printed with 5: abs 1e-5): half a unit of the last printed decimal, rounded up;
-- the int8 product's 2e-3 (tests/models/test_int8.py): int8 quantisation error, not float rounding (its test says how);
+- the int8 product's 2e-3 (tests/engine/test_int8.py): int8 quantisation error, not float rounding (its test says how);
 - the debiasing fine-tune's rel 1e-4 (a mean over a few hundred float32 terms) and a resumed run's parameters
   (atol 1e-6, the same steps reloaded from a checkpoint): the reasons in tests/sentiment/test_sentiment_debias.py.
 """

@@ -346,7 +346,7 @@ def test_a_damaged_llm_cache_is_set_aside(model_dir, tmp_path, capsys, caplog, k
 
 @pytest.mark.parametrize("kind", ["empty", "cut", "random", "list", "wrong-type"])
 def test_a_damaged_probe_verdict_is_set_aside(isolated, caplog, kind):
-    from unstereo.models import probe_memo
+    from unstereo.engine.kernels import probe_memo
 
     probe_memo.remember("scorer", "k", {"path": "tree", "segment": 32})
     path = probe_memo._path("scorer", "k")

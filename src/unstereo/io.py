@@ -197,3 +197,15 @@ def sha256_file(path: str | Path) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+#: The environment variable that names the machine-wide cache (:func:`cache_root`).
+CACHE_ENV = "UNSTEREO_CACHE_DIR"
+
+
+def cache_root() -> Path:
+    """The machine-wide cache of converted models and passed probes (``$UNSTEREO_CACHE_DIR`` or the user's cache
+    folder)."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "unstereo"

@@ -16,6 +16,7 @@ from safetensors.torch import save_file
 
 import unstereo.models.gguf_convert as gguf_convert
 from unstereo.errors import UnstereoError
+from unstereo.io import CACHE_ENV
 
 
 class FakeConvert:
@@ -36,7 +37,7 @@ class FakeConvert:
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
     root = tmp_path / "cache"
-    monkeypatch.setenv(gguf_convert.CACHE_ENV, str(root))
+    monkeypatch.setenv(CACHE_ENV, str(root))
     return root
 
 
@@ -87,7 +88,7 @@ def test_a_folder_of_an_older_conversion_is_replaced(tmp_path, cache):
 
 def test_an_unwritable_cache_converts_beside_the_file(tmp_path, monkeypatch):
     (tmp_path / "file").write_text("not a folder")
-    monkeypatch.setenv(gguf_convert.CACHE_ENV, str(tmp_path / "file" / "cache"))
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "file" / "cache"))
     convert = FakeConvert()
     beside = _gguf(tmp_path / "r")
     assert gguf_convert.converted_folder(tmp_path / "r", "m.gguf", beside, convert) == beside

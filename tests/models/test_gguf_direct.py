@@ -11,8 +11,9 @@ from test_llm_engine import PROMPTS, ids_of
 from test_llm_engine import tok as tok  # noqa: F401  (the fixture: the word tokenizer, left padding)
 
 from unstereo.engine.engine import EngineRequest, SamplingEngine
+from unstereo.engine.kernels import int8, quantised
 from unstereo.errors import UnstereoError
-from unstereo.models import gguf_direct, int8
+from unstereo.models import gguf_direct
 
 pytestmark = pytest.mark.skipif(not int8.works(), reason="this PyTorch has no int8 dynamic linear")
 
@@ -41,7 +42,7 @@ def _linears(model):
 
 
 def test_every_body_linear_is_int8_and_the_tied_head_is_the_fp32_embedding(direct, converted):
-    cls = gguf_direct.quantised_linear_class()
+    cls = quantised.quantised_linear_class()
     body = {n for n, m in direct.named_modules() if isinstance(m, cls)}
     # the converted model's linears less its head: 7 per layer (q, k, v, o, gate, up, down) x 2 layers
     assert body == set(_linears(converted)) - {"lm_head"} and len(body) == 14
@@ -49,7 +50,7 @@ def test_every_body_linear_is_int8_and_the_tied_head_is_the_fp32_embedding(direc
     assert direct.lm_head.weight.dtype == torch.float32
     assert torch.equal(direct.lm_head.weight, converted.lm_head.weight)
     assert not any(p.device.type == "meta" for p in direct.parameters())
-    assert gguf_direct.is_quantised(direct) and not gguf_direct.is_quantised(converted)
+    assert quantised.is_quantised(direct) and not quantised.is_quantised(converted)
 
 
 def test_the_int8_weights_are_those_the_engine_makes_from_the_converted_fp32(direct, converted):
@@ -87,7 +88,7 @@ def test_exact_products_are_the_int8_weights_times_the_fp32_input_whatever_the_b
     g = torch.Generator().manual_seed(0)
     x = torch.randn(3, 128, generator=g)
     x[2, 5] = 80.0  # another row's outlier changes the per-tensor input scale of the int8 product
-    with gguf_direct.exact_products(direct) as n:
+    with quantised.exact_products(direct) as n:
         assert n == 14
         batch, alone = layer(x), layer(x[:1])
     assert not layer.exact
@@ -120,7 +121,7 @@ def test_local_backend_samples_from_the_gguf_without_converting_it(gguf_file, mo
     request = model_request({"model": str(gguf_file), "sampling_products": "int8", "batch_size": 2})
     backend = LocalBackend(request)
     out = backend.continue_batch([ContinuationRequest("she went", max_tokens=3, seed=1, temperature=0.0)])
-    assert 1 <= out[0].completion_tokens <= 3 and gguf_direct.is_quantised(backend.loaded()[0])
+    assert 1 <= out[0].completion_tokens <= 3 and quantised.is_quantised(backend.loaded()[0])
 
 
 def test_a_file_missing_a_tensor_is_named(tmp_path):
@@ -150,7 +151,7 @@ def test_a_file_missing_a_tensor_is_named(tmp_path):
 
 def test_the_float32_form_is_the_converted_model_without_the_folder(gguf_file, converted):
     model = gguf_direct.load_gguf(gguf_file.parent, gguf_file.name, "float32")
-    assert not gguf_direct.is_quantised(model)
+    assert not quantised.is_quantised(model)
     theirs = dict(converted.named_parameters())
     mine = dict(model.named_parameters())
     assert mine.keys() == theirs.keys()

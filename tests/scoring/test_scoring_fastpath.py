@@ -14,8 +14,8 @@ from _float_tolerance import approx_scores, f32_sum_tol
 from _scoring_models import tiny_gpt2, word_tokenizer
 from test_scoring import SENTENCES, manual_logprob
 
-from unstereo.models.lm_head import LMHead, head_logprobs, split_causal_lm
-from unstereo.models.tree_attention import segment_layout
+from unstereo.engine.kernels.lm_head import LMHead, head_logprobs, split_causal_lm
+from unstereo.engine.kernels.tree_attention import segment_layout
 from unstereo.scoring import CausalScorer
 from unstereo.scoring.batching import Batcher
 from unstereo.scoring.causal import attention_span, probe_sequences

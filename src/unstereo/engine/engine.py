@@ -13,7 +13,7 @@ What transformers' ``generate`` does per step, less its overhead, plus what it c
   first slots (a finished row's slot is filled by moving the last row), so a step runs on a view of the cache;
 - the decode step runs the model's body (its own attention and rotary code) and then the LM head on the last
   position only; with fp32 weights on the CPU the linear layers and the head run on oneDNN like the scorer's
-  (:mod:`unstereo.models.onednn`);
+  (:mod:`unstereo.engine.kernels.onednn`);
 - the tokens of all rows are drawn at once by :class:`unstereo.engine.sampler.RowSampler` with one uniform per row
   and generated token, ``u(seed, step)`` of the counter-based :func:`unstereo.engine.sampler.stream` (a row's
   numbers are worked out when it takes its slot), so a row's text depends on its prompt, settings and seed only,
@@ -195,10 +195,9 @@ class SamplingEngine:
     ):
         import torch
 
-        from unstereo.models import bf16, int8
-        from unstereo.models.lm_head import split_causal_lm
-        from unstereo.models.onednn import available
-        from unstereo.models.request import SAMPLING_PRODUCTS
+        from unstereo.engine.kernels import SAMPLING_PRODUCTS, bf16, int8
+        from unstereo.engine.kernels.lm_head import split_causal_lm
+        from unstereo.engine.kernels.onednn import available
 
         self.model, self.tok = model, tokenizer
         self.auto = slots == "auto"
@@ -208,9 +207,9 @@ class SamplingEngine:
         self.onednn = bool(onednn and parts is not None and available(self.head.weight))
         if products not in SAMPLING_PRODUCTS:
             raise ValueError(f"products must be one of {SAMPLING_PRODUCTS}, got {products!r}")
-        #: int8 products while sampling (:mod:`unstereo.models.int8`); the probe keeps fp32 (:meth:`check`)
+        #: int8 products while sampling (:mod:`unstereo.engine.kernels.int8`); the probe keeps fp32 (:meth:`check`)
         self.int8 = products == "int8" and parts is not None and int8.available(self.head.weight)
-        #: the body's fp32 linears in bf16 while sampling (:mod:`unstereo.models.bf16`; a model loaded in bf16
+        #: the body's fp32 linears in bf16 while sampling (:mod:`unstereo.engine.kernels.bf16`; a model loaded in bf16
         #: already holds them so); the head stays fp32
         self.bf16 = products == "bfloat16" and parts is not None and bf16.native()
         #: the dtype the body computes in (KV cache, masks): the head's, but fp32 for a model loaded with bf16
@@ -259,7 +258,7 @@ class SamplingEngine:
         """None when the engine gives the model's own log-probabilities on a probe, else what went wrong."""
         import torch
 
-        from unstereo.models.gguf_direct import exact_products
+        from unstereo.engine.kernels.quantised import exact_products
 
         if self.body is None:
             return "no body and linear LM head found (get_output_embeddings, base_model)"
@@ -300,15 +299,15 @@ class SamplingEngine:
         return None
 
     def probe_key(self) -> str:
-        """A digest of what :meth:`check`'s verdict depends on (:func:`unstereo.models.probe_memo.digest`: the
+        """A digest of what :meth:`check`'s verdict depends on (:func:`unstereo.engine.kernels.probe_memo.digest`: the
         model, torch and transformers, the engine's source) and whether the products run on oneDNN: a passed
         probe is remembered under it per machine (:class:`~unstereo.llm.local.LocalBackend`) and skipped next
         time."""
-        from unstereo.models.probe_memo import digest
+        from unstereo.engine.kernels.probe_memo import digest
 
-        modules = ("unstereo.engine.engine", "unstereo.engine.sampler", "unstereo.models.lm_head",
-                   "unstereo.models.onednn", "unstereo.models.gguf_direct", "unstereo.models.int8",
-                   "unstereo.models.bf16")  # fmt: skip
+        kernels = ("lm_head", "onednn", "quantised", "int8", "bf16")
+        modules = ("unstereo.engine.engine", "unstereo.engine.sampler", "unstereo.models.gguf_direct")
+        modules += tuple(f"unstereo.engine.kernels.{k}" for k in kernels)
         return digest(self.model, modules, extra=(f"onednn={self.onednn}",))
 
     # ----------------------------------------------------------------------------------------- generation
@@ -330,7 +329,7 @@ class SamplingEngine:
     ) -> list[EngineOutput]:
         import torch
 
-        from unstereo.models.onednn import linears_through_onednn
+        from unstereo.engine.kernels.onednn import linears_through_onednn
 
         self.stats = EngineStats()
         if not requests:
@@ -407,8 +406,8 @@ class SamplingEngine:
         if not (self.int8 or self.bf16):
             yield
             return
-        from unstereo.models.bf16 import bf16_layers
-        from unstereo.models.int8 import Int8Linear, int8_layers, linears_through
+        from unstereo.engine.kernels.bf16 import bf16_layers
+        from unstereo.engine.kernels.int8 import Int8Linear, int8_layers, linears_through
 
         if self._products_body is None:
             self._products_body = int8_layers(self.body) if self.int8 else bf16_layers(self.body)
@@ -513,7 +512,7 @@ class SamplingEngine:
         return masks
 
     def _body(self, ids: Any, masks: dict[str, Any], positions: Any, cache: SlotCache):
-        from unstereo.models.lm_head import last_hidden
+        from unstereo.engine.kernels.lm_head import last_hidden
 
         device = self.head.weight.device
         # the inputs are built on the CPU, where the rows are sampled; a model on another device takes copies
@@ -535,7 +534,7 @@ class SamplingEngine:
         """fp32 logits ``[n, vocabulary]`` of hidden states ``[n, hidden]``: the head, its scale and soft cap."""
         import torch.nn.functional as F
 
-        from unstereo.models.onednn import linear
+        from unstereo.engine.kernels.onednn import linear
 
         head = self.head
         if self.int8:  # only ever called inside generate, where _sampling_products built the head's int8 form

@@ -1,1 +1,1 @@
-"""Model loading and the language-model kernels shared by every method: the model spec and registry, loading (transformers, GGUF), the model rule layer, the LM head, oneDNN and tree-attention kernels."""
+"""Models: the model spec and registry, the request a run makes, and loading (transformers, GGUF)."""

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from unstereo.defaults import RESOURCE_MANIFEST
 from unstereo.errors import UnstereoError
-from unstereo.io import set_aside, sha256_file
+from unstereo.io import cache_root, set_aside, sha256_file
 from unstereo.log import get_logger
 
 log = get_logger("models")
@@ -29,14 +29,6 @@ log = get_logger("models")
 # 2: the Gemma tokenizer is repaired at conversion.
 CONVERSION_VERSION = 2
 MARKER = "unstereo-conversion.json"
-CACHE_ENV = "UNSTEREO_CACHE_DIR"
-
-
-def cache_root() -> Path:
-    """The machine-wide cache of converted models (``$UNSTEREO_CACHE_DIR`` or the user's cache folder)."""
-    if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV])
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "unstereo"
 
 
 def is_current(folder: Path) -> bool:

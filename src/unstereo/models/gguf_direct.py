@@ -2,14 +2,14 @@
 
 The ordinary road (:mod:`unstereo.models.gguf_convert`) dequantises the whole file to fp32 once, writes it as a
 Hugging Face folder and loads that: for Qwen2.5-Coder-1.5B a 6.8 GB folder on disk and 6.2 GB of weights in memory,
-of which int8 sampling (:mod:`unstereo.models.int8`) then made a second, int8 copy. Here the transformers model is
+of which int8 sampling (:mod:`unstereo.engine.kernels.int8`) then made a second, int8 copy. Here the transformers model is
 built on the meta device (no memory for its weights) and the file's tensors are read one at a time (``pread``, not
 the reader's memory map, whose pages would stay resident): each is dequantised to fp32 by the ``gguf`` package,
 turned into the parameter's form and dropped, so at most one tensor's fp32 copy exists at a time:
 
 - every ``nn.Linear`` of the body becomes a :class:`QuantisedLinear` holding the engine's form of the dequantised
-  weight: :class:`~unstereo.models.bf16.Bf16Linear` (the weight rounded to bf16) or
-  :class:`~unstereo.models.int8.Int8Linear` (per-row int8, outlier input columns in fp32), the same numbers the
+  weight: :class:`~unstereo.engine.kernels.bf16.Bf16Linear` (the weight rounded to bf16) or
+  :class:`~unstereo.engine.kernels.int8.Int8Linear` (per-row int8, outlier input columns in fp32), the same numbers the
   engine makes from the converted fp32 weight (tests/models/test_gguf_direct.py);
 - everything else (embeddings, norms, a separate LM head) stays fp32: the LM head is tied to the embedding in the
   offline models, and the engine makes its own int8 form of it while it samples.
@@ -32,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from unstereo.engine.kernels.quantised import quantised_linear_class
 from unstereo.errors import UnstereoError
 from unstereo.log import get_logger
 
@@ -42,61 +43,6 @@ log = get_logger("models")
 FORMS = ("int8", "bfloat16", "float32")
 #: How a :class:`QuantisedLinear` names its held form, per quantised form.
 _SHORT = {"int8": "int8", "bfloat16": "bf16"}
-
-
-def _module_class():
-    import torch
-
-    class QuantisedLinear(torch.nn.Module):
-        """A linear layer held only as its engine form ``q`` (:class:`~unstereo.models.int8.Int8Linear` or
-        :class:`~unstereo.models.bf16.Bf16Linear`); ``exact``: the held weights times the fp32 input (see
-        :func:`exact_products`)."""
-
-        def __init__(self, q: Any, in_features: int, out_features: int, form: str):
-            super().__init__()
-            self.q, self.in_features, self.out_features, self.form = q, in_features, out_features, form
-            self.exact = False
-
-        def forward(self, x):
-            return self.q.exact(x) if self.exact else self.q(x)
-
-        def extra_repr(self) -> str:
-            return f"in_features={self.in_features}, out_features={self.out_features}, {self.form}"
-
-    return QuantisedLinear
-
-
-_CLASS: Any = None
-
-
-def quantised_linear_class():
-    """The :class:`QuantisedLinear` module class (built on first use: torch is imported lazily)."""
-    global _CLASS
-    if _CLASS is None:
-        _CLASS = _module_class()
-    return _CLASS
-
-
-def is_quantised(model: Any) -> bool:
-    """Whether ``model`` holds layers loaded by :func:`load_gguf` in a quantised form (int8 or bf16)."""
-    cls = quantised_linear_class()
-    return any(isinstance(m, cls) for m in model.modules())
-
-
-@contextlib.contextmanager
-def exact_products(model: Any) -> Iterator[int]:
-    """While the block runs, every :class:`QuantisedLinear` of ``model`` multiplies its fp32 input by its int8
-    weights (dequantised per call) instead of quantising the input: no batch dependence, for the engine's probe.
-    Yields how many layers were switched."""
-    cls = quantised_linear_class()
-    layers = [m for m in model.modules() if isinstance(m, cls)]
-    for m in layers:
-        m.exact = True
-    try:
-        yield len(layers)
-    finally:
-        for m in layers:
-            m.exact = False
 
 
 @contextlib.contextmanager
@@ -194,9 +140,9 @@ def load_gguf(path: str | Path, gguf_file: str, form: str = "int8") -> Any:
         read_field,
     )
 
-    from unstereo.models.bf16 import Bf16Linear
+    from unstereo.engine.kernels.bf16 import Bf16Linear
+    from unstereo.engine.kernels.int8 import Int8Linear
     from unstereo.models.gguf_check import check_gguf
-    from unstereo.models.int8 import Int8Linear
 
     file = Path(path) / gguf_file
     check_gguf(file)  # missing, cut short or of another architecture: one line naming it, before any parse

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from unstereo import cli_options
+from unstereo.engine.kernels import SAMPLING_PRODUCTS
 
 if TYPE_CHECKING:
     from unstereo.models.spec import ModelSpec
@@ -39,9 +40,6 @@ BOS_POLICIES = ("auto", "bos", "eos", "none")
 #: has it) is the command-line form of ``scorer``.
 REQUEST_KEYS = ("model", "gguf_file", "revision", "scorer", "masked", "masked_scorer", "dtype", "device",
                 "batch_size", "max_batch_size", "bos_policy", "threads", "sampling_products")  # fmt: skip
-#: ``sampling_products``: the products of a local model's sampling on the CPU (:mod:`unstereo.models.bf16`,
-#: :mod:`unstereo.models.int8`); scoring is fp32 whatever this says.
-SAMPLING_PRODUCTS = ("float32", "bfloat16", "int8")
 
 
 @dataclass(frozen=True)

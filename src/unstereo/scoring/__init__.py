@@ -2,8 +2,8 @@
 others): sentence log-likelihoods of pair tables under causal LMs (and PLL under masked LMs).
 
 - :mod:`.causal`: :class:`CausalScorer`, BOS policy, fp32 token log-probs, the scoring paths (prefix tree,
-  padded, full forward pass); :mod:`.prefix_tree`, :mod:`unstereo.models.tree_attention` (the tree's attention
-  per segment) and :mod:`unstereo.models.lm_head` (the head only on scored positions);
+  padded, full forward pass); :mod:`.prefix_tree`, :mod:`unstereo.engine.kernels.tree_attention` (the tree's attention
+  per segment) and :mod:`unstereo.engine.kernels.lm_head` (the head only on scored positions);
 - :mod:`.masked`: :class:`MaskedScorer`, pseudo-log-likelihood;
 - :mod:`unstereo.models.gguf_tokenizer`: repair of the tokenizer transformers builds for Gemma GGUF files;
 - :mod:`.batching`: length sorting and the batch size that halves on out-of-memory;

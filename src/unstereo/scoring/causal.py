@@ -19,12 +19,12 @@ Three ways to run a batch (``path``), the same scores (within 2e-3 per sentence,
   position id and a mask that lets it see only its ancestors. On 1,000 USE-10 pairs that is ~1.3x fewer positions
   than tokens (the BOS token, a pair's words before the pronoun, templates that start alike). The attention runs
   per segment of the tree (subtrees of <= 32 nodes with their shared ancestors,
-  :mod:`unstereo.models.tree_attention`), not over the whole row: 8x fewer attention scores;
+  :mod:`unstereo.engine.kernels.tree_attention`), not over the whole row: 8x fewer attention scores;
 - ``padded``: the sentences right-padded, longest first, without their last token (it predicts nothing scored),
   the attention mask passed only when a row is padded;
 - ``full``: ``model(...).logits`` at every position, the original path; the reference the others are checked on.
 ``tree`` and ``padded`` run the transformer body, then the LM head and the log-normaliser only on the
-positions whose next token is scored, a block of the vocabulary at a time (:mod:`unstereo.models.lm_head`).
+positions whose next token is scored, a block of the vocabulary at a time (:mod:`unstereo.engine.kernels.lm_head`).
 ``auto`` (the default) takes the first of ``tree``, ``padded``, ``full`` that the model passes: on the first
 batch the fast paths are checked against the full forward pass of each sentence alone on a probe of random
 tokens with shared prefixes (an architecture that does something else between body and head, ignores position
@@ -32,7 +32,7 @@ ids or a custom 4D mask falls back, with a warning); batches with a sentence lon
 (:func:`attention_span`) take ``padded``. Batches are sorted longest first (token order for ``tree``) and the
 batch size halves on out-of-memory (:mod:`.batching`). With fp32 weights on the CPU the fast paths' linear
 layers and head run on oneDNN's matmul, 1.2-1.3x faster than PyTorch's default there
-(:mod:`unstereo.models.onednn`; ``onednn=False`` keeps the default), a gated MLP's activation and product fused
+(:mod:`unstereo.engine.kernels.onednn`; ``onednn=False`` keeps the default), a gated MLP's activation and product fused
 into its products; the probe checks them against the full forward pass, which keeps the default.
 """
 
@@ -42,14 +42,14 @@ import contextlib
 from dataclasses import dataclass
 from typing import Any
 
+from unstereo.engine.kernels import probe_memo
+from unstereo.engine.kernels.lm_head import head_logprobs, last_hidden, split_causal_lm
+from unstereo.engine.kernels.onednn import available as onednn_available
+from unstereo.engine.kernels.onednn import linears_through_onednn
+from unstereo.engine.kernels.tree_attention import SEGMENT, segment_layout, segmented_attention
 from unstereo.log import get_logger
-from unstereo.models import probe_memo
 from unstereo.models.gguf_tokenizer import needs_bpe_repair, repair_gemma_tokenizer
-from unstereo.models.lm_head import head_logprobs, last_hidden, split_causal_lm
 from unstereo.models.load import ModelSpec, load_causal_lm
-from unstereo.models.onednn import available as onednn_available
-from unstereo.models.onednn import linears_through_onednn
-from unstereo.models.tree_attention import SEGMENT, segment_layout, segmented_attention
 from unstereo.scoring.batching import Batcher
 from unstereo.scoring.prefix_tree import ancestor_mask, pack_prefix_tree
 
@@ -138,7 +138,7 @@ class CausalScorer:
     full (see the module doc); an explicit tree or padded path that fails its check is an error. ``onednn``: the
     fast paths' products on oneDNN where the model is fp32 on the CPU and the op works (False: never).
     ``remember_probe``: the path the checks chose is remembered per machine and the next scorer of the same model,
-    settings and code takes it without probing (:mod:`unstereo.models.probe_memo`; the registry's scorers do).
+    settings and code takes it without probing (:mod:`unstereo.engine.kernels.probe_memo`; the registry's scorers do).
     """
 
     kind = "causal"
@@ -326,9 +326,9 @@ class CausalScorer:
         return path
 
     def _probe_key(self) -> str:
-        """What the path checks' verdict depends on (:func:`unstereo.models.probe_memo.digest`)."""
-        modules = ("unstereo.scoring.causal", "unstereo.models.lm_head", "unstereo.models.onednn",
-                   "unstereo.models.tree_attention", "unstereo.scoring.prefix_tree")  # fmt: skip
+        """What the path checks' verdict depends on (:func:`unstereo.engine.kernels.probe_memo.digest`)."""
+        modules = ("unstereo.scoring.causal", "unstereo.engine.kernels.lm_head", "unstereo.engine.kernels.onednn",
+                   "unstereo.engine.kernels.tree_attention", "unstereo.scoring.prefix_tree")  # fmt: skip
         extra = (self.path_requested, self.prefix.token_id, f"onednn={self.onednn}")
         return probe_memo.digest(self.model, modules, extra=extra)
 

@@ -1,4 +1,4 @@
-"""Probe verdicts remembered per machine (unstereo.models.probe_memo) and the causal scorer that reads them back."""
+"""Probe verdicts remembered per machine (unstereo.engine.kernels.probe_memo) and the causal scorer that reads them back."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 import torch
 from _scoring_models import tiny_gpt2, word_tokenizer
 
-from unstereo.models import probe_memo
+from unstereo.engine.kernels import probe_memo
 from unstereo.scoring.causal import CausalScorer
 
 
@@ -24,14 +24,16 @@ def loaded():
 
 def test_digest_changes_with_what_the_verdict_depends_on(loaded):
     model, _ = loaded
-    key = probe_memo.digest(model, ["unstereo.models.onednn"], extra=("a",))
-    assert len(key) == 64 and key == probe_memo.digest(model, ["unstereo.models.onednn"], extra=("a",))
-    assert key != probe_memo.digest(model, ["unstereo.models.onednn"], extra=("b",))
-    assert key != probe_memo.digest(model, ["unstereo.models.lm_head"], extra=("a",))
+    key = probe_memo.digest(model, ["unstereo.engine.kernels.onednn"], extra=("a",))
+    assert len(key) == 64 and key == probe_memo.digest(
+        model, ["unstereo.engine.kernels.onednn"], extra=("a",)
+    )
+    assert key != probe_memo.digest(model, ["unstereo.engine.kernels.onednn"], extra=("b",))
+    assert key != probe_memo.digest(model, ["unstereo.engine.kernels.lm_head"], extra=("a",))
     other = tiny_gpt2(model.config.vocab_size + 1)  # another configuration
-    assert key != probe_memo.digest(other, ["unstereo.models.onednn"], extra=("a",))
+    assert key != probe_memo.digest(other, ["unstereo.engine.kernels.onednn"], extra=("a",))
     half = tiny_gpt2(model.config.vocab_size).to(torch.bfloat16)  # another dtype
-    assert key != probe_memo.digest(half, ["unstereo.models.onednn"], extra=("a",))
+    assert key != probe_memo.digest(half, ["unstereo.engine.kernels.onednn"], extra=("a",))
 
 
 def test_recall_what_was_remembered(machine):
@@ -86,10 +88,13 @@ def test_the_scorer_remembers_the_path_its_checks_chose(loaded, machine, monkeyp
 def test_a_module_without_source_enters_by_name_and_version(monkeypatch):
     from unstereo import __version__
 
-    assert "def linear" in probe_memo._source("unstereo.models.onednn")
+    assert "def linear" in probe_memo._source("unstereo.engine.kernels.onednn")
 
     def no_source(obj):
         raise OSError("could not get source code")
 
     monkeypatch.setattr(probe_memo.inspect, "getsource", no_source)
-    assert probe_memo._source("unstereo.models.onednn") == f"unstereo.models.onednn {__version__}"
+    assert (
+        probe_memo._source("unstereo.engine.kernels.onednn")
+        == f"unstereo.engine.kernels.onednn {__version__}"
+    )

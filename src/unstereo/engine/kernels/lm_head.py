@@ -120,7 +120,7 @@ def head_logprobs(
     the blocks' products by :func:`.onednn.linear` (fp32 on the CPU, see :mod:`.onednn`)."""
     import torch
 
-    from unstereo.models.onednn import linear
+    from unstereo.engine.kernels.onednn import linear
 
     n, vocab = hidden.shape[0], head.weight.shape[0]
     step = max(MIN_CHUNK, min(vocab, chunk_cells // max(1, n)))

@@ -1,4 +1,4 @@
-"""bf16 products for sampling (:mod:`unstereo.models.bf16`, ``sampling_products: bfloat16``): the product on
+"""bf16 products for sampling (:mod:`unstereo.engine.kernels.bf16`, ``sampling_products: bfloat16``): the product on
 hand-made inputs, the CPU check, a GGUF loaded straight into bf16 (tied and untied heads) and the engine on it."""
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from test_llm_engine import PROMPTS, ids_of
 from test_llm_engine import tok as tok  # noqa: F401  (the fixture: the word tokenizer, left padding)
 
 from unstereo.engine.engine import EngineRequest, SamplingEngine
-from unstereo.models import bf16, gguf_direct
-from unstereo.models.bf16 import Bf16Linear
+from unstereo.engine.kernels import bf16, quantised
+from unstereo.engine.kernels.bf16 import Bf16Linear
+from unstereo.models import gguf_direct
 
 
 def test_bf16_product_of_a_hand_made_input():
@@ -79,7 +80,7 @@ def _rounded(model):
 def test_the_tied_head_stays_the_fp32_embedding(files):
     direct = gguf_direct.load_gguf(files[0].parent, files[0].name, "bfloat16")
     converted = _converted(files[0])
-    cls = gguf_direct.quantised_linear_class()
+    cls = quantised.quantised_linear_class()
     body = {n: m for n, m in direct.named_modules() if isinstance(m, cls)}
     assert len(body) == 14 and {m.form for m in body.values()} == {"bf16"}  # 7 linears x 2 layers
     for name, layer in body.items():
@@ -92,14 +93,14 @@ def test_the_tied_head_stays_the_fp32_embedding(files):
 def test_an_untied_head_and_the_embedding_are_held_in_bf16(files):
     direct = gguf_direct.load_gguf(files[1].parent, files[1].name, "bfloat16")
     converted = _converted(files[1])
-    cls = gguf_direct.quantised_linear_class()
+    cls = quantised.quantised_linear_class()
     assert isinstance(direct.lm_head, cls) and direct.lm_head.q.weight.dtype == torch.bfloat16
     assert direct.model.embed_tokens.weight.dtype == torch.bfloat16
     ids = torch.tensor([[3, 5, 7, 2]])
     assert direct.model.embed_tokens(ids).dtype == torch.float32  # its rows go on in fp32
     with torch.inference_mode():
         got = direct(input_ids=ids).logits
-        with gguf_direct.exact_products(direct):
+        with quantised.exact_products(direct):
             exact = direct(input_ids=ids).logits
         want = _rounded(converted)(input_ids=ids).logits
     # exact products: the bf16-held weights times fp32 inputs, the fp32 model of those weights up to summation order

@@ -148,9 +148,9 @@ def int8_layers(module: Any) -> dict[Any, Int8Linear]:
 @contextlib.contextmanager
 def linears_through(layers: dict[Any, Any]) -> Iterator[int]:
     """Route each layer of ``layers`` through the form it maps to (:func:`int8_layers`, or
-    :func:`unstereo.models.bf16.bf16_layers`: any callable of the layer's input) while the block runs (yields how
+    :func:`unstereo.engine.kernels.bf16.bf16_layers`: any callable of the layer's input) while the block runs (yields how
     many); the layers get their own ``forward`` back on exit, whatever happens inside. Inside another router (e.g.
-    :func:`unstereo.models.onednn.linears_through_onednn`) this one wins, and the other's is back afterwards."""
+    :func:`unstereo.engine.kernels.onednn.linears_through_onednn`) this one wins, and the other's is back afterwards."""
     saved = {layer: vars(layer).get("forward") for layer in layers}
     for layer, q in layers.items():
         layer.forward = q

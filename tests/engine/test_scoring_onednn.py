@@ -1,4 +1,4 @@
-"""Linear layers through oneDNN (:mod:`unstereo.models.onednn`): the product by hand, which layers are routed and
+"""Linear layers through oneDNN (:mod:`unstereo.engine.kernels.onednn`): the product by hand, which layers are routed and
 that they get their own ``forward`` back, the gated MLPs fused (activation and product as oneDNN post-ops), and the
 scorer's fast paths on it against PyTorch's default."""
 
@@ -13,7 +13,7 @@ from _scoring_models import word_tokenizer
 from test_scoring import SENTENCES
 from test_scoring_fastpath import tiny_model
 
-import unstereo.models.onednn as onednn
+import unstereo.engine.kernels.onednn as onednn
 from unstereo.scoring import CausalScorer
 
 pytestmark = pytest.mark.skipif(
@@ -98,7 +98,7 @@ def test_fused_activation_and_product_by_hand():
 
 
 class Gated(torch.nn.Module):
-    """A gated MLP written as Llama writes it (the bytecode :func:`~unstereo.models.onednn.gated_mlp_activation`
+    """A gated MLP written as Llama writes it (the bytecode :func:`~unstereo.engine.kernels.onednn.gated_mlp_activation`
     looks for), with the activation given."""
 
     def __init__(self, act, hidden=8, inner=12):

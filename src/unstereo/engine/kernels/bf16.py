@@ -7,7 +7,7 @@ bf16 dot products (x86 ``avx512_bf16`` or ``amx_bf16``) oneDNN multiplies them s
 (the bias added in fp32); norms, attention, the residual stream, the KV cache and the LM head stay fp32, so the
 logits a token is drawn from are the fp32 head's.
 
-Unlike int8 (:mod:`unstereo.models.int8`), bf16 needs no outlier handling: its 8-bit exponent holds Qwen2's
+Unlike int8 (:mod:`unstereo.engine.kernels.int8`), bf16 needs no outlier handling: its 8-bit exponent holds Qwen2's
 activations of several hundred as it holds the rest, with 8 bits of mantissa for each.
 
 On a CPU without native bf16 (AVX2 only, e.g. AMD Zen 3) oneDNN emulates the products and they are 2-3x slower than

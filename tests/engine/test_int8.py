@@ -1,4 +1,4 @@
-"""int8 products for sampling (:mod:`unstereo.models.int8`, ``sampling_products: int8``): the product on a
+"""int8 products for sampling (:mod:`unstereo.engine.kernels.int8`, ``sampling_products: int8``): the product on a
 hand-made input, the engine's use of it, and the setting's road from a config section to the LLM cache's key."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from test_llm_engine import PROMPTS, ids_of, tiny_lm
 from test_llm_engine import tok as tok  # noqa: F401  (the fixture)
 
 from unstereo.engine.engine import EngineRequest, SamplingEngine
+from unstereo.engine.kernels import int8
 from unstereo.errors import ConfigError
 from unstereo.llm.local import PRODUCT_LABELS, LocalBackend
 from unstereo.llm.types import ContinuationRequest
-from unstereo.models import int8
 from unstereo.models.request import model_request
 
 pytestmark = pytest.mark.skipif(not int8.works(), reason="this PyTorch has no int8 dynamic linear")

@@ -6,7 +6,7 @@ The sampling engine (:meth:`unstereo.engine.engine.SamplingEngine.check`) and th
 loads the same model. A verdict is stored under a digest of everything it depends on (:func:`digest`: the model's
 class, name and configuration, its dtype and device, torch's and transformers' versions, the source of the modules
 that run the fast path, the caller's settings) beside the converted models (``probes/<kind>/<digest>.json`` under
-:func:`unstereo.models.gguf_convert.cache_root`), and the next process that loads the model reads it back
+:func:`unstereo.io.cache_root`), and the next process that loads the model reads it back
 (:func:`recall`) instead of probing. A change of any of those gives another digest, so a stale verdict is never read.
 """
 
@@ -21,10 +21,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from unstereo.io import set_aside
+from unstereo.io import cache_root, set_aside
 from unstereo.log import get_logger
 
-log = get_logger("models.probe_memo")
+log = get_logger("engine.kernels.probe_memo")
 
 
 def digest(model: Any, modules: Iterable[str], extra: Iterable[Any] = ()) -> str:
@@ -61,8 +61,6 @@ def _source(module: str) -> str:
 
 
 def _path(kind: str, key: str) -> Path:
-    from unstereo.models.gguf_convert import cache_root
-
     return cache_root() / "probes" / kind / f"{key}.json"
 
 
