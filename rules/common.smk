@@ -1,8 +1,8 @@
 # Shared helpers for all rules files: paths from the config, the CLI call, seeds. Rules that run a model take their
 # wildcard constraint, model input and argument, seed, threads and resources (GPU included) from
-# unstereo.models.rules (imported here as `model_rules` for every rules file).
+# unstereo.workflow.rules (imported here as `model_rules` for every rules file).
 
-import unstereo.models.rules as model_rules
+import unstereo.workflow.rules as model_rules
 from unstereo.defaults import RESOURCE_MANIFEST
 
 RESULTS = config["results_dir"]
@@ -28,14 +28,14 @@ def stage_seed(stage):
 
 
 def section_seed(section, stage):
-    """The seed of a stage: its section's `seed`, else `stage_seed(stage)` (unstereo.models.rules.seed)."""
+    """The seed of a stage: its section's `seed`, else `stage_seed(stage)` (unstereo.workflow.rules.seed)."""
     return model_rules.seed(section, stage, config["seed"])
 
 
 def rule_priority(rule, resource=None):
     """The Snakemake priority of `rule`'s jobs (for fetch_resource, of the job fetching `resource`): the run's long
     pole, the job that runs the largest model, and the jobs it waits for start first
-    (unstereo.models.rules.priority)."""
+    (unstereo.workflow.rules.priority)."""
     return model_rules.priority(config, rule, resource)
 
 
@@ -53,13 +53,13 @@ def delta_path(choice):
     return choice
 
 
-# ---- cluster resources (Slurm): thin wrappers over unstereo.slurm_resources; see docs/slurm.md ------------------
-import unstereo.slurm_resources as _slurm_resources
+# ---- cluster resources (Slurm): thin wrappers over unstereo.workflow.slurm_resources; see docs/slurm.md ------------------
+import unstereo.workflow.slurm_resources as _slurm_resources
 
 
 def mem_mb_for(base=1000, per_mb=0.0, growth=1.5, cap=None):
     """The `mem_mb` resource of a job: `base` MB + `per_mb` MB per MB of input, times `growth` per retry attempt,
-    capped at `cap`, rounded up to 100 MB (unstereo.slurm_resources.mem_mb).
+    capped at `cap`, rounded up to 100 MB (unstereo.workflow.slurm_resources.mem_mb).
 
         resources:
             mem_mb=mem_mb_for(base=2000, per_mb=3),
@@ -78,7 +78,7 @@ def mem_mb_for(base=1000, per_mb=0.0, growth=1.5, cap=None):
 
 def runtime_for(base=10, per_mb=0.0, growth=2.0, cap=None):
     """The `runtime` resource (minutes, `sbatch -t`) of a job: `base` + `per_mb` per MB of input, times `growth` per
-    retry attempt, capped at `cap` (unstereo.slurm_resources.runtime). Use like `mem_mb_for`:
+    retry attempt, capped at `cap` (unstereo.workflow.slurm_resources.runtime). Use like `mem_mb_for`:
 
         resources:
             runtime=runtime_for(base=30, per_mb=0.5),

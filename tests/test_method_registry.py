@@ -21,13 +21,14 @@ import pytest
 import yaml
 
 from unstereo import cli as cli_module
-from unstereo import method_registry, outputs_check
+from unstereo import method_registry
 from unstereo.config import config_schema, validate_config
 from unstereo.errors import ConfigError
 from unstereo.method_registry import Method, MethodRegistryError
 from unstereo.model_card.headline import HeadlineMetric
 from unstereo.package_data import SCHEMA_DIR
 from unstereo.tables import TableSchema
+from unstereo.workflow import outputs_check
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = Path(method_registry.__file__).parent  # src/unstereo (or the installed package)
@@ -525,7 +526,7 @@ def test_toy_method_end_to_end(toy):
     ]
 
     checked = subprocess.run(
-        [sys.executable, "-m", "unstereo.outputs_check", "--configfile", "config.yaml",
+        [sys.executable, "-m", "unstereo.workflow.outputs_check", "--configfile", "config.yaml",
          "--snakefile", str(REPO / "Snakefile")],
         cwd=work, env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip

@@ -173,7 +173,7 @@ def settings(
 ):
     """``--settings``, the one road from the config to a stage's command: the config section ``section`` as inline
     JSON, or a YAML/JSON file holding the section or a whole config (read by
-    :func:`unstereo.config.read_section_arg`; the workflow writes it with :func:`unstereo.models.rules.settings_json`).
+    :func:`unstereo.config.read_section_arg`; the workflow writes it with :func:`unstereo.workflow.rules.settings_json`).
 
     Every option left at its default takes the section's value of the same name, or of the dotted path ``keys``
     gives for it (``{"n_boot": "bootstrap", "names": "prompts.names"}``; None: an option the section does not give,

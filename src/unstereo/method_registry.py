@@ -10,7 +10,7 @@ way a plugin does. From these:
 - :mod:`unstereo.cli` adds each method's subcommands (imported lazily, on first use);
 - the ``Snakefile`` includes each method's rules files, after the shared ones, in :func:`methods` order;
 - :mod:`unstereo.config` adds each section to the top-level config schema (unknown keys rejected by its schema);
-- :mod:`unstereo.outputs_check` validates each table of a finished run against its schema;
+- :mod:`unstereo.workflow.outputs_check` validates each table of a finished run against its schema;
 - the rules put each method's results under its report category (the Snakefile's ``METHODS`` is :func:`methods`:
   ``category=METHODS[name].category``, or ``METHODS[name].report_category(stage)``);
 - :mod:`unstereo.model_card.card` puts every method with a ``headline_module`` on the model card.

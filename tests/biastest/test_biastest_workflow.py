@@ -189,7 +189,7 @@ def test_rule_helpers(tmp_path):
     from pathlib import Path
 
     from unstereo.biastest.schemas import PAIRS, SCORES
-    from unstereo.outputs_check import schema_of
+    from unstereo.workflow.outputs_check import schema_of
 
     assert schema_of(Path("results/biastest/Math/pairs.parquet")) is PAIRS
     assert schema_of(Path("results/biastest/tiny/Math/scores.parquet")) is SCORES

@@ -16,7 +16,7 @@ import yaml
 from _scoring_models import save_tiny_gpt2
 from click.testing import CliRunner
 
-import unstereo.models.rules as model_rules
+import unstereo.workflow.rules as model_rules
 from unstereo.config import load_config, validate_config
 from unstereo.errors import ConfigError
 from unstereo.fairpair import rules

@@ -273,6 +273,6 @@ def test_write_from_a_config_tree(tmp_path):
     assert len(oc.input_paths(config)) == 3 + 2
     leans, _ = oc.write(config, stats, r / "l.parquet", r / "c.parquet")
     assert set(leans["method"]) == {"fairpair", "biastest"}
-    from unstereo.outputs_check import ROOT_TABLES
+    from unstereo.workflow.outputs_check import ROOT_TABLES
 
     assert {"occupation_leans.parquet", "occupation_correlations.parquet"} <= set(ROOT_TABLES)

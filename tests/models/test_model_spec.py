@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from _paths import REPO
 
-import unstereo.models.rules as model_rules
+import unstereo.workflow.rules as model_rules
 from unstereo.config import validate_config
 from unstereo.errors import ConfigError
 from unstereo.generation.settings import load_section

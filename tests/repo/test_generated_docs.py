@@ -1,4 +1,4 @@
-"""The generated documentation blocks (unstereo.generated_docs): rendering of a hand-made schema, and no drift."""
+"""The generated documentation blocks (unstereo.workflow.generated_docs): rendering of a hand-made schema, and no drift."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 import yaml
 from _paths import REPO
 
-from unstereo import generated_docs as gd
 from unstereo.method_registry import config_sections
+from unstereo.workflow import generated_docs as gd
 
 TOY_SCHEMA = """
 description: a toy section
@@ -201,7 +201,7 @@ def test_a_changed_schema_default_makes_the_check_fail(tmp_path, monkeypatch):
 
 def test_command_line_check(tmp_path):
     proc = subprocess.run(
-        [sys.executable, "-m", "unstereo.generated_docs", "--check"],
+        [sys.executable, "-m", "unstereo.workflow.generated_docs", "--check"],
         capture_output=True,
         text=True,
         cwd=REPO,

@@ -176,7 +176,17 @@ def test_no_import_cycle_between_modules():
 
 
 # What several methods share; a method is a package with a method.py.
-SHARED_PACKAGES = ("render", "models", "engine", "llm", "generation", "model_card", "config", "scoring")
+SHARED_PACKAGES = (
+    "render",
+    "models",
+    "engine",
+    "llm",
+    "generation",
+    "model_card",
+    "config",
+    "scoring",
+    "workflow",
+)
 
 
 def layer_violations(
@@ -218,6 +228,76 @@ def test_shared_packages_import_no_method():
     )
     bad = layer_violations(module_graph(), set(SHARED_PACKAGES), methods)
     assert not bad, "shared package imports a method package: " + ", ".join(f"{m} -> {t}" for m, t in bad)
+
+
+def outside_imports(graph: dict[str, set[str]], package: str) -> dict[str, set[str]]:
+    """Module of ``unstereo.<package>`` -> the modules of the package's other folders and modules it imports."""
+    inside = f"unstereo.{package}"
+    return {
+        m: {t for t in targets if t != inside and not t.startswith(inside + ".")}
+        for m, targets in graph.items()
+        if m == inside or m.startswith(inside + ".")
+    }
+
+
+def importers_of(graph: dict[str, set[str]], package: str) -> set[str]:
+    """The modules outside ``unstereo.<package>`` that import one of its modules."""
+    inside = f"unstereo.{package}"
+    return {
+        m
+        for m, targets in graph.items()
+        if not (m == inside or m.startswith(inside + "."))
+        and any(t == inside or t.startswith(inside + ".") for t in targets)
+    }
+
+
+def test_outside_imports_and_importers_by_hand():
+    graph = {
+        "unstereo.engine": set(),
+        "unstereo.engine.kernels.a": {"unstereo.engine.kernels.b", "unstereo.log"},
+        "unstereo.engine.kernels.b": set(),
+        "unstereo.enginex": {"unstereo.engine.kernels.a"},  # a longer name is no module of engine
+        "unstereo.models.load": {"unstereo.engine.kernels.b", "unstereo.errors"},
+    }
+    assert outside_imports(graph, "engine") == {
+        "unstereo.engine": set(),
+        "unstereo.engine.kernels.a": {"unstereo.log"},
+        "unstereo.engine.kernels.b": set(),
+    }
+    assert importers_of(graph, "engine") == {"unstereo.enginex", "unstereo.models.load"}
+    assert importers_of(graph, "models") == set()
+
+
+# What the engine layer (the sampling engine and the CPU kernels under it and the scorer) may import.
+ENGINE_IMPORTS = {"unstereo", "unstereo.io", "unstereo.log", "unstereo.errors"}
+
+
+def test_named_layers():
+    """The layers a newcomer can name: the engine with its CPU kernels (engine/) under the models layer (models/:
+    spec, registry, request, load), which imports no stage, no LLM client, no scorer and no workflow code; the
+    Snakemake layer (workflow/) read by the rules only: each method's rules.py, nothing a command runs."""
+    graph = module_graph()
+    engine = outside_imports(graph, "engine")
+    assert "unstereo.engine.kernels.onednn" in engine and "unstereo.engine.engine" in engine
+    bad = {m: t - ENGINE_IMPORTS for m, t in engine.items() if t - ENGINE_IMPORTS}
+    assert not bad, f"the engine layer imports above itself: {bad}"
+    models = outside_imports(graph, "models")
+    assert "unstereo.models.load" in models and "unstereo.models.request" in models
+    above = (
+        "unstereo.llm",
+        "unstereo.scoring",
+        "unstereo.workflow",
+        "unstereo.sentiment",
+        "unstereo.unstereoeval",
+    )
+    bad = {
+        m: {t for t in ts if t.startswith(above)}
+        for m, ts in models.items()
+        if any(t.startswith(above) for t in ts)
+    }
+    assert not bad, f"models/ imports a layer above it: {bad}"
+    readers = importers_of(graph, "workflow")
+    assert readers and all(m.endswith(".rules") for m in readers), sorted(readers)
 
 
 def test_logger_names_are_real_modules():

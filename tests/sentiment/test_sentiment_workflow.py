@@ -14,7 +14,7 @@ import pytest
 import yaml
 from _scoring_models import tiny_bert, tiny_gpt2, word_tokenizer
 
-import unstereo.models.rules as model_rules
+import unstereo.workflow.rules as model_rules
 from unstereo.config import validate_config
 from unstereo.sentiment import rules
 from unstereo.sentiment.schemas import CONTINUATIONS, FAIRNESS

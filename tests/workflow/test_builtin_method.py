@@ -162,7 +162,7 @@ def test_a_builtin_method_is_one_folder_a_readme_row_and_a_config_section(tmp_pa
     assert run.returncode == 0, run.stderr[-3000:]
     assert list(pd.read_parquet(work / "res" / "toy" / "tiny" / "table.parquet")["gap"]) == [0.0, 0.5]
     checked = _run(
-        checkout, python, "-m", "unstereo.outputs_check", "--configfile", "config.yaml",
+        checkout, python, "-m", "unstereo.workflow.outputs_check", "--configfile", "config.yaml",
         "--snakefile", str(checkout / "Snakefile"), cwd=work,
     )  # fmt: skip
     assert checked.returncode == 0 and "0 problem(s)" in checked.stdout, checked.stdout + checked.stderr

@@ -10,8 +10,8 @@ import click
 from click.testing import CliRunner
 
 import unstereo.models.request as model_request
-import unstereo.models.rules as model_rules
 import unstereo.unstereoeval.score.rules as score_rules
+import unstereo.workflow.rules as model_rules
 from unstereo import cli_options
 from unstereo.config import validate_config
 

@@ -1,4 +1,4 @@
-"""The Slurm profile (workflow/profiles/slurm/config.yaml) and the resource policy (unstereo.slurm_resources, used by
+"""The Slurm profile (workflow/profiles/slurm/config.yaml) and the resource policy (unstereo.workflow.slurm_resources, used by
 rules/common.smk). The end-to-end run on a real Slurm cluster is scripts/slurm/test.sh (called by .ci/run)."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import pytest
 import yaml
 from _paths import REPO
 
-from unstereo import slurm_resources as sr
 from unstereo.errors import ConfigError
+from unstereo.workflow import slurm_resources as sr
 
 PROFILE = REPO / "workflow" / "profiles" / "slurm" / "config.yaml"
 
@@ -293,15 +293,15 @@ def test_slurm_profile_overrides_apply():
 
 def _gpu_rules() -> dict[str, str]:
     """Every rule that runs a model, and so can run on cuda, with its device key: generated from the workflow
-    (unstereo.generated_docs.gpu_rules, the list docs/slurm.md and the profile show)."""
-    from unstereo import generated_docs
+    (unstereo.workflow.generated_docs.gpu_rules, the list docs/slurm.md and the profile show)."""
+    from unstereo.workflow import generated_docs
 
     return generated_docs.gpu_rules()
 
 
 def _cuda_overlay() -> str:
     """Every stage's device key (from the schemas) set to cuda."""
-    from unstereo import generated_docs
+    from unstereo.workflow import generated_docs
 
     config: dict = {}
     for key in generated_docs.device_keys():
@@ -318,7 +318,7 @@ def test_gpu_rules_are_the_model_rules():
 
 
 def test_profile_lists_the_generated_gpu_rules(profile_text):
-    """The profile's GPU comment names exactly the generated rules (python -m unstereo.generated_docs --write)."""
+    """The profile's GPU comment names exactly the generated rules (python -m unstereo.workflow.generated_docs --write)."""
     block = profile_text.split("<!-- generated: gpu-rules -->")[1].split("<!-- end generated -->")[0]
     named = set(re.findall(r"\b[a-z_]+(?=,|$)", block, re.M)) - {"device"}
     assert named == set(_gpu_rules())

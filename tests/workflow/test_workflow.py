@@ -61,7 +61,7 @@ def test_dry_run_of_shipped_configs(tmp_path, cfg):
 
 @pytest.mark.parametrize("cfg", sorted(p.name for p in (REPO / ".test").glob("*.yaml")))
 def test_dry_run_of_test_configs(cfg):
-    # CI's end-to-end configs (.ci/run runs each, then unstereo.outputs_check)
+    # CI's end-to-end configs (.ci/run runs each, then unstereo.workflow.outputs_check)
     run = snakemake(REPO, REPO / ".test" / cfg, "--dry-run", "--nolock", "--quiet", "rules")
     assert run.returncode == 0, run.stderr[-3000:]
 
@@ -198,8 +198,8 @@ def test_shipped_configs_run_one_after_the_other_without_touching_each_other(tmp
 
 def test_the_default_run_starts_its_long_pole_first():
     # the dry run's job list says each job's priority (Snakemake prints it when not 0): generation, the rules it
-    # waits for and the fetches of what they read carry unstereo.models.rules.LONG_POLE_PRIORITY, scoring none
-    from unstereo.models.rules import LONG_POLE_PRIORITY
+    # waits for and the fetches of what they read carry unstereo.workflow.rules.LONG_POLE_PRIORITY, scoring none
+    from unstereo.workflow.rules import LONG_POLE_PRIORITY
 
     run = snakemake(REPO, REPO / "config" / "config.yaml", "--dry-run", "--nolock", "--forceall")
     assert run.returncode == 0, run.stderr[-3000:]

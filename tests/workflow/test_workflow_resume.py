@@ -264,7 +264,7 @@ def rerun(workdir: Path, env: dict) -> subprocess.CompletedProcess:
 def assert_finished(workdir: Path, env: dict) -> None:
     """Every output of the DAG exists and is well-formed, and nothing is left to do."""
     check = subprocess.run(
-        [sys.executable, "-m", "unstereo.outputs_check", "--configfile", "config.yaml",
+        [sys.executable, "-m", "unstereo.workflow.outputs_check", "--configfile", "config.yaml",
          "--snakefile", str(REPO / "Snakefile")],
         cwd=workdir, capture_output=True, text=True, env=env, timeout=300,
     )  # fmt: skip

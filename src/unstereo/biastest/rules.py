@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import unstereo.models.rules as model_rules
+import unstereo.workflow.rules as model_rules
 from unstereo.biastest.run import is_spec_file, spec_entries, spec_section
 
 #: Section keys no command reads whole: the models (a job runs one, as its argument) and the per-specification
@@ -96,7 +96,7 @@ def model_arg(config: dict[str, Any], name: str, manifests: str | Sequence[str] 
 
 def score_settings(config: dict[str, Any], name: str) -> str:
     """``--settings`` of ``unstereo biastest score`` for model ``name``: the biastest section as JSON, the model
-    entry's own options overriding the stage's (:func:`unstereo.models.rules.settings_json`); the rule passes no
+    entry's own options overriding the stage's (:func:`unstereo.workflow.rules.settings_json`); the rule passes no
     option flag beside it. :func:`score_options` is the same as flags."""
     return model_rules.settings_json(config["biastest"], entry=models(config)[name], drop=DROP)
 
@@ -117,7 +117,7 @@ def score_options(config: dict[str, Any], name: str) -> str:
 
 def settings_json(config: dict[str, Any], seed: int | None = None) -> str:
     """``--settings`` of ``unstereo biastest generate`` and ``summary``: the biastest section as JSON (without
-    ``models`` and ``per_spec``, :data:`DROP`; :func:`unstereo.models.rules.settings_json`), ``seed`` (the stage's,
+    ``models`` and ``per_spec``, :data:`DROP`; :func:`unstereo.workflow.rules.settings_json`), ``seed`` (the stage's,
     derived by the rule) folded in. The commands find each option at its key
     (:data:`unstereo.biastest.cli.SECTION_KEYS`); the rules pass no config value as a flag beside it. ``pairs``
     takes :func:`pairs_settings`."""

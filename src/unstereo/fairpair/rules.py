@@ -1,6 +1,6 @@
 """Helpers for ``src/unstereo/fairpair/rules.smk``: inputs and command-line options from the ``fairpair``
 config section (kept here, unit-tested, so that the rules file stays declarative; the model layer is
-:mod:`unstereo.models.rules`)."""
+:mod:`unstereo.workflow.rules`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import unstereo.models.rules as model_rules
+import unstereo.workflow.rules as model_rules
 
 OCCUPATIONS = "winogender/data/occupations-stats.tsv"  # inside the reference resource
 PERTURB_KEY = "fairpair.perturbation.llm.model"
@@ -48,7 +48,7 @@ def prompt_file_option(inputs: Any) -> str:
 
 
 def settings(section: dict[str, Any], seed: int | None = None) -> str:
-    """``--settings`` of the fairpair commands: the section as JSON (:func:`unstereo.models.rules.settings_json`,
+    """``--settings`` of the fairpair commands: the section as JSON (:func:`unstereo.workflow.rules.settings_json`,
     without ``models``), ``seed`` (the seed the rule derives) folded in. The commands find each option at its key
     (:data:`unstereo.fairpair.cli.SECTION_KEYS`); the rules pass no config value as a flag beside it."""
     return model_rules.settings_json(section, seed=seed)

@@ -1,5 +1,5 @@
 """The FairPair stage's tables, under ``results/fairpair/`` (columns documented here; validated on write, and by
-:mod:`unstereo.outputs_check` in CI)."""
+:mod:`unstereo.workflow.outputs_check` in CI)."""
 
 from __future__ import annotations
 

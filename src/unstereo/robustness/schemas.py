@@ -1,4 +1,4 @@
-"""Table schemas of the robustness stage (validated on write, and by :mod:`unstereo.outputs_check` in CI).
+"""Table schemas of the robustness stage (validated on write, and by :mod:`unstereo.workflow.outputs_check` in CI).
 
 The construction pair tables are PAIRS and the per-model score tables SCORES (:mod:`unstereo.tables`); the tables
 below are the stage's own, under ``results/robustness/``. The column lists of :mod:`unstereo.robustness.stats`

@@ -1,15 +1,15 @@
 """Helpers for ``src/unstereo/sentiment/rules.smk``: inputs and arguments from the ``sentiment`` config
 section (unit-tested here so that the rules file stays declarative; the model layer is
-:mod:`unstereo.models.rules`)."""
+:mod:`unstereo.workflow.rules`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-from unstereo.models.rules import model_inputs, settings_json
 from unstereo.sentiment.settings import resource_name
 from unstereo.sentiment.templates import DATASET
+from unstereo.workflow.rules import model_inputs, settings_json
 
 
 def sample_inputs(section: dict[str, Any], name: str, manifest: Callable[[str], str]) -> dict[str, Any]:
@@ -39,7 +39,7 @@ def templates_dir(external_dir: str) -> str:
 def settings_arg(section: dict[str, Any], seed: int | None = None) -> str:
     """The section as the ``--settings`` JSON of the commands (models kept: ``sample`` records the section in its
     settings.json), ``seed`` (the stage's, derived by the rule) folded in
-    (:func:`unstereo.models.rules.settings_json`)."""
+    (:func:`unstereo.workflow.rules.settings_json`)."""
     return settings_json(section, seed=seed, drop=())
 
 

@@ -13,8 +13,8 @@ import pytest
 import yaml
 from _scoring_models import tiny_gpt2, word_tokenizer
 
-import unstereo.models.rules as model_rules
 import unstereo.unstereoeval.score.rules as rules
+import unstereo.workflow.rules as model_rules
 from unstereo.config import load_config, validate_config
 from unstereo.errors import ConfigError
 from unstereo.tables import PAIRS, SCORES, read_table, write_table

@@ -1,6 +1,6 @@
 """Helpers for ``src/unstereo/unstereoeval/score/rules.smk``: the model argument and options from the
 ``score`` config section (the model's input, wildcard constraint, threads and resources come from
-:mod:`unstereo.models.rules`).
+:mod:`unstereo.workflow.rules`).
 
 Kept here (not in the rules file) so that they are unit-tested and the rules file stays declarative.
 """
@@ -11,12 +11,12 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
-import unstereo.models.rules as model_rules
+import unstereo.workflow.rules as model_rules
 
 
 def model_arg(score: dict[str, Any], name: str, manifests: str | Sequence[str] | None) -> str:
     """MODEL argument of ``unstereo score`` (and ``unstereo robustness score``, ``unstereo biastest score``) for model
-    ``name`` of ``score["models"]``: :func:`unstereo.models.rules.model_arg` without the revision, which
+    ``name`` of ``score["models"]``: :func:`unstereo.workflow.rules.model_arg` without the revision, which
     :func:`options` passes as ``--revision``; ``manifests``: the rule's model input."""
     return model_rules.model_arg(
         score["models"][name], manifests, f"score.models.{name}", revision=False, api_key=False
@@ -34,7 +34,7 @@ def cache_option(score: dict[str, Any], default_path: str) -> str:
 
 def settings(score: dict[str, Any], name: str) -> str:
     """``--settings`` of ``unstereo score`` (and ``unstereo robustness score``) for model ``name``: the section as
-    JSON, the model entry's own options overriding the stage's (:func:`unstereo.models.rules.settings_json`). The
+    JSON, the model entry's own options overriding the stage's (:func:`unstereo.workflow.rules.settings_json`). The
     rules pass it and no option flag beside it; :func:`options` is the same as flags, for a person at a terminal."""
     return model_rules.settings_json(score, entry=score["models"][name])
 

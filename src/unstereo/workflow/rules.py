@@ -19,8 +19,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from unstereo import slurm_resources
 from unstereo.models.spec import SPEC_KEYS, ModelSpec, resolve_model
+from unstereo.workflow import slurm_resources
 
 #: What ``{model}`` matches when a section lists no model (a name no rule output can have).
 NO_MODEL = "no-model-configured"

@@ -1,6 +1,6 @@
 """Check that a finished workflow's outputs exist and are well-formed (used by CI on the `.test` run).
 
-    python -m unstereo.outputs_check --configfile .test/config.yaml [--snakefile Snakefile]
+    python -m unstereo.workflow.outputs_check --configfile .test/config.yaml [--snakefile Snakefile]
 
 It asks Snakemake for every output file of the DAG (``--summary``), then checks each by type: parquet and CSV tables
 load, JSON parses, PNG/PDF files carry their magic bytes, nothing is empty; and every table of a registered method

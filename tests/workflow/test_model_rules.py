@@ -1,4 +1,4 @@
-"""The rule layer of every model-running rule (unstereo.models.rules) on hand-made config sections. That each such rule
+"""The rule layer of every model-running rule (unstereo.workflow.rules) on hand-made config sections. That each such rule
 requests a GPU with `device: cuda` is checked on the real workflow in tests/workflow/test_slurm_profile.py."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-import unstereo.models.rules as model_rules
+import unstereo.workflow.rules as model_rules
 from unstereo.errors import ConfigError
 from unstereo.models.spec import ModelSpec
 

@@ -10,11 +10,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from unstereo import outputs_check
 from unstereo.biastest import schemas as bt_schemas
 from unstereo.fairpair import schemas as fp_schemas
 from unstereo.llm import sample as llm_sample
-from unstereo.outputs_check import TABLES, check_file, check_files, check_metrics, resolve_schema, schema_of
 from unstereo.robustness import schemas as rb_schemas
 from unstereo.sentiment import schemas as st_schemas
 from unstereo.sentiment.debias_eval import QUALITY
@@ -24,6 +22,15 @@ from unstereo.tables import (
     PAIRS,
     SCORES,
     TableSchema,
+)
+from unstereo.workflow import outputs_check
+from unstereo.workflow.outputs_check import (
+    TABLES,
+    check_file,
+    check_files,
+    check_metrics,
+    resolve_schema,
+    schema_of,
 )
 
 
@@ -238,7 +245,7 @@ def test_main_reports_a_drifted_table_and_fails(tmp_path, monkeypatch, capsys):
 
 def test_model_card_tables_at_the_results_root(tmp_path):
     """The model card's two tables sit at the top of the results folder, outside every method's folder."""
-    from unstereo.outputs_check import schema_ref
+    from unstereo.workflow.outputs_check import schema_ref
 
     res = tmp_path / "res"
     assert schema_ref(res / "model_card.parquet", res) == "unstereo.model_card.card:MODEL_CARD"

@@ -15,14 +15,14 @@ Block kinds:
 - ``gpu-rules``: the rules that run a model and request a GPU when their section's ``device`` is ``cuda``, with that
   config key (:func:`gpu_rules`).
 
-``python -m unstereo.generated_docs --write`` rewrites every block in place; ``--check`` exits 1 naming each stale
+``python -m unstereo.workflow.generated_docs --write`` rewrites every block in place; ``--check`` exits 1 naming each stale
 block and the command that fixes it (tests/repo/test_generated_docs.py runs the check).
 
 How the GPU rules are found: the workflow itself is parsed (Snakemake's API, no DAG, no dry run: a parse takes
 about 3 s the first time and well under 1 s after) once with every ``device`` key of the schemas set to ``cpu``
 and once per ``device`` key with only that key set to ``cuda``; a rule whose parsed ``resources`` gain ``gpu`` is
 controlled by that key. So the list follows whatever ``rules/*.smk`` declare (through
-``unstereo.models.rules.job_resources`` or by hand) and no rule name is kept anywhere by hand.
+``unstereo.workflow.rules.job_resources`` or by hand) and no rule name is kept anywhere by hand.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from typing import Any
 import yaml
 
 #: The repository root (the Markdown files below are relative to it).
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 #: Files that hold generated blocks, relative to the repository root.
 DOC_FILES = (
@@ -50,7 +50,7 @@ DOC_FILES = (
     "workflow/profiles/slurm/config.yaml",
 )
 
-COMMAND = "python -m unstereo.generated_docs --write"
+COMMAND = "python -m unstereo.workflow.generated_docs --write"
 
 _START = re.compile(r"^(?P<indent>[ \t]*)(?P<comment>#\s*)?<!-- generated: (?P<name>[^>]*?) -->[ \t]*$")
 _END = re.compile(r"^[ \t]*(#\s*)?<!-- end generated -->[ \t]*$")
@@ -415,7 +415,7 @@ def write(files=DOC_FILES, root: Path = REPO) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m unstereo.generated_docs", description=__doc__.split("\n")[0]
+        prog="python -m unstereo.workflow.generated_docs", description=__doc__.split("\n")[0]
     )
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--write", action="store_true", help="rewrite the generated blocks in place")
