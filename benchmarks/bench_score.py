@@ -8,7 +8,7 @@ Sentences: ``--pairs`` templates of the reference release's ``--templates`` tabl
 ``../shared/reference`` or ``data/external/reference``; synthetic 5-word templates when it is not found), each
 filled female and male. Each side runs in its own process, so that its time is the whole process (start-up,
 imports, model load, scoring) and its peak RSS its own:
-- ``ours``: ``unstereo``'s loading (``load_scoring_model``) and :class:`~unstereo.scoring.CausalScorer` (fp32 on
+- ``ours``: ``unstereo``'s loading (``unstereo.models.load.load_causal_lm``) and :class:`~unstereo.scoring.CausalScorer` (fp32 on
   CPU, ``--path`` and ``--batch-size`` as given);
 - ``lm-eval``: lm-evaluation-harness (``pip install -e '.[lmeval]'``) ``HFLM.loglikelihood`` with an empty context
   (its prefix token, BOS, then the sentence), batch ``--lmeval-batch-size``, on the same converted Hugging Face
@@ -104,10 +104,10 @@ def worker(args: argparse.Namespace) -> None:
         requests = [Instance("loglikelihood", {}, ("", s), i) for i, s in enumerate(sentences)]
         scores = [lp for lp, _ in lm.loglikelihood(requests, disable_tqdm=True)]
     else:
+        from unstereo.models.load import load_causal_lm
         from unstereo.scoring import CausalScorer
-        from unstereo.scoring.run import load_scoring_model
 
-        model, tokenizer = load_scoring_model(args.model, dtype="float32", device="cpu")
+        model, tokenizer = load_causal_lm(args.model, dtype="float32", device="cpu")
         t1 = time.perf_counter()
         if args.worker == "naive":
             scores = naive_scores(model, tokenizer, sentences)

@@ -218,12 +218,12 @@ def main() -> None:
     torch.set_num_threads(args.threads)
 
     from unstereo.engine.kernels import onednn
+    from unstereo.models.load import load_causal_lm
     from unstereo.scoring import CausalScorer
-    from unstereo.scoring.causal import load_scoring_model
     from unstereo.templates import fill_template
 
     t0 = time.perf_counter()
-    model, tok = load_scoring_model(args.model, dtype="float32", device="cpu")
+    model, tok = load_causal_lm(args.model, dtype="float32", device="cpu")
     load_s = time.perf_counter() - t0
     cfg = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
     h, inter, layers, vocab = cfg.hidden_size, cfg.intermediate_size, cfg.num_hidden_layers, cfg.vocab_size

@@ -91,10 +91,8 @@ def test_registry_maps_each_kind_to_its_scorer(monkeypatch):
     assert list(registry.SCORERS) == ["causal", "pll", "crows-pairs", "aul", "biastestgpt"]
     for name, cls in MASKED_SCORERS.items():
         assert registry.SCORERS[name].label == cls.kind
-    monkeypatch.setattr("unstereo.scoring.masked.load_masked_lm", lambda spec, dtype, device: ("m", "tok"))
-    monkeypatch.setattr(
-        "unstereo.scoring.causal.load_scoring_model", lambda spec, dtype, device: ("m", "tok")
-    )
+    heads = []
+    monkeypatch.setattr("unstereo.models.load.load", lambda request, head: heads.append(head) or ("m", "tok"))
     built = {}
     for name in registry.SCORERS:
         cls = MASKED_SCORERS.get(name)
@@ -107,6 +105,7 @@ def test_registry_maps_each_kind_to_its_scorer(monkeypatch):
         assert run["scorer"] == registry.SCORERS[name].label
         make()
         assert built[name] is target
+    assert heads == ["causal", "masked", "masked", "masked", "masked"]  # one load(request) for every kind
     with pytest.raises(ConfigError, match="unknown scorer 'lm-eval'") as err:
         registry.scorer_for(ModelRequest(ModelSpec(path="x"), scorer="lm-eval"))
     assert err.value.key == "scorer"

@@ -14,7 +14,7 @@ import torch
 from _float_tolerance import approx_scores, f32_sum_tol
 from transformers import AutoTokenizer
 
-from unstereo.models.gguf_tokenizer import needs_bpe_repair, repair_gemma_tokenizer
+from unstereo.models.gguf_tokenizer import needs_bpe_repair
 from unstereo.models.load import ModelSpec, load_causal_lm, load_tokenizer
 from unstereo.scoring import CausalScorer
 
@@ -69,7 +69,7 @@ SENTENCES = [
 
 @pytest.fixture(scope="module")
 def loaded(resource):
-    """name -> (model, tokenizer as unstereo.scoring.load_scoring_model gives it, tokenizer as transformers gives it);
+    """name -> (model, tokenizer as unstereo.models.load.load gives it, tokenizer as transformers gives it);
     each model loaded once per module."""
     cache = {}
 
@@ -79,8 +79,7 @@ def loaded(resource):
             model, tok = load_causal_lm(path, dtype="float32", device="cpu")
             # the tokenizer transformers builds from the GGUF file itself (for Gemma: the Unigram one)
             raw = AutoTokenizer.from_pretrained(resource(name), gguf_file=MODELS[name])
-            # the same repair as load_scoring_model (a no-op on folders converted since the repair moved there)
-            cache[name] = (model, repair_gemma_tokenizer(tok) if needs_bpe_repair(model, tok) else tok, raw)
+            cache[name] = (model, tok, raw)
         return cache[name]
 
     return get

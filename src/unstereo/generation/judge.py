@@ -221,9 +221,8 @@ def load_judge(request: Any, settings: JudgeSettings | None = None) -> SenseJudg
     """A :class:`SenseJudge` of ``request`` (a :class:`unstereo.models.request.ModelRequest`: its resolved spec,
     dtype and device; or a model spec, :func:`unstereo.models.request.as_request`). GGUF files are converted once
     per machine, see :mod:`unstereo.models.load`."""
-    from unstereo.models.load import load_causal_lm
+    from unstereo.models.load import load
     from unstereo.models.request import as_request
 
-    request = as_request(request)
-    lm, tok = load_causal_lm(request.spec, dtype=request.dtype, device=request.device)
+    lm, tok = load(as_request(request), "causal")
     return SenseJudge(lm, tok, settings)

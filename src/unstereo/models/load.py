@@ -1,4 +1,6 @@
-"""Loading causal language models and their tokenizers: hub ids, local folders and GGUF files.
+"""The one load of a local model and its tokenizer, :func:`load` of a
+:class:`~unstereo.models.request.ModelRequest` (causal LMs, masked LMs, sequence classifiers): hub ids, local
+folders and GGUF files, on the request's device resolved once, in the request.
 
 A model is named by a :class:`~unstereo.models.spec.ModelSpec` (see :mod:`unstereo.models.spec`): a hub id
 (``EleutherAI/pythia-70m``), a local Hugging Face folder, a GGUF file
@@ -14,11 +16,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from unstereo.errors import UnstereoError
 from unstereo.log import get_logger
+from unstereo.models.gguf_tokenizer import needs_bpe_repair, repair_gemma_tokenizer
 from unstereo.models.spec import ModelSpec, resolve_model
+
+if TYPE_CHECKING:
+    from unstereo.models.request import ModelRequest
 
 log = get_logger("models")
 
@@ -90,32 +96,65 @@ def skip_sklearn_in_transformers() -> None:
             setattr(import_utils, flag, False)
 
 
-def load_causal_lm(spec: ModelSpec | str, dtype: str = "auto", device: str = "auto"):
-    """Load (model, tokenizer) for ``spec`` in eval mode on ``device`` with ``dtype``."""
-    skip_sklearn_in_transformers()
-    from transformers import AutoModelForCausalLM
+#: The model heads :func:`load` builds: transformers' auto class of each, the name its errors give, and whether it
+#: loads in the request's dtype (else transformers' default).
+HEADS = {
+    "causal": ("AutoModelForCausalLM", "model", True),
+    "masked": ("AutoModelForMaskedLM", "masked LM", True),
+    "classifier": ("AutoModelForSequenceClassification", "classifier", False),
+}
 
-    if not isinstance(spec, ModelSpec):  # a request's spec is resolved already (unstereo.models.request)
-        spec = resolve_model(spec)
+
+def load(request: ModelRequest, head: str | None = None) -> tuple[Any, Any]:
+    """(model, tokenizer) of ``request`` in eval mode: its spec (resolved once, in the request) on its device
+    (resolved once, in the request: :attr:`~unstereo.models.request.ModelRequest.resolved_device`), the one load
+    of every local model. ``head`` (:data:`HEADS`; None: ``masked`` for a masked scorer's request, else ``causal``):
+
+    - ``causal``: a causal LM in the request's dtype (:func:`resolve_dtype`); a GGUF file is read from its converted
+      folder (:func:`convert_gguf`), and a Gemma tokenizer transformers built as Unigram is repaired
+      (:mod:`unstereo.models.gguf_tokenizer`; a no-op on folders converted since the repair moved there);
+    - ``masked``: a masked LM in the request's dtype, from a hub id or a folder;
+    - ``classifier``: a sequence classifier in transformers' default dtype, from a hub id or a folder.
+    """
+    if head is None:
+        head = "masked" if request.masked else "causal"
+    auto_class, what, dtyped = HEADS[head]
+    spec = request.spec
     if spec.is_remote:
         raise UnstereoError(f"model {spec.to_arg()!r} is served by an endpoint; it cannot be loaded locally")
-    device = resolve_device(device)
-    torch_dtype = resolve_dtype(dtype, device)
-    path = convert_gguf(spec) if spec.gguf_file else spec.path
+    if spec.gguf_file and head != "causal":
+        raise UnstereoError(f"GGUF files hold causal LMs; a {what} needs a hub id or a Hugging Face folder")
+    skip_sklearn_in_transformers()
+    import transformers
     from safetensors import SafetensorError
 
+    device = request.resolved_device
+    kwargs: dict[str, Any] = {"revision": None if spec.gguf_file else spec.revision}
+    if dtyped:
+        kwargs["dtype"] = resolve_dtype(request.dtype, device)
+    path = convert_gguf(spec) if spec.gguf_file else spec.path
     try:
-        model = AutoModelForCausalLM.from_pretrained(
-            path, dtype=torch_dtype, revision=None if spec.gguf_file else spec.revision
-        )
+        model = getattr(transformers, auto_class).from_pretrained(path, **kwargs)
+        tokenizer = load_tokenizer(spec)
     except OSError as exc:
-        raise UnstereoError(f"cannot load model {spec.path!r}: {exc}") from exc
+        raise UnstereoError(f"cannot load {what} {spec.path!r}: {exc}") from exc
     except SafetensorError as exc:
         raise UnstereoError(
-            f"cannot load model {spec.path!r}: a *.safetensors file of it is cut short or damaged ({exc}); "
+            f"cannot load {what} {spec.path!r}: a *.safetensors file of it is cut short or damaged ({exc}); "
             "copy or download it again"
         ) from exc
-    tokenizer = load_tokenizer(spec)
+    if head == "causal" and needs_bpe_repair(model, tokenizer):
+        tokenizer = repair_gemma_tokenizer(tokenizer)
     model.to(device)
     model.eval()
     return model, tokenizer
+
+
+def load_causal_lm(spec: ModelSpec | str, dtype: str = "auto", device: str = "auto") -> tuple[Any, Any]:
+    """:func:`load` of a causal LM named by a spec (or its string form) with ``dtype`` on ``device``: for scripts
+    and tests that hold no request."""
+    from unstereo.models.request import ModelRequest
+
+    if not isinstance(spec, ModelSpec):
+        spec = resolve_model(spec)
+    return load(ModelRequest(spec, dtype=dtype, device=device), "causal")

@@ -5,7 +5,8 @@ batch size, threads) built in one place, :func:`model_request`, from a config se
 The request travels whole: :func:`unstereo.scoring.registry.scorer_for` turns it into (run description, scorer
 factory) for any scorer kind; :func:`unstereo.llm.make_client` hands it to the local LLM backend
 (:class:`unstereo.llm.local.LocalBackend`: its device, dtype and batch size), or an endpoint's spec to the HTTP
-backend. The scorers and the local backend load its spec as is (:func:`unstereo.models.load.load_causal_lm`).
+backend. The scorers, the classifiers and the local backend load it with :func:`unstereo.models.load.load`, on its
+device resolved once, here (:attr:`ModelRequest.resolved_device`).
 :func:`unstereo.models.spec.resolve_model` runs once per request, here; the commands that run a model (score,
 robustness, BiasTestGPT score and generation, the generate stage, sentiment sample and debias, FairPair sample
 and ``unstereo llm``) build their requests with :func:`model_request` / :func:`request_from_cli` and pass them on whole.
@@ -16,6 +17,7 @@ CLI imports it).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +64,15 @@ class ModelRequest:
     @property
     def masked(self) -> bool:
         return self.scorer != CAUSAL
+
+    @functools.cached_property
+    def resolved_device(self) -> str:
+        """The device the request's model runs on: ``device`` with ``auto`` resolved (cuda > mps > cpu,
+        :func:`unstereo.models.load.resolve_device`), once per request, here; every loader and scorer of the
+        request reads it (torch is imported on first use only)."""
+        from unstereo.models.load import resolve_device
+
+        return str(resolve_device(self.device))
 
     def apply_threads(self) -> None:
         """Set torch's CPU threads when the request names a number."""

@@ -13,7 +13,7 @@ A model is one of (config mapping, validated by ``workflow/schemas/model.schema.
 
 :func:`resolve_model` turns either form into a :class:`ModelSpec` (a resource becomes its folder under the external
 directory); :meth:`ModelSpec.to_arg` writes the string form back, which is how the rules pass a model to a command.
-Loading a local spec is :func:`unstereo.models.load.load_causal_lm`.
+Loading a local spec is :func:`unstereo.models.load.load` (of a request, :mod:`unstereo.models.request`).
 """
 
 from __future__ import annotations

@@ -48,8 +48,6 @@ from unstereo.engine.kernels.onednn import available as onednn_available
 from unstereo.engine.kernels.onednn import linears_through_onednn
 from unstereo.engine.kernels.tree_attention import SEGMENT, segment_layout, segmented_attention
 from unstereo.log import get_logger
-from unstereo.models.gguf_tokenizer import needs_bpe_repair, repair_gemma_tokenizer
-from unstereo.models.load import ModelSpec, load_causal_lm
 from unstereo.scoring.batching import Batcher
 from unstereo.scoring.prefix_tree import ancestor_mask, pack_prefix_tree
 
@@ -61,15 +59,6 @@ BOS_POLICIES = ("auto", "bos", "eos", "none")
 # process instead), so the logits of one batch are also bounded: items x length x vocab <= LOGITS_BUDGET floats.
 AUTO_BATCH_SIZE = {"cuda": 128, "mps": 64, "cpu": 32}
 LOGITS_BUDGET = {"cuda": 2**30, "mps": 2**28, "cpu": 2**28}  # floats: 4 GiB, 1 GiB, 1 GiB in fp32
-
-
-def load_scoring_model(spec: ModelSpec | str, dtype: str = "auto", device: str = "auto"):
-    """(model, tokenizer) of a causal LM for scoring: :func:`unstereo.models.load.load_causal_lm`, plus the repair of
-    the Unigram tokenizer transformers builds for Gemma GGUF files (:mod:`unstereo.models.gguf_tokenizer`)."""
-    model, tokenizer = load_causal_lm(spec, dtype=dtype, device=device)
-    if needs_bpe_repair(model, tokenizer):
-        tokenizer = repair_gemma_tokenizer(tokenizer)
-    return model, tokenizer
 
 
 @dataclass(frozen=True)

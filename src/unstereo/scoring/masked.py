@@ -15,33 +15,10 @@ from __future__ import annotations
 from typing import Any
 
 from unstereo.errors import UnstereoError
-from unstereo.models.load import ModelSpec, resolve_device, resolve_dtype, skip_sklearn_in_transformers
 from unstereo.scoring.batching import Batcher
 from unstereo.scoring.causal import LOGITS_BUDGET, _vocab_size, run_metadata, token_logprobs
 
 AUTO_BATCH_SIZE = {"cuda": 256, "mps": 128, "cpu": 64}
-
-
-def load_masked_lm(spec: ModelSpec | str, dtype: str = "auto", device: str = "auto"):
-    """Load (model, tokenizer) of a masked LM from a hub id or a local folder, in eval mode."""
-    skip_sklearn_in_transformers()
-    from transformers import AutoModelForMaskedLM, AutoTokenizer
-
-    if isinstance(spec, str):
-        spec = ModelSpec.parse(spec)
-    if spec.gguf_file:
-        raise UnstereoError("GGUF files hold causal LMs; a masked LM needs a hub id or a Hugging Face folder")
-    device = resolve_device(device)
-    try:
-        model = AutoModelForMaskedLM.from_pretrained(
-            spec.path, dtype=resolve_dtype(dtype, device), revision=spec.revision
-        )
-        tokenizer = AutoTokenizer.from_pretrained(spec.path, revision=spec.revision)
-    except OSError as exc:
-        raise UnstereoError(f"cannot load masked LM {spec.path!r}: {exc}") from exc
-    model.to(device)
-    model.eval()
-    return model, tokenizer
 
 
 class MaskedScorer:

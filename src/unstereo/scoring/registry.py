@@ -23,19 +23,21 @@ log = get_logger("scoring")
 
 @dataclass(frozen=True)
 class ScorerKind:
-    """One scorer kind: its name in the run description (``label``) and ``load(request, device)`` -> scorer."""
+    """One scorer kind: its name in the run description (``label``) and ``load(request)`` -> scorer."""
 
     name: str
     label: str
-    load: Callable[[ModelRequest, str], Any]
+    load: Callable[[ModelRequest], Any]
 
 
-def _load_causal(request: ModelRequest, device: str) -> Any:
-    from unstereo.scoring.causal import CausalScorer, load_scoring_model
+def _load_causal(request: ModelRequest) -> Any:
+    from unstereo.models.load import load
+    from unstereo.scoring.causal import CausalScorer
 
-    m, tok = load_scoring_model(request.spec, dtype=request.dtype, device=device)
-    return CausalScorer(m, tok, device=device, batch_size=request.batch_size, bos_policy=request.bos_policy,
-                        max_batch_size=request.max_batch_size, remember_probe=True)  # fmt: skip
+    m, tok = load(request, "causal")
+    return CausalScorer(m, tok, device=request.resolved_device, batch_size=request.batch_size,
+                        bos_policy=request.bos_policy, max_batch_size=request.max_batch_size,
+                        remember_probe=True)  # fmt: skip
 
 
 def _masked_class(name: str) -> type:
@@ -44,11 +46,11 @@ def _masked_class(name: str) -> type:
     return MASKED_SCORERS[name]
 
 
-def _load_masked(request: ModelRequest, device: str) -> Any:
-    from unstereo.scoring.masked import load_masked_lm
+def _load_masked(request: ModelRequest) -> Any:
+    from unstereo.models.load import load
 
-    m, tok = load_masked_lm(request.spec, dtype=request.dtype, device=device)
-    return _masked_class(request.scorer)(m, tok, device=device, batch_size=request.batch_size,
+    m, tok = load(request, "masked")
+    return _masked_class(request.scorer)(m, tok, device=request.resolved_device, batch_size=request.batch_size,
                                          max_batch_size=request.max_batch_size)  # fmt: skip
 
 
@@ -70,7 +72,7 @@ def scorer_kind(name: str, key: str = "scorer") -> ScorerKind:
 def scorer_for(request: ModelRequest) -> tuple[dict[str, Any], Callable[[], Any]]:
     """(run description, scorer factory) of ``request``: the description enters the fingerprint and the output
     columns; the factory loads the model and is called only when some chunk is left to score."""
-    from unstereo.models.load import resolve_device, resolve_dtype
+    from unstereo.models.load import resolve_dtype
 
     kind = scorer_kind(request.scorer)
     spec = request.spec
@@ -78,7 +80,7 @@ def scorer_for(request: ModelRequest) -> tuple[dict[str, Any], Callable[[], Any]
         raise UnstereoError(
             f"cannot score with {spec.to_arg()!r}: log-likelihoods need the model's weights (a hub id, folder or GGUF file)"
         )
-    device = resolve_device(request.device)
+    device = request.resolved_device
     run: dict[str, Any] = {
         "model_id": spec.path,
         "model_revision": spec.revision,
@@ -91,6 +93,6 @@ def scorer_for(request: ModelRequest) -> tuple[dict[str, Any], Callable[[], Any]
 
     def make_scorer() -> Any:
         log.info("loading %s (%s) on %s in %s", spec.label, kind.label, device, run["dtype"])
-        return kind.load(request, device)
+        return kind.load(request)
 
     return run, make_scorer

@@ -141,19 +141,19 @@ def transformers_classifier(
     """A transformers sequence-classification model (any local model spec: folder or hub id): expected value of the
     label values under the model's softmax."""
     import torch
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from unstereo.models.load import resolve_device
-    from unstereo.models.spec import resolve_model
+    from unstereo.models.load import load
+    from unstereo.models.request import model_request
 
-    spec = resolve_model(model, external_dir, key="sentiment.classifiers")
-    if spec.is_remote or spec.gguf_file:
+    request = model_request(
+        {"model": model, "device": device}, key="sentiment.classifiers", external_dir=external_dir
+    )
+    if request.spec.is_remote or request.spec.gguf_file:
         raise ConfigError(
             "a transformers classifier is a hub id or a folder (not an endpoint or a GGUF file)"
         )
-    dev = resolve_device(device)
-    tok = AutoTokenizer.from_pretrained(spec.path, revision=spec.revision)
-    net = AutoModelForSequenceClassification.from_pretrained(spec.path, revision=spec.revision).to(dev).eval()
+    dev = request.resolved_device
+    net, tok = load(request, "classifier")
     values = torch.tensor(label_values(net.config.id2label, labels), dtype=torch.float32, device=dev)
 
     def score(texts: Sequence[str]) -> np.ndarray:

@@ -85,7 +85,7 @@ def run_debias(
     from unstereo.llm import LLMClient
     from unstereo.llm.cache import ChatCache
     from unstereo.llm.local import LocalBackend
-    from unstereo.models.load import load_causal_lm, resolve_device
+    from unstereo.models.load import load
 
     d = section["debias"]
     out_dir = Path(out_dir)
@@ -98,8 +98,8 @@ def run_debias(
         sentences, terms, d["max_sentences"], d["heldout_fraction"], seed
     )
     log.info("%d training sentences, %d + %d held out", len(examples), len(held_s), len(held))
-    device = resolve_device(request.device)
-    model, tok = load_causal_lm(request.spec, dtype=request.dtype, device=device)
+    device = request.resolved_device
+    model, tok = load(request, "causal")
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
     history: list[dict[str, float]] = []

@@ -424,7 +424,7 @@ def judge_calibrate(labelled, output, model, questions, config_path, min_gain, l
     options = {"device": device, "dtype": dtype, "threads": threads, "external_dir": external_dir,
                "api_key_env": api_key_env}  # fmt: skip
     request = model_request.request_from_cli(model, options)
-    products = sampling_products(products, request.device)  # what the generate stage would get here
+    products = sampling_products(products, request.resolved_device)  # what the generate stage would get here
     cache = jc.PYesCache(out / "p_yes.jsonl")
     judges: dict[str, Any] = {}
     timing = {"sentences": 0, "seconds": 0.0}
