@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import unstereo.models.load as model_load
+import unstereo.models.request as model_request
 from unstereo.errors import UnstereoError
 from unstereo.models.load import load
 from unstereo.models.request import ModelRequest
@@ -53,7 +54,7 @@ def calls(monkeypatch):
 
 def test_resolved_device_is_resolved_once_per_request(monkeypatch):
     asked = []
-    monkeypatch.setattr(model_load, "resolve_device", lambda device: asked.append(device) or "cuda")
+    monkeypatch.setattr(model_request, "resolve_device", lambda device: asked.append(device) or "cuda")
     request = ModelRequest(ModelSpec(path="m"))  # device auto
     assert request.resolved_device == "cuda" and request.resolved_device == "cuda"
     assert asked == ["auto"]

@@ -29,19 +29,6 @@ if TYPE_CHECKING:
 log = get_logger("models")
 
 
-def resolve_device(device: str = "auto") -> str:
-    """``auto`` picks cuda > mps > cpu."""
-    import torch
-
-    if device != "auto":
-        return device
-    if torch.cuda.is_available():
-        return "cuda"
-    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
-        return "mps"
-    return "cpu"
-
-
 def resolve_dtype(dtype: str = "auto", device: str = "cpu") -> Any:
     """``auto``: float32 on CPU (bf16 matmuls are slow there and less exact), bfloat16 on GPU."""
     import torch

@@ -44,6 +44,19 @@ REQUEST_KEYS = ("model", "gguf_file", "revision", "scorer", "masked", "masked_sc
                 "batch_size", "max_batch_size", "bos_policy", "threads", "sampling_products")  # fmt: skip
 
 
+def resolve_device(device: str = "auto") -> str:
+    """``auto`` picks cuda > mps > cpu (torch imported for ``auto`` only)."""
+    if device != "auto":
+        return device
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        return "mps"
+    return "cpu"
+
+
 @dataclass(frozen=True)
 class ModelRequest:
     """What one model run needs: the resolved spec, the scorer kind (:data:`SCORER_KINDS`), weights dtype, device,
@@ -68,11 +81,9 @@ class ModelRequest:
     @functools.cached_property
     def resolved_device(self) -> str:
         """The device the request's model runs on: ``device`` with ``auto`` resolved (cuda > mps > cpu,
-        :func:`unstereo.models.load.resolve_device`), once per request, here; every loader and scorer of the
-        request reads it (torch is imported on first use only)."""
-        from unstereo.models.load import resolve_device
-
-        return str(resolve_device(self.device))
+        :func:`resolve_device`), once per request, here; every loader and scorer of the request reads it (torch is
+        imported on first use only)."""
+        return resolve_device(self.device)
 
     def apply_threads(self) -> None:
         """Set torch's CPU threads when the request names a number."""
