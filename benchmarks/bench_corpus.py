@@ -28,11 +28,11 @@ for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import pandas as pd  # noqa: E402
 
-from unstereo.generation.lexicon import load_stopwords, load_targets  # noqa: E402
 from unstereo.unstereoeval.corpus import jit  # noqa: E402
 from unstereo.unstereoeval.corpus.fast import FastCounter  # noqa: E402
 from unstereo.unstereoeval.corpus.naive import count_naive  # noqa: E402
 from unstereo.unstereoeval.corpus.readers import DocumentReader  # noqa: E402
+from unstereo.unstereoeval.lexicon import load_stopwords, load_targets  # noqa: E402
 
 PILE_MB = 825e3
 

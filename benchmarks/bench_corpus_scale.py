@@ -72,8 +72,8 @@ def count_all(shards: list[Path], work: Path, jobs: int) -> tuple[float, dict[st
 def in_process(shard: Path, work: Path) -> tuple[float, float]:
     """(wall, CPU seconds) of ``count_files`` on ``shard`` in this process, to runs as the workflow counts; a
     warm-up on a few lines first loads the compiled code."""
-    from unstereo.generation.lexicon import load_stopwords, load_targets
     from unstereo.unstereoeval.corpus.count import count_files
+    from unstereo.unstereoeval.lexicon import load_stopwords, load_targets
 
     targets, stop = load_targets(), load_stopwords("spacy")
     tiny = work / "warmup.jsonl"

@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from unstereo.generation.lexicon import load_stopwords, load_targets
 from unstereo.unstereoeval.corpus.naive import pairs_in_document
+from unstereo.unstereoeval.lexicon import load_stopwords, load_targets
 
 WINDOW = 10
 BLOCK_WORDS = 1 << 20  # words assembled at once

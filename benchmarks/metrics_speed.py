@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from unstereo.defaults import DEFAULT_EPS as EPS
-from unstereo.eta import PAPER_ETAS
+from unstereo.unstereoeval.eta import PAPER_ETAS
 from unstereo.unstereoeval.metrics import compute_metrics, default_eps_grid
 
 ETAS = list(PAPER_ETAS)

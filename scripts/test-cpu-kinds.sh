@@ -18,7 +18,7 @@ if [ $# -eq 0 ]; then
     # every test file comparing float32 model outputs with golden values or with another computation
     set -- tests/scoring/test_scoring.py tests/scoring/test_scoring_cache.py tests/scoring/test_scoring_chunks.py \
         tests/scoring/test_scoring_fastpath.py tests/scoring/test_scoring_masked.py tests/engine/test_scoring_onednn.py \
-        tests/scoring/test_scoring_texts.py tests/biastest/test_biastest.py tests/engine/test_int8.py tests/generation/test_generate_judge.py \
+        tests/scoring/test_scoring_texts.py tests/biastest/test_biastest.py tests/engine/test_int8.py tests/unstereoeval/generate/test_generate_judge.py \
         tests/engine/test_llm_engine.py tests/sentiment/test_sentiment.py tests/sentiment/test_sentiment_debias.py tests/unstereoeval/corpus/test_corpus_delta.py \
         tests/fairpair/test_fairpair_metrics.py tests/unstereoeval/metrics/test_metrics.py tests/model_card/test_model_card.py \
         tests/model_card/test_model_card_compare.py tests/unstereoeval/generate/test_generate_judge_calibration.py tests/robustness/test_robustness.py \

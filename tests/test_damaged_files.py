@@ -499,7 +499,7 @@ def test_snakemake_names_the_config_file_and_key(tmp_path):
 def test_a_damaged_specification_or_prompt_file(tmp_path, reader, kind):
     from unstereo.biastest.spec import load_spec_file
     from unstereo.errors import InputError
-    from unstereo.generation.prompts import _load_file
+    from unstereo.unstereoeval.prompts import _load_file
 
     path = tmp_path / "f.yaml"
     path.write_text("prompts:\n  - {id: a, text: 'x {word}', fields: [word]}\n")

@@ -10,9 +10,9 @@ import yaml
 
 from unstereo.cli_options import parse_grid
 from unstereo.defaults import DEFAULT_EPS, EPS_GRID, PAPER_BENCHMARKS, RESOURCE_MANIFEST, eps_grid_text
-from unstereo.eta import PAPER_ETAS, parse_etas
 from unstereo.resources import RESOURCES
 from unstereo.resources.core import MANIFEST
+from unstereo.unstereoeval.eta import PAPER_ETAS, parse_etas
 from unstereo.unstereoeval.metrics import default_eps_grid
 from unstereo.unstereoeval.metrics.cli import DEFAULT_ETAS
 from unstereo.unstereoeval.metrics.released import BENCHMARK_DIRS

@@ -3,7 +3,7 @@ the marker file of a fetched resource.
 
 Everything that needs one of these values imports it from here (the Snakemake rules included). The YAML config
 schemas cannot import Python; ``tests/test_defaults.py`` checks that their defaults and enums equal these values.
-The eta values live with the eta rules in :mod:`unstereo.eta` (``PAPER_ETAS``); the resource names with their
+The eta values live with the eta rules in :mod:`unstereo.unstereoeval.eta` (``PAPER_ETAS``); the resource names with their
 builders in :mod:`unstereo.resources` (``RESOURCES``).
 """
 

@@ -75,8 +75,8 @@ def test_load_section_is_one_public_reader_of_a_section():
     from unstereo import config
     from unstereo.biastest.run import load_section as biastest_section
     from unstereo.errors import ConfigError
-    from unstereo.generation.settings import load_section as generate_section
     from unstereo.sentiment.settings import load_section as sentiment_section
+    from unstereo.unstereoeval.generate.settings import load_section as generate_section
 
     for name, reader in (("generate", generate_section), ("sentiment", sentiment_section),
                          ("biastest", biastest_section)):  # fmt: skip

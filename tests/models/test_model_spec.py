@@ -8,8 +8,8 @@ from _paths import REPO
 import unstereo.workflow.rules as model_rules
 from unstereo.config import validate_config
 from unstereo.errors import ConfigError
-from unstereo.generation.settings import load_section
 from unstereo.models.spec import ModelSpec, resolve_model
+from unstereo.unstereoeval.generate.settings import load_section
 
 
 @pytest.mark.parametrize(

@@ -176,17 +176,7 @@ def test_no_import_cycle_between_modules():
 
 
 # What several methods share; a method is a package with a method.py.
-SHARED_PACKAGES = (
-    "render",
-    "models",
-    "engine",
-    "llm",
-    "generation",
-    "model_card",
-    "config",
-    "scoring",
-    "workflow",
-)
+SHARED_PACKAGES = ("render", "models", "engine", "llm", "model_card", "config", "scoring", "workflow")
 
 
 def layer_violations(
@@ -300,6 +290,32 @@ def test_named_layers():
     assert readers and all(m.endswith(".rules") for m in readers), sorted(readers)
 
 
+def test_other_methods_use_unstereoevals_public_api_only():
+    """A method package other than UnStereoEval imports nothing of ``unstereoeval/`` but its public API
+    (``unstereoeval/api.py``); the API imports the pandas-bound names on first use only."""
+    graph = module_graph()
+    methods = {p.parent.name for p in SRC.glob("*/method.py")} - {"unstereoeval"}
+    readers = {m for m in importers_of(graph, "unstereoeval") if m.split(".")[1] in methods}
+    assert any(m.startswith("unstereo.robustness.") for m in readers)
+    bad = {m: sorted(t for t in graph[m] if t.startswith("unstereo.unstereoeval")) for m in readers}
+    bad = {m: t for m, t in bad.items() if t != ["unstereo.unstereoeval.api"]}
+    assert not bad, f"imports of UnStereoEval's internals: {bad}"
+
+
+def test_unstereoeval_api_names_its_functions():
+    from unstereo.unstereoeval import api
+    from unstereo.unstereoeval.eta import eta_label
+    from unstereo.unstereoeval.metrics.compute import join_scores
+
+    assert api.eta_label is eta_label and api.join_scores is join_scores
+    assert all(callable(getattr(api, name)) for name in api.__all__)
+    with pytest.raises(AttributeError, match="no attribute 'score_file'"):
+        api.score_file  # noqa: B018
+    code = "import sys, unstereo.unstereoeval.api; print('pandas' in sys.modules)"
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.stdout.strip() == "False", res.stderr
+
+
 def test_logger_names_are_real_modules():
     """Each ``get_logger("NAME")`` names a module or package that exists (``unstereo.NAME``), so a move
     carries the names of its loggers along (after a move, `llm.engine`, `corpus.count`, ... named old homes)."""
@@ -395,9 +411,9 @@ def test_packaged_resolves_repo_paths_outside_a_checkout(tmp_path, monkeypatch):
 
 def test_loaders_default_to_packaged_files(tmp_path, monkeypatch):
     from unstereo.config import load_config
-    from unstereo.generation.lexicon import load_pairs
-    from unstereo.generation.prompts import load_prompts
     from unstereo.models.registry import load_registry
+    from unstereo.unstereoeval.lexicon import load_pairs
+    from unstereo.unstereoeval.prompts import load_prompts
 
     monkeypatch.chdir(tmp_path)
     assert len(load_registry("data/models.csv")) == 28

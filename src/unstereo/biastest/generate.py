@@ -23,8 +23,8 @@ from unstereo.biastest.pairs import COLUMNS, counterpart, stereotype_side
 from unstereo.biastest.schemas import GENERATIONS, PAIRS
 from unstereo.biastest.spec import BiasSpec
 from unstereo.biastest.terms import find_term, has_term, other_group_terms, swap_term
-from unstereo.generation.parse import is_refusal, parse_single
 from unstereo.llm import ChatRequest
+from unstereo.llm.parse import is_refusal, parse_single
 from unstereo.log import get_logger
 from unstereo.tables import validate
 

@@ -9,7 +9,7 @@ import click
 import unstereo.models.request as model_request
 from unstereo import cli_options
 from unstereo.defaults import DEFAULT_EPS
-from unstereo.unstereoeval.score.cli import score_settings, scorer_options
+from unstereo.unstereoeval.api import score_settings, scorer_options
 
 
 @click.group("robustness")

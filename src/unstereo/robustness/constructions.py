@@ -368,7 +368,7 @@ def wordnet_synonyms(
 ) -> dict[str, str]:
     """A synonym map generated from WordNet (the ``wordnet`` resource): for each word of ``words`` (lower-cased,
     minus ``skip``), the most frequent other single-word lemma of its most frequent synset, where there is one."""
-    from unstereo.unstereoeval.vocabulary.english import load_wordnet
+    from unstereo.unstereoeval.api import load_wordnet
 
     load_wordnet(wordnet_dir)  # puts the directory on NLTK's path, or raises a ResourceError
     from nltk.corpus import wordnet as wn

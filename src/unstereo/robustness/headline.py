@@ -15,11 +15,11 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from unstereo.eta import eta_label
 from unstereo.model_card.headline import Headline, headline_table, model_names
 from unstereo.robustness.method import METHOD as DECLARED
 from unstereo.robustness.schemas import RANK_SWAPS
 from unstereo.tables import read_table
+from unstereo.unstereoeval.api import eta_label
 
 METHOD_NAME = DECLARED.name  # the HEADLINE rows' `method`
 # The metrics are declared once, in the method's registry entry.

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from unstereo.defaults import DEFAULT_EPS
 from unstereo.errors import InputError
 from unstereo.log import get_logger
 from unstereo.robustness.build import (
@@ -33,8 +34,7 @@ from unstereo.robustness.build import (
 from unstereo.robustness.schemas import COST, RANK_SWAPS  # noqa: F401  (RANK_SWAPS: importable from here as before)
 from unstereo.robustness.schemas import SCORES as ROBUSTNESS_SCORES
 from unstereo.tables import PAIRS, SCORES, read_delta, read_table, validate, write_table
-from unstereo.unstereoeval.metrics.compute import join_scores, metrics_from_joined
-from unstereo.unstereoeval.metrics.core import DEFAULT_EPS
+from unstereo.unstereoeval.api import join_scores, metrics_from_joined
 
 if TYPE_CHECKING:
     from unstereo.models.request import ModelRequest
@@ -66,7 +66,7 @@ def construct_file(
     else:
         out_df = construct(pairs, name, adjectives or ADJECTIVES, synonyms)
     if delta is not None and out_df["changed"].any():
-        from unstereo.unstereoeval.benchmarks.maxpmi import add_max_pmi
+        from unstereo.unstereoeval.api import add_max_pmi
 
         out_df = add_max_pmi(out_df, read_delta(delta))
     write_table(out_df, out, PAIRS)

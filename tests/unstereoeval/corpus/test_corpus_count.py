@@ -10,11 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from unstereo.generation.lexicon import load_stopwords, load_targets
 from unstereo.unstereoeval.corpus.count import count_files
 from unstereo.unstereoeval.corpus.fast import FastCounter
 from unstereo.unstereoeval.corpus.merge import merge_count_dirs, read_counts
 from unstereo.unstereoeval.corpus.naive import count_naive, pairs_in_document
+from unstereo.unstereoeval.lexicon import load_stopwords, load_targets
 
 TARGETS = load_targets()  # the 38 pairs' words
 SPACY = load_stopwords("spacy")

@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from unstereo.generation.lexicon import Pair, load_pairs, load_targets
 from unstereo.unstereoeval.corpus.appendix import kendall_matrix, table4
 from unstereo.unstereoeval.corpus.cli import group
 from unstereo.unstereoeval.corpus.delta import compute_delta, eq4
+from unstereo.unstereoeval.lexicon import Pair, load_pairs, load_targets
 
 
 def hand_counts():

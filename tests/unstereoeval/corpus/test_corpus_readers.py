@@ -8,10 +8,10 @@ import pytest
 import zstandard
 
 from unstereo.errors import InputError
-from unstereo.generation.lexicon import load_targets
 from unstereo.unstereoeval.corpus.count import count_files
 from unstereo.unstereoeval.corpus.merge import read_counts
 from unstereo.unstereoeval.corpus.readers import DocumentReader
+from unstereo.unstereoeval.lexicon import load_targets
 
 GOOD = json.dumps({"text": "she said hello"}).encode()
 

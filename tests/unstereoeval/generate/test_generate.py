@@ -9,7 +9,9 @@ import pytest
 from click.testing import CliRunner
 from llm_test_server import Reply, ScriptedServer, prompt_matcher, user_text
 
-from unstereo.generation.parse import (
+from unstereo.llm import make_client
+from unstereo.llm.http import LLMCallError
+from unstereo.llm.parse import (
     has_pronoun,
     has_word,
     parse_likelihood,
@@ -17,9 +19,6 @@ from unstereo.generation.parse import (
     parse_single,
     strip_quotes,
 )
-from unstereo.generation.prompts import normalize
-from unstereo.llm import make_client
-from unstereo.llm.http import LLMCallError
 from unstereo.tables import PAIRS, validate
 from unstereo.unstereoeval.generate import (
     GenerateSettings,
@@ -29,6 +28,7 @@ from unstereo.unstereoeval.generate import (
     to_pairs,
 )
 from unstereo.unstereoeval.generate.pairing import direct_female_to_male, modifications
+from unstereo.unstereoeval.prompts import normalize
 
 KEY = "sk-gen-SECRET-987"
 PROMPTS = load_prompts()
@@ -306,7 +306,7 @@ def test_seed_word_csv_errors(tmp_path):
 
 def test_settings_from_config_section_and_errors():
     from unstereo.errors import ConfigError
-    from unstereo.generation.settings import load_section, read_settings_arg
+    from unstereo.unstereoeval.generate.settings import load_section, read_settings_arg
 
     cfg = load_section({"temperatures": {"generation": 0.5}, "max_tokens": {"semantic_filter": 3}, "seed": 7})
     assert cfg["temperatures"]["revision"] == 0.7 and cfg["k"] == [5, 10, 20] and cfg["pairing"] == "auto"

@@ -1,5 +1,5 @@
 """The judge's labelled set (unstereo.unstereoeval.generate.judge_set: shuffles, seed-word swaps, labels, a stratified disjoint
-split, deterministic) and its calibration (unstereo.generation.judge_calibration: threshold of best balanced
+split, deterministic) and its calibration (unstereo.unstereoeval.generate.judge_calibration: threshold of best balanced
 accuracy, precision / recall of both classes, the resumable P(Yes) cache), on hand-worked inputs; the 1.5B is not
 loaded (a fake judge and scorer stand in for it in the CLI test)."""
 
@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from unstereo.errors import InputError
-from unstereo.generation import judge_calibration as jc
+from unstereo.unstereoeval.generate import judge_calibration as jc
 from unstereo.unstereoeval.generate import judge_set as js
 
 # ------------------------------------------------------------------------------------------------ set builder
@@ -209,7 +209,7 @@ def test_cache_resumes(tmp_path):
 def test_calibrate_cli_with_fakes(tmp_path, monkeypatch):
     """judge-calibrate end to end with a fake judge (P(Yes) 0.8 for a natural sentence, 0.2 otherwise, 0.6 for
     one unnatural) and a fake log-likelihood scorer; --limit stops and a rerun resumes."""
-    import unstereo.generation.judge as judge_mod
+    import unstereo.unstereoeval.generate.judge as judge_mod
     import unstereo.unstereoeval.generate.naturalness as nat_mod
     from unstereo.cli import cli
 

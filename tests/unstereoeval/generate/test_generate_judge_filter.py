@@ -10,10 +10,10 @@ import pytest
 from test_generate_naturalness import FakeClient, FakeScorer
 
 from unstereo.errors import ConfigError
-from unstereo.generation.judge import DEFAULT_THRESHOLD
-from unstereo.generation.settings import load_section
 from unstereo.unstereoeval.generate import GenerateSettings, generate_benchmark, load_prompts, summarize
+from unstereo.unstereoeval.generate.judge import DEFAULT_THRESHOLD
 from unstereo.unstereoeval.generate.pipeline import judge_threshold
+from unstereo.unstereoeval.generate.settings import load_section
 from unstereo.unstereoeval.report.generation import filter_table, generation_html
 
 PROMPTS = load_prompts()
@@ -165,7 +165,7 @@ def test_the_judge_takes_the_generators_weights_when_it_is_the_generator(tmp_pat
 
     from test_generate_judge import chat_tokenizer
 
-    import unstereo.generation.judge as judge_mod
+    import unstereo.unstereoeval.generate.judge as judge_mod
     from unstereo.models.request import model_request
     from unstereo.unstereoeval.generate.cli import _load_judge
 

@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from unstereo.generation.filters import load_gendered_words
 from unstereo.templates import fill_template
+from unstereo.unstereoeval.filters import load_gendered_words
 from unstereo.unstereoeval.generate.minimal import (
     RULES,
     check_minimal_pair,

@@ -197,7 +197,7 @@ def test_settings_from_config_naturalness():
     s = GenerateSettings.from_config({"naturalness": {"chat_reply": False, "min_token_logprob": -7.5,
                                                       "llm_filter": False, "model": None, "cache": None}})  # fmt: skip
     assert (s.chat_reply_filter, s.min_token_logprob, s.llm_semantic_filter) == (False, -7.5, False)
-    from unstereo.generation.settings import load_section
+    from unstereo.unstereoeval.generate.settings import load_section
 
     nat = load_section({})["naturalness"]
     assert nat["model"] == {"resource": "smollm2", "gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf"}

@@ -21,8 +21,8 @@ import pandas as pd
 import pytest
 from llm_test_server import Reply, ScriptedServer, prompt_matcher, user_text
 
-from unstereo.generation.parse import has_pronoun, has_word, strip_quotes
 from unstereo.llm import make_client
+from unstereo.llm.parse import has_pronoun, has_word, strip_quotes
 from unstereo.templates import fill_template, templatize_male
 from unstereo.unstereoeval.generate import GenerateSettings, generate_benchmark, load_prompts
 from unstereo.unstereoeval.generate.minimal import check_minimal_pair

@@ -291,7 +291,7 @@ def test_eta_parsing_and_mask():
     assert (
         parse_eta("inf") == math.inf and parse_eta("unconstrained") == math.inf and parse_eta("0.65") == 0.65
     )
-    # one rule for every stage (unstereo.eta): eta >= 0 or inf; 0 is the strictest bound, a negative eta an error
+    # one rule for every stage (unstereo.unstereoeval.eta): eta >= 0 or inf; 0 is the strictest bound, a negative eta an error
     assert parse_eta(0) == 0.0
     with pytest.raises(ValueError):
         parse_eta(-0.5)

@@ -17,7 +17,7 @@ ETAS_HELP = "eta values [default: inf 1.0 0.8 0.65 0.5 0.3]"
 
 
 def _etas(values: tuple[str, ...]) -> list[float]:
-    from unstereo.eta import parse_etas
+    from unstereo.unstereoeval.eta import parse_etas
 
     try:
         return parse_etas(values)
@@ -159,8 +159,8 @@ def maxpmi_cmd(pairs_path: str, delta: str, eta: str | None, output: Path) -> No
 )
 def filter_cmd(pairs_path: str, etas: tuple[str, ...], output: str) -> None:
     """Keep the pairs of PAIRS with -eta <= max_pmi <= eta (undefined max_pmi kept only for eta = inf)."""
-    from unstereo.eta import eta_label
     from unstereo.unstereoeval.benchmarks.eta_filter import filter_eta
+    from unstereo.unstereoeval.eta import eta_label
 
     values = _etas(etas)
     if len(values) > 1 and "{eta}" not in output:

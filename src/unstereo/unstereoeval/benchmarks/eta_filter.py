@@ -1,5 +1,5 @@
 """The MaxPMI constraint on pair tables (docs/methods.md#maxpmi-and-eta): the kept rows and the size table
-(rules in :mod:`unstereo.eta`)."""
+(rules in :mod:`unstereo.unstereoeval.eta`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 
 import pandas as pd
 
-from unstereo.eta import PAPER_ETAS, eta_label, eta_mask, parse_eta, parse_etas
+from unstereo.unstereoeval.eta import PAPER_ETAS, eta_label, eta_mask, parse_eta, parse_etas
 
 # format_eta: the name this module has always exported for the file-name label.
 format_eta = eta_label

@@ -37,7 +37,7 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 def generated_provenance(generate_dir: str | Path, prompts_dir: str | Path | None = None) -> dict[str, Any]:
     """Provenance of a generated benchmark from its generate folder (summary.json, full.parquet, the prompts)."""
-    from unstereo.generation.prompts import load_prompts
+    from unstereo.unstereoeval.prompts import load_prompts
 
     gdir = Path(generate_dir)
     summary = _read_json(gdir / "summary.json")

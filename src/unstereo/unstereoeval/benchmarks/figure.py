@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from unstereo.eta import eta_symbol, sort_etas
 from unstereo.io import atomic_path
 from unstereo.tables import write_table
+from unstereo.unstereoeval.eta import eta_symbol, sort_etas
 
 
 def plot_sizes(sizes: pd.DataFrame, prefix: str | Path) -> list[Path]:

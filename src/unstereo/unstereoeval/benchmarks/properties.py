@@ -52,12 +52,12 @@ def benchmark_properties(
     """The properties of one pair table: ``{"# sentences": n, ..., "# pronouns": {"min", "median", "max"}, ...}``.
 
     ``delta``: a DELTA table (``word``, ``delta``) for the seed-word row (None: that row is empty); ``gendered``:
-    (female, male) word sets (default: :func:`unstereo.generation.filters.load_gendered_words`).
+    (female, male) word sets (default: :func:`unstereo.unstereoeval.filters.load_gendered_words`).
     """
     if "template" not in pairs.columns:
         raise InputError("pair table lacks column 'template'", path="pairs")
     if gendered is None:
-        from unstereo.generation.filters import load_gendered_words
+        from unstereo.unstereoeval.filters import load_gendered_words
 
         gendered = load_gendered_words()
     female, male = gendered

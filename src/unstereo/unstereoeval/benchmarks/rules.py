@@ -10,11 +10,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from unstereo.eta import unique_labels
+from unstereo.unstereoeval.eta import unique_labels
 
 
 def eta_names(benchmarks_cfg: dict[str, Any]) -> list[str]:
-    """The configured etas as file names write them (:func:`unstereo.eta.eta_label`: inf, 1.0, 0.8, 0.65), once each."""
+    """The configured etas as file names write them (:func:`unstereo.unstereoeval.eta.eta_label`: inf, 1.0, 0.8, 0.65), once each."""
     return unique_labels(benchmarks_cfg.get("etas", []))
 
 

@@ -19,10 +19,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from unstereo.generation.lexicon import Pair
 from unstereo.io import atomic_path, write_json, write_text
 from unstereo.render.formats import markdown_table
 from unstereo.unstereoeval.corpus.delta import pair_column
+from unstereo.unstereoeval.lexicon import Pair
 
 
 def table4(delta: pd.DataFrame, pairs: Sequence[Pair]) -> pd.DataFrame:

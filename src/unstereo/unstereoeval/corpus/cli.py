@@ -66,8 +66,8 @@ def count_cmd(
 ):
     """Count INPUTS (.jsonl, .jsonl.zst, .txt; one document a line) as one shard into OUTPUT/
     (unigrams.parquet, cooccurrence.parquet, stats.json; with --runs: runs/ and stats.json)."""
-    from unstereo.generation.lexicon import load_stopwords, load_targets
     from unstereo.unstereoeval.corpus.count import count_files
+    from unstereo.unstereoeval.lexicon import load_stopwords, load_targets
 
     count_files(
         inputs,
@@ -101,7 +101,7 @@ def merge_cmd(dirs, out, rows_per_partition):
 def _weights(pairs, weight_opts):
     from dataclasses import replace
 
-    from unstereo.generation.lexicon import parse_pair
+    from unstereo.unstereoeval.lexicon import parse_pair
 
     override = {}
     for item in weight_opts:
@@ -135,10 +135,10 @@ def _weights(pairs, weight_opts):
 @click.option("--min-count", default=1, show_default=True, help="keep words with c(w) >= this")
 def delta_cmd(counts, out, pair, pairs_file, eq4_pair, weight_opts, eq4_missing, min_count):
     """PMI and delta per word from a (merged) count directory COUNTS."""
-    from unstereo.generation.lexicon import load_pairs, parse_pair
     from unstereo.tables import DELTA, write_table
     from unstereo.unstereoeval.corpus.delta import compute_delta
     from unstereo.unstereoeval.corpus.merge import read_counts
+    from unstereo.unstereoeval.lexicon import load_pairs, parse_pair
 
     uni, co, stats = read_counts(counts)
     pairs = _weights(load_pairs(pairs_file), weight_opts)
@@ -187,9 +187,9 @@ def import_delta_cmd(csv, out):
 )
 def appendix_cmd(delta, out, pair, pairs_file, bins, words):
     """Appendix A of the paper from a corpus delta table: Table 4, Figures 4 and 5 (PNG, PDF, CSV)."""
-    from unstereo.generation.lexicon import load_pairs, parse_pair
     from unstereo.tables import read_table
     from unstereo.unstereoeval.corpus.appendix import write_appendix
+    from unstereo.unstereoeval.lexicon import load_pairs, parse_pair
 
     table = read_table(delta, "delta")
     if words:

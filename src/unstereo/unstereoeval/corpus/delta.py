@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from unstereo.errors import InputError
-from unstereo.generation.lexicon import Pair
+from unstereo.unstereoeval.lexicon import Pair
 
 
 def pair_column(pair: Pair | tuple[str, str]) -> str:

@@ -7,8 +7,8 @@ fillings. MaxPMI is added downstream by the benchmarks stage.
 
 from __future__ import annotations
 
-from unstereo.generation.prompts import Prompt, PromptSet, load_prompts
 from unstereo.unstereoeval.generate.pipeline import GenerateSettings, generate_benchmark, summarize, to_pairs
+from unstereo.unstereoeval.prompts import Prompt, PromptSet, load_prompts
 
 __all__ = [
     "GenerateSettings",

@@ -82,8 +82,6 @@ def group() -> None:
 def run(seed_words_path, benchmark, k, out_dir, settings, model, api_key_env, external_dir, cache, max_seed_words,
         seed, prompts_dir) -> None:  # fmt: skip
     """Generate one USE-k benchmark from SEED_WORDS; every LLM call is cached (a rerun never repeats one)."""
-    from unstereo.generation.prompts import load_prompts
-    from unstereo.generation.settings import load_section, read_settings_arg
     from unstereo.io import write_json
     from unstereo.llm import make_client
     from unstereo.log import get_logger
@@ -96,6 +94,8 @@ def run(seed_words_path, benchmark, k, out_dir, settings, model, api_key_env, ex
         summarize,
         to_pairs,
     )
+    from unstereo.unstereoeval.generate.settings import load_section, read_settings_arg
+    from unstereo.unstereoeval.prompts import load_prompts
 
     log = get_logger("unstereoeval.generate")
     overrides = {"model": model, "cache": cache, "max_seed_words": max_seed_words, "seed": seed,
@@ -173,8 +173,8 @@ def _load_judge(judge_cfg: dict, cfg: dict, s, external_dir, generator=None, cli
     dtype and batch size the judge's own. When the judge is the local generator (``generator``, the request of
     ``client``: same spec, dtype, device) it takes the generator's loaded weights instead of a second copy."""
     from unstereo.errors import ConfigError
-    from unstereo.generation.judge import JudgeSettings, load_judge
     from unstereo.models.request import model_request
+    from unstereo.unstereoeval.generate.judge import JudgeSettings, load_judge
 
     key = "generate.naturalness.judge.model"
     values = {"model": judge_cfg["model"], "dtype": judge_cfg.get("dtype"), "device": cfg.get("device")}
@@ -192,7 +192,7 @@ def _load_judge(judge_cfg: dict, cfg: dict, s, external_dir, generator=None, cli
         generator.device,
     )
     if same and hasattr(backend, "loaded"):
-        from unstereo.generation.judge import SenseJudge
+        from unstereo.unstereoeval.generate.judge import SenseJudge
 
         judge_ = SenseJudge(*backend.loaded(), settings)
     else:
@@ -204,7 +204,7 @@ def _judge_in_form(request, products: str):
     """The judge of ``request`` as the generate stage runs it: fp32 (``float32``), or, for ``int8`` or ``bfloat16``
     and a GGUF spec on the CPU, the file loaded straight into such layers (:mod:`unstereo.models.gguf_direct`);
     ``products`` are those :func:`unstereo.llm.local.sampling_products` grants here."""
-    from unstereo.generation.judge import SenseJudge, load_judge
+    from unstereo.unstereoeval.generate.judge import SenseJudge, load_judge
 
     if products == "float32":
         return load_judge(request)
@@ -259,7 +259,7 @@ def read_sentences(path: str | Path, column: str = "sentence") -> list[str]:
     "--threshold",
     type=click.FloatRange(0, 1),
     default=None,
-    help="a sentence is kept when P(Yes) >= THRESHOLD [default: unstereo.generation.judge.DEFAULT_THRESHOLD, 0.413]",
+    help="a sentence is kept when P(Yes) >= THRESHOLD [default: unstereo.unstereoeval.generate.judge.DEFAULT_THRESHOLD, 0.413]",
 )
 @click.option(
     "--batch-size", type=click.IntRange(1), default=16, show_default=True, help="sentences per pass"
@@ -275,7 +275,7 @@ def read_sentences(path: str | Path, column: str = "sentence") -> list[str]:
 def judge(model, sentences, output, column, threshold, batch_size, question, system, device, dtype, threads,
           api_key_env, external_dir) -> None:  # fmt: skip
     """Judge whether each sentence of SENTENCES is natural, sensible English with MODEL (an instruct model with a
-    chat template): P(Yes) of its answer token, renormalised over Yes/No (docs: unstereo.generation.judge).
+    chat template): P(Yes) of its answer token, renormalised over Yes/No (docs: unstereo.unstereoeval.generate.judge).
 
     \b
     SENTENCES: a .txt file (one sentence a line) or a .parquet/.csv/.jsonl table with a sentence column.
@@ -284,9 +284,9 @@ def judge(model, sentences, output, column, threshold, batch_size, question, sys
     import pandas as pd
 
     from unstereo.errors import UnstereoError
-    from unstereo.generation.judge import DEFAULT_THRESHOLD, QUESTION, JudgeSettings, load_judge
     from unstereo.log import get_logger
     from unstereo.tables import write_table
+    from unstereo.unstereoeval.generate.judge import DEFAULT_THRESHOLD, QUESTION, JudgeSettings, load_judge
 
     log = get_logger("unstereoeval.generate")
     options = {"device": device, "dtype": dtype, "threads": threads, "external_dir": external_dir,
@@ -389,15 +389,15 @@ def judge_calibrate(labelled, output, model, questions, config_path, min_gain, l
     """Calibrate the judge of sense on LABELLED (from `unstereo generate judge-set`): choose the question and the
     P(Yes) threshold on the calibration part (best balanced accuracy), then report precision / recall of natural
     acceptance and of unnatural detection on the held-out part, beside the configured log-likelihood filter's
-    (docs: unstereo.generation.judge_calibration)."""
+    (docs: unstereo.unstereoeval.generate.judge_calibration)."""
     import pandas as pd
 
     from unstereo.config import load_config
-    from unstereo.generation import judge_calibration as jc
-    from unstereo.generation.judge import QUESTION, JudgeSettings
     from unstereo.llm.local import PRODUCT_LABELS, sampling_products
     from unstereo.log import get_logger
     from unstereo.tables import read_table, write_table
+    from unstereo.unstereoeval.generate import judge_calibration as jc
+    from unstereo.unstereoeval.generate.judge import QUESTION, JudgeSettings
     from unstereo.unstereoeval.generate.naturalness import make_scorer, token_logprob
 
     log = get_logger("unstereoeval.generate")

@@ -23,9 +23,9 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
-from unstereo.generation.filters import load_gendered_words
-from unstereo.generation.parse import PRONOUNS
+from unstereo.llm.parse import PRONOUNS
 from unstereo.templates import fill_template, has_placeholder, unknown_placeholders
+from unstereo.unstereoeval.filters import load_gendered_words
 
 RULES = (
     "no placeholder",

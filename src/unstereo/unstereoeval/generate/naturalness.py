@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from unstereo.generation.prompts import PromptSet
+from unstereo.unstereoeval.prompts import PromptSet
 
 NGRAM = 4
 _FIRST_PERSON = re.compile(r"(?<![\w'])I(?:'(?:m|ve|ll|d))?(?![\w])")

@@ -3,9 +3,9 @@ pairing -> template -> filter.
 
 Beyond the paper: an optional length check after revision (about k words), deduplication of templates before the
 semantic filter (on by default: a repeated template costs two filter calls and adds no pair), and a flag for other
-gendered words (``gendered_words``), see :mod:`unstereo.generation.filters`; the naturalness filters of
+gendered words (``gendered_words``), see :mod:`unstereo.unstereoeval.filters`; the naturalness filters of
 :mod:`.naturalness` and, last (the costliest, so it sees the fewest sentences), the judge of sense
-(:mod:`unstereo.generation.judge`) on both sentences of every surviving pair.
+(:mod:`unstereo.unstereoeval.generate.judge`) on both sentences of every surviving pair.
 
 Every sentence the LLM produced becomes one row of the full table with its ``status`` (``kept``, ``unnatural`` or
 ``discarded``) and ``reason``; nothing is dropped silently. Each step sends all its requests at once through
@@ -22,8 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from unstereo.generation.filters import first_occurrences, gendered_words, length_ok, load_gendered_words
-from unstereo.generation.parse import (
+from unstereo.llm.parse import (
     has_pronoun,
     has_word,
     is_refusal,
@@ -31,9 +30,9 @@ from unstereo.generation.parse import (
     parse_numbered_list,
     parse_single,
 )
-from unstereo.generation.prompts import PromptSet
 from unstereo.log import get_logger
 from unstereo.templates import fill_template, has_placeholder, templatize_male, words
+from unstereo.unstereoeval.filters import first_occurrences, gendered_words, length_ok, load_gendered_words
 from unstereo.unstereoeval.generate.minimal import RULES, check_minimal_pair, rule_of
 from unstereo.unstereoeval.generate.naturalness import chat_reply, repetition, task_ngrams, token_logprob
 from unstereo.unstereoeval.generate.pairing import (
@@ -42,6 +41,7 @@ from unstereo.unstereoeval.generate.pairing import (
     has_male_pronoun,
     modifications,
 )
+from unstereo.unstereoeval.prompts import PromptSet
 
 log = get_logger("unstereoeval.generate")
 
@@ -119,10 +119,10 @@ class GenerateSettings:
 
 def judge_threshold(judge: dict[str, Any] | None) -> float | None:
     """The P(Yes) threshold of a ``generate.naturalness.judge`` mapping: its ``threshold``, else the judge's
-    calibrated default (:data:`unstereo.generation.judge.DEFAULT_THRESHOLD`); None when no judge is configured."""
+    calibrated default (:data:`unstereo.unstereoeval.generate.judge.DEFAULT_THRESHOLD`); None when no judge is configured."""
     if judge is None:
         return None
-    from unstereo.generation.judge import DEFAULT_THRESHOLD
+    from unstereo.unstereoeval.generate.judge import DEFAULT_THRESHOLD
 
     threshold = judge.get("threshold")
     return DEFAULT_THRESHOLD if threshold is None else float(threshold)
@@ -162,7 +162,7 @@ def generate_benchmark(
     A seed word listed twice is generated twice (distinct seeds), as in the released USE data. ``scorer`` (a
     :mod:`unstereo.scoring` scorer, see :func:`.naturalness.make_scorer`) gives the log-likelihoods of the
     naturalness filter; it is needed when ``settings.min_token_logprob`` is set. ``judge`` (a
-    :class:`unstereo.generation.judge.SenseJudge`, or anything with ``p_yes(sentences) -> [float]``) is the judge of
+    :class:`unstereo.unstereoeval.generate.judge.SenseJudge`, or anything with ``p_yes(sentences) -> [float]``) is the judge of
     sense; it is needed when ``settings.judge_threshold`` is set.
 
     The steps below work on one list of row dicts; a row whose ``status`` is set (discarded, unnatural, kept) is
@@ -390,7 +390,7 @@ def _naturalness(
     or unnatural."""
     if s.judge_threshold is not None and judge is None:
         # checked before any filter runs: a missing judge must not cost the semantic filter's calls first
-        raise ValueError("judge_threshold needs a judge (unstereo.generation.judge.load_judge)")
+        raise ValueError("judge_threshold needs a judge (unstereo.unstereoeval.generate.judge.load_judge)")
     if s.chat_reply_filter:
         _chat_reply_filter(rows, prompts)
     if s.min_token_logprob is not None:

@@ -1,7 +1,7 @@
 # Rules of the generate stage: LLM generation of USE-k benchmarks (logic in src/unstereo/unstereoeval/generate).
 import shlex
 
-from unstereo.generation.settings import load_section
+from unstereo.unstereoeval.generate.settings import load_section
 
 # The section with every default filled in (validated against src/unstereo/unstereoeval/generate/generate.schema.yaml).
 GENERATE = load_section(config.get("generate", {}))

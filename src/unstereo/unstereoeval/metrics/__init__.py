@@ -6,7 +6,7 @@ The metrics of the METRICS table are registered in :mod:`.registry` (``Metric``,
 metric adds itself and its report tables there (a new bias method declares itself in :mod:`unstereo.method_registry`).
 """
 
-from unstereo.eta import eta_mask, parse_eta
+from unstereo.unstereoeval.eta import eta_mask, parse_eta
 from unstereo.unstereoeval.metrics.compute import (
     compute_curves,
     compute_metrics,

@@ -9,9 +9,9 @@ from unstereo import cli_options
 from unstereo.cli_options import EXISTING_FILE
 from unstereo.defaults import DEFAULT_EPS
 from unstereo.errors import InputError
-from unstereo.eta import PAPER_ETAS, eta_label, parse_etas
 from unstereo.log import get_logger
 from unstereo.tables import METRICS, read_table, write_table
+from unstereo.unstereoeval.eta import PAPER_ETAS, eta_label, parse_etas
 from unstereo.unstereoeval.metrics.compute import curves_from_joined, join_scores, metrics_from_joined
 
 log = get_logger("unstereoeval.metrics.cli")

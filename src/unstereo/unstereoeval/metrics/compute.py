@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 
 from unstereo.errors import InputError
-from unstereo.eta import INF, eta_mask, parse_eta, parse_etas
 from unstereo.log import get_logger
 from unstereo.tables import METRICS, PAIRS, SCORES, validate
+from unstereo.unstereoeval.eta import INF, eta_mask, parse_eta, parse_etas
 from unstereo.unstereoeval.metrics import registry
 from unstereo.unstereoeval.metrics.core import DEFAULT_EPS, aufc_in_log10, default_eps_grid, fairness_curve
 

@@ -79,7 +79,7 @@ def tables(metrics_file: Path, out_dir: Path, paper: bool, registry: Path) -> No
 @cli_options.registry
 def figures(curves_file: Path, output: Path, eta: str, title: str | None, registry: Path) -> None:
     """Fairness curves (US vs eps) per model and benchmark, deduplicated models dashed (the paper's Figure 6)."""
-    from unstereo.eta import parse_eta
+    from unstereo.unstereoeval.eta import parse_eta
     from unstereo.unstereoeval.report.figures import figure_data, plot_fairness_curves
 
     curves = read_table(curves_file)

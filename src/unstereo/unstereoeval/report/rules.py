@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from unstereo.defaults import PAPER_BENCHMARKS
-from unstereo.eta import PAPER_ETAS, eta_label, eta_stem, unique_labels
+from unstereo.unstereoeval.eta import PAPER_ETAS, eta_label, eta_stem, unique_labels
 from unstereo.unstereoeval.metrics import registry as metric_registry
 
 __all__ = [

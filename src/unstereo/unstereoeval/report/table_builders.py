@@ -15,10 +15,10 @@ import pandas as pd
 
 from unstereo.defaults import PAPER_BENCHMARKS
 from unstereo.errors import InputError
-from unstereo.eta import eta_label, eta_stem, sort_etas
 from unstereo.models.registry import attach
 from unstereo.render.table import Table
 from unstereo.tables import METRIC_KEY_COLUMNS
+from unstereo.unstereoeval.eta import eta_label, eta_stem, sort_etas
 from unstereo.unstereoeval.metrics import registry as metric_registry
 from unstereo.unstereoeval.metrics.compute import fairness_gap
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from unstereo.generation.filters import dedup_key, first_occurrences, gendered_words, length_ok
 from unstereo.llm.types import ChatResult
 from unstereo.templates import words
+from unstereo.unstereoeval.filters import dedup_key, first_occurrences, gendered_words, length_ok
 from unstereo.unstereoeval.generate import GenerateSettings, generate_benchmark, load_prompts, summarize
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from unstereo.generation.parse import PRONOUNS
+from unstereo.llm.parse import PRONOUNS
 from unstereo.templates import words
 
 # The pronoun families: the placeholders replace them, so they are not "other" gendered words.
@@ -43,7 +43,7 @@ def length_ok(sentence: str, k: int, tolerance: int | None) -> bool:
 @lru_cache(maxsize=8)
 def load_gendered_words(path: str | Path | None = None) -> tuple[frozenset[str], frozenset[str]]:
     """(female, male) words of a gendered-pairs CSV (default ``data/gendered_pairs.csv``), pronouns left out."""
-    from unstereo.generation.lexicon import load_pairs
+    from unstereo.unstereoeval.lexicon import load_pairs
 
     pairs = load_pairs(path)
     female = frozenset(p.female.lower() for p in pairs) - PRONOUN_WORDS

@@ -1,4 +1,4 @@
-"""The judge of sense (unstereo.generation.judge): P(Yes) renormalised over {Yes, No} from the next-token logits after
+"""The judge of sense (unstereo.unstereoeval.generate.judge): P(Yes) renormalised over {Yes, No} from the next-token logits after
 the chat template's opened assistant turn; the prompt is the chat template's; the shared-prefix cache, padding and
 batching do not change a score; the CLI writes the same numbers."""
 
@@ -13,7 +13,7 @@ from _float_tolerance import f32_prob_tol
 from _scoring_models import word_tokenizer
 
 from unstereo.errors import UnstereoError
-from unstereo.generation.judge import JudgeSettings, SenseJudge, common_prefix
+from unstereo.unstereoeval.generate.judge import JudgeSettings, SenseJudge, common_prefix
 
 # A chat template over the word-level test tokenizer (it lower-cases and splits punctuation).
 TEMPLATE = (

@@ -1,4 +1,4 @@
-"""The eta rules of unstereo.eta (docs/methods.md#maxpmi-and-eta), shared by the benchmarks, metrics and
+"""The eta rules of unstereo.unstereoeval.eta (docs/methods.md#maxpmi-and-eta), shared by the benchmarks, metrics and
 report stages."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from unstereo.eta import (
+from unstereo.unstereoeval.eta import (
     PAPER_ETAS,
     eta_label,
     eta_mask,

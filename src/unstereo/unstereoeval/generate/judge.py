@@ -17,7 +17,7 @@ common prefix is run once and its KV cache reused by every batch, which then run
 chat template's closing tokens (about 15 of 70 tokens with Qwen2.5's template). Rows of a batch are left-padded
 (padding masked; positions continue the prefix) and only the last position's logits are computed. A model whose
 forward takes no cache (``share_prefix=False``) runs the whole prompts instead; both give the same scores up to
-float rounding (tests/generation/test_generate_judge.py).
+float rounding (tests/unstereoeval/generate/test_generate_judge.py).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from typing import Any
 from unstereo.errors import UnstereoError
 from unstereo.log import get_logger
 
-log = get_logger("generation.judge")
+log = get_logger("unstereoeval.generate.judge")
 
 #: The question; ``{sentence}`` comes last so that every prompt shares the tokens before it. Chosen on 20 hand-made
 #: sentences (10 natural, 10 nonsense such as "He was bald tomorrow.", "He bowed bowing to the sun.") under

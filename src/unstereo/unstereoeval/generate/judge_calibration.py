@@ -12,7 +12,7 @@ the two recalls (so the natural/unnatural ratio of the set does not move it), ov
 consecutive distinct scores of the calibration part (and one point below / above all); ties go to the lowest
 threshold (the one that keeps most sentences).
 
-Scores: the judge's P(Yes) (:class:`unstereo.generation.judge.SenseJudge`), cached per sentence in a JSON-lines
+Scores: the judge's P(Yes) (:class:`unstereo.unstereoeval.generate.judge.SenseJudge`), cached per sentence in a JSON-lines
 file so that a run in chunks resumes (:class:`PYesCache`), and the log-likelihood filter's
 ``(ln p - start_logprob) / tokens`` (:func:`unstereo.unstereoeval.generate.naturalness.token_logprob`).
 """

@@ -1,1 +1,0 @@
-"""Generation helpers several methods share: answer parsing, prompt files, generation settings, pair filters."""
