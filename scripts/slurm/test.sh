@@ -3,7 +3,7 @@
 #
 #   bash scripts/slurm/test.sh          (as root; about 9 minutes on the 2-core CI machine, the workflow run 8 of them)
 #
-# .ci/run runs each .test config end to end only this way (then `python -m unstereo.outputs_check` on the results
+# .ci/run runs each .test config end to end only this way (then `python -m unstereo.workflow.outputs_check` on the results
 # it leaves), falling back to a local run where no Slurm cluster can be started.
 #
 # 1. starts the cluster (scripts/slurm/start.sh: munged, slurmctld, slurmd on localhost, no accounting);
