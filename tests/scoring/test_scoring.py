@@ -205,6 +205,26 @@ def test_auto_batch_bounds_logits_memory():
     assert sizes == [2, 2, 4]
 
 
+def test_scorer_batcher_by_device_and_request():
+    from types import SimpleNamespace
+
+    from unstereo.scoring.batching import scorer_batcher, vocab_size
+
+    model = SimpleNamespace(config=SimpleNamespace(vocab_size=1000))
+    start = {"cuda": 128, "cpu": 32}
+    b = scorer_batcher(model, None, "cpu", "auto", None, start)
+    assert (b.batch_size, b.max_cells) == (32, 2**28 // 1000)  # 268,435 cells
+    b = scorer_batcher(model, None, "cuda:1", "auto", None, start)
+    assert (b.batch_size, b.max_cells) == (128, 2**30 // 1000)
+    b = scorer_batcher(
+        model, None, "xpu", "auto", 5, start
+    )  # an unlisted device: the CPU's budget; the cap wins
+    assert (b.batch_size, b.max_cells) == (5, 2**28 // 1000)
+    b = scorer_batcher(model, None, "cuda", 7, None, start)  # a fixed size: no cell bound
+    assert (b.batch_size, b.max_cells) == (7, None)
+    assert vocab_size(SimpleNamespace(), ["a", "b", "c"]) == 3  # no config: the tokenizer's length
+
+
 # --------------------------------------------------------------------------------------------- masked PLL
 
 

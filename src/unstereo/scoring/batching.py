@@ -8,8 +8,8 @@ is retried. Results come back in the caller's order.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
-from typing import TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from tqdm.auto import tqdm
 
@@ -47,6 +47,37 @@ def free_memory() -> None:
     mps = getattr(torch, "mps", None)
     if mps is not None and torch.backends.mps.is_available():
         mps.empty_cache()
+
+
+#: Floats of one batch's logits at most (items x padded length x vocabulary) for an ``auto`` batch size, per device:
+#: on the CPU an allocation rarely fails (the kernel kills the process instead), so halving on out-of-memory is
+#: not enough (4 GiB, 1 GiB, 1 GiB in fp32).
+LOGITS_BUDGET = {"cuda": 2**30, "mps": 2**28, "cpu": 2**28}
+
+
+def vocab_size(model: Any, tokenizer: Any) -> int:
+    """The model's vocabulary size (its config's, else the tokenizer's length)."""
+    config = getattr(model, "config", None)
+    size = getattr(config, "vocab_size", None)
+    return int(size) if size else max(1, len(tokenizer))
+
+
+def scorer_batcher(
+    model: Any,
+    tokenizer: Any,
+    device: str,
+    batch_size: int | str,
+    max_batch_size: int | None,
+    auto_start: Mapping[str, int],
+) -> Batcher:
+    """A scorer's :class:`Batcher`: ``batch_size`` items per batch, or for ``auto`` a start at ``max_batch_size``
+    or the device's ``auto_start`` (the CPU's for another device), halved on out-of-memory, with a batch's logits
+    bounded by :data:`LOGITS_BUDGET`."""
+    if batch_size != "auto":
+        return Batcher(int(batch_size))
+    dev = device.split(":")[0]
+    cells = max(1, LOGITS_BUDGET.get(dev, LOGITS_BUDGET["cpu"]) // vocab_size(model, tokenizer))
+    return Batcher(max_batch_size or auto_start.get(dev, auto_start["cpu"]), max_cells=cells)
 
 
 class Batcher:

@@ -48,17 +48,15 @@ from unstereo.engine.kernels.onednn import available as onednn_available
 from unstereo.engine.kernels.onednn import linears_through_onednn
 from unstereo.engine.kernels.tree_attention import SEGMENT, segment_layout, segmented_attention
 from unstereo.log import get_logger
-from unstereo.scoring.batching import Batcher
+from unstereo.scoring.batching import scorer_batcher
 from unstereo.scoring.prefix_tree import ancestor_mask, pack_prefix_tree
 
 log = get_logger("scoring")
 
 BOS_POLICIES = ("auto", "bos", "eos", "none")
 
-# Auto batch size: start here, halve on out-of-memory. On CPU an allocation rarely fails (the kernel kills the
-# process instead), so the logits of one batch are also bounded: items x length x vocab <= LOGITS_BUDGET floats.
+# Auto batch size: start here, halve on out-of-memory (a batch's logits bounded too: scoring.batching.scorer_batcher).
 AUTO_BATCH_SIZE = {"cuda": 128, "mps": 64, "cpu": 32}
-LOGITS_BUDGET = {"cuda": 2**30, "mps": 2**28, "cpu": 2**28}  # floats: 4 GiB, 1 GiB, 1 GiB in fp32
 
 
 @dataclass(frozen=True)
@@ -152,14 +150,7 @@ class CausalScorer:
         self.prefix = resolve_prefix(tokenizer, bos_policy)
         self.path_requested = path
         self.path: str | None = "full" if path == "full" else None  # resolved at the first batch
-        dev = device.split(":")[0]
-        if batch_size == "auto":
-            start = max_batch_size or AUTO_BATCH_SIZE.get(dev, 32)
-            vocab = _vocab_size(model, tokenizer)
-            cells = max(1, LOGITS_BUDGET.get(dev, 2**28) // vocab)
-            self.batcher = Batcher(start, max_cells=cells)
-        else:
-            self.batcher = Batcher(int(batch_size))
+        self.batcher = scorer_batcher(model, tokenizer, device, batch_size, max_batch_size, AUTO_BATCH_SIZE)
         self.batch_size_requested = str(batch_size)
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         self._parts = None
@@ -402,12 +393,6 @@ def probe_sequences(vocab: int, prefix: int | None, seed: int = 0) -> list[list[
         [p, t[5]],
         [p, t[10]],
     ]
-
-
-def _vocab_size(model: Any, tokenizer: Any) -> int:
-    config = getattr(model, "config", None)
-    size = getattr(config, "vocab_size", None)
-    return int(size) if size else max(1, len(tokenizer))
 
 
 def run_metadata(scorer: Any, bos_policy: str) -> dict[str, Any]:

@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 from unstereo.errors import UnstereoError
-from unstereo.scoring.batching import Batcher
-from unstereo.scoring.causal import LOGITS_BUDGET, _vocab_size, run_metadata, token_logprobs
+from unstereo.scoring.batching import scorer_batcher
+from unstereo.scoring.causal import run_metadata, token_logprobs
 
 AUTO_BATCH_SIZE = {"cuda": 256, "mps": 128, "cpu": 64}
 
@@ -39,12 +39,7 @@ class MaskedScorer:
         self.model = model
         self.tokenizer = tokenizer
         self.device = device
-        dev = device.split(":")[0]
-        if batch_size == "auto":
-            cells = max(1, LOGITS_BUDGET.get(dev, 2**28) // _vocab_size(model, tokenizer))
-            self.batcher = Batcher(max_batch_size or AUTO_BATCH_SIZE.get(dev, 64), max_cells=cells)
-        else:
-            self.batcher = Batcher(int(batch_size))
+        self.batcher = scorer_batcher(model, tokenizer, device, batch_size, max_batch_size, AUTO_BATCH_SIZE)
         self.batch_size_requested = str(batch_size)
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
 
