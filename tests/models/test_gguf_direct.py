@@ -115,7 +115,7 @@ def test_local_backend_samples_from_the_gguf_without_converting_it(gguf_file, mo
     def no_conversion(*a, **k):
         raise AssertionError("the int8 road must not convert the GGUF file")
 
-    monkeypatch.setattr(load, "load_causal_lm", no_conversion)
+    monkeypatch.setattr(load, "convert_gguf", no_conversion)  # the converted road of load()
     # the tiny file holds no tokenizer
     monkeypatch.setattr(gguf_direct, "read_gguf_tokenizer", lambda path, name: word_tokenizer())
     request = model_request({"model": str(gguf_file), "sampling_products": "int8", "batch_size": 2})

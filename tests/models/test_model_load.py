@@ -108,3 +108,16 @@ def test_load_refuses_what_it_cannot_load(calls, monkeypatch):
     )
     with pytest.raises(UnstereoError, match="cannot load masked LM 'gone': no such folder"):
         load(ModelRequest(ModelSpec(path="gone"), scorer="aul", device="cpu"))
+
+
+def test_a_direct_load_reads_the_gguf_file_only(calls, monkeypatch):
+    import unstereo.models.gguf_direct as gguf_direct
+
+    monkeypatch.setattr(
+        gguf_direct, "load_gguf_with_tokenizer", lambda path, name, form: (f"{path}/{name}", form)
+    )
+    request = ModelRequest(ModelSpec(path="folder", gguf_file="m.gguf"), sampling_products="int8")
+    assert load(request, direct="int8") == ("folder/m.gguf", "int8")
+    assert calls == []  # no transformers class, no converted folder
+    with pytest.raises(UnstereoError, match="a direct load \\(bfloat16\\) reads a GGUF file's causal LM"):
+        load(ModelRequest(ModelSpec(path="folder")), direct="bfloat16")

@@ -233,15 +233,10 @@ class LocalBackend:
             t0 = time.time()
             form = self._direct_form()
             if form is not None:
-                from unstereo.models.gguf_direct import load_gguf_with_tokenizer
-
                 log.info("loading local model %s from the GGUF file straight into %s", self.model, form)
-                self._lm, self._tok = load_gguf_with_tokenizer(
-                    request.spec.path, request.spec.gguf_file, form
-                )
             else:
                 log.info("loading local model %s", self.model)
-                self._lm, self._tok = load(request, "causal")
+            self._lm, self._tok = load(request, "causal", direct=form)
             give_back_free_memory()  # the load's temporaries (dequantisation, parse)
             log.info("loaded %s in %.1fs", self.model, time.time() - t0)
             self._own_model = True

@@ -92,7 +92,7 @@ HEADS = {
 }
 
 
-def load(request: ModelRequest, head: str | None = None) -> tuple[Any, Any]:
+def load(request: ModelRequest, head: str | None = None, direct: str | None = None) -> tuple[Any, Any]:
     """(model, tokenizer) of ``request`` in eval mode: its spec (resolved once, in the request) on its device
     (resolved once, in the request: :attr:`~unstereo.models.request.ModelRequest.resolved_device`), the one load
     of every local model. ``head`` (:data:`HEADS`; None: ``masked`` for a masked scorer's request, else ``causal``):
@@ -102,6 +102,10 @@ def load(request: ModelRequest, head: str | None = None) -> tuple[Any, Any]:
       (:mod:`unstereo.models.gguf_tokenizer`; a no-op on folders converted since the repair moved there);
     - ``masked``: a masked LM in the request's dtype, from a hub id or a folder;
     - ``classifier``: a sequence classifier in transformers' default dtype, from a hub id or a folder.
+
+    ``direct`` (a form of :data:`unstereo.models.gguf_direct.FORMS`; a GGUF file's causal LM only): the file read
+    straight into those layers on the CPU, no converted folder (:func:`unstereo.models.gguf_direct.load_gguf`), for
+    a model that samples and judges but is never scored.
     """
     if head is None:
         head = "masked" if request.masked else "causal"
@@ -111,6 +115,15 @@ def load(request: ModelRequest, head: str | None = None) -> tuple[Any, Any]:
         raise UnstereoError(f"model {spec.to_arg()!r} is served by an endpoint; it cannot be loaded locally")
     if spec.gguf_file and head != "causal":
         raise UnstereoError(f"GGUF files hold causal LMs; a {what} needs a hub id or a Hugging Face folder")
+    if direct is not None:
+        if not spec.gguf_file or head != "causal":
+            raise UnstereoError(
+                f"a direct load ({direct}) reads a GGUF file's causal LM; {spec.label} is none"
+            )
+        from unstereo.models.gguf_direct import load_gguf_with_tokenizer
+
+        assert spec.path is not None
+        return load_gguf_with_tokenizer(spec.path, spec.gguf_file, direct)
     skip_sklearn_in_transformers()
     import transformers
     from safetensors import SafetensorError
