@@ -395,7 +395,7 @@ def judge_calibrate(labelled, output, model, questions, config_path, min_gain, l
     from unstereo.config import load_config
     from unstereo.generation import judge_calibration as jc
     from unstereo.generation.judge import QUESTION, JudgeSettings
-    from unstereo.llm.local import PRODUCT_LABELS, sampling_products
+    from unstereo.llm.local import product_label, sampling_products
     from unstereo.log import get_logger
     from unstereo.tables import read_table, write_table
     from unstereo.unstereoeval.generate.naturalness import make_scorer, token_logprob
@@ -449,7 +449,7 @@ def judge_calibrate(labelled, output, model, questions, config_path, min_gain, l
     budget = [limit]
 
     def p_yes(question: str, sentences: list[str]) -> list[float | None]:
-        label = request.spec.to_arg() + PRODUCT_LABELS[products]
+        label = request.spec.to_arg() + product_label(products)
         key = jc.PYesCache.key(label, question, None)
         before = sum(cache.get(key, s) is None for s in dict.fromkeys(sentences))
         got = jc.cached_p_yes(
