@@ -5,6 +5,7 @@ process's high-water mark, so run each form in its own process):
     python benchmarks/gguf_load_memory.py --form fp32+int8     # the same, plus the engine's int8 copy (the int8 opt-in before the direct load)
     python benchmarks/gguf_load_memory.py --form int8          # straight from the GGUF (unstereo.models.gguf_direct)
     python benchmarks/gguf_load_memory.py --form bf16          # straight from the GGUF, body linears in bf16
+    python benchmarks/gguf_load_memory.py --form bf16-widened  # the same, widened to fp32 per product (a CPU without native bf16)
     python benchmarks/gguf_load_memory.py --form fp32-direct   # straight from the GGUF, every weight fp32
 
 Each loads ``--model`` (default: the offline 1.5B), runs the sampling engine's probe and one short greedy chat
@@ -27,7 +28,7 @@ PROMPT = "Write 3 short English sentences, each using the word 'border' and the 
 
 def load(form: str, spec):
     """(model, tokenizer, engine products) of ``form``."""
-    direct = {"int8": "int8", "bf16": "bfloat16", "fp32-direct": "float32"}
+    direct = {"int8": "int8", "bf16": "bfloat16", "bf16-widened": "bfloat16", "fp32-direct": "float32"}
     if form in direct:
         from unstereo.models.gguf_direct import load_gguf_with_tokenizer
 
@@ -41,12 +42,19 @@ def load(form: str, spec):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="resource:qwen-coder-1.5b/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf")
-    parser.add_argument("--form", choices=["fp32", "fp32+int8", "int8", "bf16", "fp32-direct"], required=True)
+    parser.add_argument(
+        "--form", choices=["fp32", "fp32+int8", "int8", "bf16", "bf16-widened", "fp32-direct"], required=True
+    )
     parser.add_argument("--tokens", type=int, default=24)
     parser.add_argument("--rows", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    if args.form == "bf16-widened":
+        # as on a CPU without native bf16 products (run it under AVX2 emulation too)
+        from unstereo.engine.kernels import bf16
+
+        bf16.native = lambda: False
     from unstereo.engine.engine import EngineRequest, SamplingEngine
     from unstereo.models.spec import resolve_model
 

@@ -65,6 +65,7 @@ rule model_card:
         markdown=[results("model_card", f"{m}.md") for m in CARD_MODELS],
     log:
         f"{LOGS}/report/model_card.log",
+    localrule: True  # seconds on small tables: no cluster job (docs/performance.md)
     conda:
         "../src/unstereo/unstereoeval/report/env.yaml"
     resources:
@@ -118,6 +119,7 @@ rule model_card_occupations:
         markdown=results("model_card", "occupations.md"),
     log:
         f"{LOGS}/report/model_card_occupations.log",
+    localrule: True  # seconds on small tables: no cluster job (docs/performance.md)
     conda:
         "../src/unstereo/unstereoeval/report/env.yaml"
     resources:

@@ -23,17 +23,45 @@ def test_bf16_product_of_a_hand_made_input():
     # [2 + 8, 1 - 4] = [10, -3], plus the bias [0.25, 0]
     layer = Bf16Linear(torch.tensor([[1.0, 2.0], [0.5, -1.0]]), torch.tensor([0.25, 0.0]))
     x = torch.tensor([[2.0, 4.0]])
-    assert layer(x).tolist() == [[10.25, -3.0]] and layer(x).dtype == torch.float32
+    assert layer.product(x).tolist() == [[10.25, -3.0]] and layer.product(x).dtype == torch.float32
     assert layer.exact(x).tolist() == [[10.25, -3.0]]
+    assert layer.widened(x).tolist() == [[10.25, -3.0]] and layer.widened(x).dtype == torch.float32
     assert layer.weight.dtype == torch.bfloat16 and layer.bias.dtype == torch.float32
 
 
-def test_the_product_rounds_its_input_to_bf16_and_the_exact_one_does_not():
-    # bf16 keeps 8 significant bits: 1 + 2**-10 rounds to 1, so the product gives 1 * 3 = 3; exact: 3 + 3 * 2**-10
+def test_the_product_rounds_its_input_to_bf16_and_the_exact_and_widened_ones_do_not():
+    # bf16 keeps 8 significant bits: 1 + 2**-10 rounds to 1, so the product gives 1 * 3 = 3; exact and widened
+    # (the fp32 input times the weight 3, exact in bf16): 3 + 3 * 2**-10
     layer = Bf16Linear(torch.tensor([[3.0]]))
     x = torch.tensor([[1.0 + 2**-10]])
-    assert layer(x).item() == 3.0
+    assert layer.product(x).item() == 3.0
     assert layer.exact(x).item() == 3.0 + 3 * 2**-10
+    assert layer.widened(x).item() == 3.0 + 3 * 2**-10
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_a_call_multiplies_natively_where_the_cpu_can_else_widens(monkeypatch, native):
+    layer = Bf16Linear(torch.tensor([[3.0]]))
+    x = torch.tensor([[1.0 + 2**-10]])
+    monkeypatch.setattr(bf16, "native", lambda: native)
+    assert layer(x).item() == (3.0 if native else 3.0 + 3 * 2**-10)
+    assert bf16.label() == (" [bf16 products]" if native else " [bf16 weights]")
+
+
+def test_widened_in_blocks_equals_exact(monkeypatch):
+    # a weight of 37 rows in blocks of 5 (8 blocks, the last of 2), an input of 2 x 3 rows: each block's fp32
+    # product of the same numbers as exact's, written to its own rows; within fp32 rounding (summation order)
+    g = torch.Generator().manual_seed(2)
+    layer = Bf16Linear(torch.randn(37, 16, generator=g), torch.randn(37, generator=g))
+    x = torch.randn(2, 3, 16, generator=g)
+    monkeypatch.setattr(bf16, "WIDEN_BLOCK_BYTES", 5 * 4 * 16)
+    got = layer.widened(x)
+    assert got.shape == (2, 3, 37) and got.is_contiguous()
+    assert torch.allclose(got, layer.exact(x), rtol=1e-5, atol=1e-5)
+    # the scratch buffer is shared and reused: a second, narrower layer gives its own numbers
+    small = Bf16Linear(torch.tensor([[1.0, -1.0], [2.0, 0.5]]))
+    assert small.widened(torch.tensor([[4.0, 2.0]])).tolist() == [[2.0, 9.0]]
+    assert torch.equal(layer.widened(x), got)
 
 
 def test_exact_in_blocks_equals_exact_at_once(monkeypatch):
@@ -109,9 +137,10 @@ def test_an_untied_head_and_the_embedding_are_held_in_bf16(files):
     assert float((got - want).abs().max()) < 0.05 * float(want.abs().max())
 
 
-def test_the_engine_probe_passes_and_samples_with_a_bf16_head(files, tok, monkeypatch):  # noqa: F811
-    # the products work on any CPU, slowly without native bf16
-    monkeypatch.setattr(bf16, "native", lambda: True)
+@pytest.mark.parametrize("native", [True, False])
+def test_the_engine_probe_passes_and_samples_with_a_bf16_head(files, tok, monkeypatch, native):  # noqa: F811
+    # native bf16 products work on any CPU (slowly without native bf16); widened ones are the other CPUs' form
+    monkeypatch.setattr(bf16, "native", lambda: native)
     direct = gguf_direct.load_gguf(files[1].parent, files[1].name, "bfloat16")
     engine = SamplingEngine(direct, tok, slots=2, products="bfloat16")
     assert engine.bf16 and engine.dtype == torch.float32 and engine._bf16_head is not None
@@ -124,8 +153,9 @@ def test_the_engine_probe_passes_and_samples_with_a_bf16_head(files, tok, monkey
     assert all(lp <= 0 for o in outs for lp in o.logprobs)
 
 
-def test_the_engine_makes_bf16_forms_of_an_fp32_model_only_while_it_samples(files, tok, monkeypatch):  # noqa: F811
-    monkeypatch.setattr(bf16, "native", lambda: True)
+@pytest.mark.parametrize("native", [True, False])
+def test_the_engine_makes_bf16_forms_of_an_fp32_model_only_while_it_samples(files, tok, monkeypatch, native):  # noqa: F811
+    monkeypatch.setattr(bf16, "native", lambda: native)
     model = _converted(files[0])
     before = {n: m.weight.clone() for n, m in model.named_modules() if type(m) is torch.nn.Linear}
     engine = SamplingEngine(model, tok, slots=2, products="bfloat16")
@@ -137,16 +167,16 @@ def test_the_engine_makes_bf16_forms_of_an_fp32_model_only_while_it_samples(file
             assert torch.equal(m.weight, before[n]) and "forward" not in vars(m)
 
 
-def test_bfloat16_falls_back_to_fp32_without_native_bf16(monkeypatch, caplog):
+def test_bfloat16_without_native_bf16_holds_bf16_weights_keyed_apart(monkeypatch, caplog):
     from unstereo.llm.local import LocalBackend
     from unstereo.models.request import model_request
 
     monkeypatch.setattr(bf16, "native", lambda: False)
     request = model_request({"model": "some/folder", "sampling_products": "bfloat16", "device": "cpu"})
-    with caplog.at_level(logging.WARNING, logger="unstereo"):
+    with caplog.at_level(logging.INFO, logger="unstereo"):
         backend = LocalBackend(request)
-    assert backend.products == "float32" and backend.model == "some/folder"
-    assert "no native bf16 products" in caplog.text
+    assert backend.products == "bfloat16" and backend.model == "some/folder [bf16 weights]"
+    assert "no native bf16 products" in caplog.text and "widened" in caplog.text
     monkeypatch.setattr(bf16, "native", lambda: True)
     backend = LocalBackend(request)
     assert backend.products == "bfloat16" and backend.model == "some/folder [bf16 products]"
@@ -155,7 +185,7 @@ def test_bfloat16_falls_back_to_fp32_without_native_bf16(monkeypatch, caplog):
 def test_a_bf16_form_product_matches_the_rounded_weights_times_the_rounded_input():
     g = torch.Generator().manual_seed(1)
     w, x = torch.randn(24, 40, generator=g), torch.randn(5, 40, generator=g)
-    got = Bf16Linear(w)(x)
+    got = Bf16Linear(w).product(x)
     want = F.linear(x.to(torch.bfloat16).float(), w.to(torch.bfloat16).float())
     # fp32 accumulation of exact bf16 x bf16 products; the result is rounded to bf16 (8 significant bits)
     assert float(((got - want).abs() / want.abs().clamp_min(1e-3)).max()) <= 2**-8

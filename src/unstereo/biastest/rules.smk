@@ -160,6 +160,7 @@ rule biastest_summary:
         ),
     log:
         f"{LOGS}/biastest/summary.log",
+    localrule: True  # seconds on small tables: no cluster job (docs/performance.md)
     conda:
         "env.yaml"
     resources:

@@ -210,8 +210,9 @@ class SamplingEngine:
         #: int8 products while sampling (:mod:`unstereo.engine.kernels.int8`); the probe keeps fp32 (:meth:`check`)
         self.int8 = products == "int8" and parts is not None and int8.available(self.head.weight)
         #: the body's fp32 linears in bf16 while sampling (:mod:`unstereo.engine.kernels.bf16`; a model loaded in bf16
-        #: already holds them so); the head stays fp32
-        self.bf16 = products == "bfloat16" and parts is not None and bf16.native()
+        #: already holds them so; without native bf16 products they are widened to fp32 per product); the head
+        #: stays fp32
+        self.bf16 = products == "bfloat16" and parts is not None
         #: the dtype the body computes in (KV cache, masks): the head's, but fp32 for a model loaded with bf16
         #: products (its head too may be bf16: unstereo.models.gguf_direct)
         held = getattr(model, "unstereo_form", None) == "bfloat16"

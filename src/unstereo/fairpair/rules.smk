@@ -111,6 +111,7 @@ rule fairpair_summary:
         results("fairpair", "summary.parquet"),
     log:
         f"{LOGS}/fairpair/summary.log",
+    localrule: True  # seconds on small tables: no cluster job (docs/performance.md)
     conda:
         "env.yaml"
     resources:
@@ -168,6 +169,7 @@ rule fairpair_report:
         ],
     log:
         f"{LOGS}/fairpair/report.log",
+    localrule: True  # seconds on small tables: no cluster job (docs/performance.md)
     conda:
         "env.yaml"
     resources:

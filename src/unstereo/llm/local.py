@@ -116,8 +116,18 @@ def cut_at_stop(text: str, stops: tuple[str, ...]) -> tuple[str, bool]:
 
 
 #: Appended to a local model's label (:attr:`LocalBackend.model`, the LLM cache's key) when it samples with other
-#: products than fp32 (they give other samples, cached apart).
+#: products than fp32 (they give other samples, cached apart); bf16's depends on the CPU (:func:`product_label`).
 PRODUCT_LABELS = {"float32": "", "int8": " [int8 products]", "bfloat16": " [bf16 products]"}
+
+
+def product_label(products: str) -> str:
+    """What :data:`PRODUCT_LABELS` appends for ``products`` on this CPU: bf16 weights widened to fp32 products (no
+    native bf16) sample otherwise than native bf16 products (:func:`unstereo.engine.kernels.bf16.label`)."""
+    if products == "bfloat16":
+        from unstereo.engine.kernels import bf16
+
+        return bf16.label()
+    return PRODUCT_LABELS[products]
 
 
 def sampling_products(products: str, where: str) -> str:
@@ -137,9 +147,8 @@ def sampling_products(products: str, where: str) -> str:
         log.warning("sampling_products: int8 needs PyTorch's int8 dynamic linear, absent here: fp32 products")
         return "float32"
     if products == "bfloat16" and not bf16.native():
-        log.warning("sampling_products: this CPU has no native bf16 products (%s), where bf16 is slower than "
-                    "fp32: fp32 products", " or ".join(bf16.NATIVE_FLAGS))  # fmt: skip
-        return "float32"
+        log.info("sampling_products: this CPU has no native bf16 products (%s): the weights are held in bf16 and "
+                 "widened to fp32 for each product", " or ".join(bf16.NATIVE_FLAGS))  # fmt: skip
     return products
 
 
@@ -176,7 +185,7 @@ class LocalBackend:
         self.spec = request.spec
         self.products = sampling_products(request.sampling_products, request.resolved_device)
         # the model's name in the LLM cache's keys: int8 or bf16 products give other samples than fp32 ones
-        self.model = self.spec.label + PRODUCT_LABELS[self.products]
+        self.model = self.spec.label + product_label(self.products)
         from unstereo.engine.engine import AUTO_SLOTS
 
         self.auto = request.batch_size == "auto"

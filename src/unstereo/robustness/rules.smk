@@ -172,6 +172,7 @@ rule robustness_report:
         ],
     log:
         f"{LOGS}/robustness/report.log",
+    localrule: True  # seconds on small tables: no cluster job (docs/performance.md)
     conda:
         "../unstereoeval/report/env.yaml"
     resources:

@@ -102,6 +102,7 @@ rule sentiment_report:
         f"{LOGS}/sentiment/{{model}}/figures.log",
     wildcard_constraints:
         model=model_rules.model_pattern(SENTIMENT["models"]),
+    localrule: True  # seconds on small tables: no cluster job (docs/performance.md)
     conda:
         "env.yaml"
     threads: 1
@@ -191,6 +192,7 @@ rule sentiment_debias_summary:
         f"{LOGS}/sentiment/{{model}}/debias-summary.log",
     wildcard_constraints:
         model=model_rules.model_pattern(SENTIMENT["models"]),
+    localrule: True  # seconds on small tables: no cluster job (docs/performance.md)
     conda:
         "env.yaml"
     threads: 1

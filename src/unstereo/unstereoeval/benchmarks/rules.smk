@@ -85,6 +85,7 @@ rule benchmarks_eta:
     wildcard_constraints:
         benchmark="|".join(map(re.escape, BM_SOURCES)) or "NONE",
         eta="|".join(map(re.escape, BM_ETAS)) or "NONE",
+    localrule: True  # seconds on small tables: no cluster job (docs/performance.md)
     conda:
         "env.yaml"
     resources:
@@ -112,6 +113,7 @@ rule benchmarks_figure2:
         f"{LOGS}/benchmarks/figure2.log",
     benchmark:
         f"{LOGS}/benchmarks/figure2.benchmark.tsv"
+    localrule: True  # seconds on small tables: no cluster job (docs/performance.md)
     conda:
         "env.yaml"
     resources:
@@ -142,6 +144,7 @@ rule benchmarks_card:
         f"{LOGS}/benchmarks/{{benchmark}}/card.log",
     wildcard_constraints:
         benchmark="|".join(map(re.escape, BM_SOURCES)) or "NONE",
+    localrule: True  # seconds on small tables: no cluster job (docs/performance.md)
     conda:
         "env.yaml"
     resources:
@@ -168,6 +171,7 @@ rule benchmarks_table7:
         [results("benchmarks", f"table07.{ext}") for ext in ("csv", "md", "tex")],
     log:
         f"{LOGS}/benchmarks/table07.log",
+    localrule: True  # seconds on small tables: no cluster job (docs/performance.md)
     conda:
         "env.yaml"
     resources:

@@ -139,6 +139,7 @@ rule released_delta:
     log:
         f"{LOGS}/corpus/released_delta.log",
     priority: rule_priority("released_delta")
+    localrule: True  # seconds on small tables: no cluster job (docs/performance.md)
     conda:
         "env.yaml"
     resources:
@@ -173,6 +174,7 @@ rule corpus_appendix:
         ],
     log:
         f"{LOGS}/corpus/appendix.log",
+    localrule: True  # seconds on small tables: no cluster job (docs/performance.md)
     conda:
         "env.yaml"
     resources:

@@ -393,7 +393,7 @@ def judge_calibrate(labelled, output, model, questions, config_path, min_gain, l
     import pandas as pd
 
     from unstereo.config import load_config
-    from unstereo.llm.local import PRODUCT_LABELS, sampling_products
+    from unstereo.llm.local import product_label, sampling_products
     from unstereo.log import get_logger
     from unstereo.tables import read_table, write_table
     from unstereo.unstereoeval.generate import judge_calibration as jc
@@ -449,7 +449,7 @@ def judge_calibrate(labelled, output, model, questions, config_path, min_gain, l
     budget = [limit]
 
     def p_yes(question: str, sentences: list[str]) -> list[float | None]:
-        label = request.spec.to_arg() + PRODUCT_LABELS[products]
+        label = request.spec.to_arg() + product_label(products)
         key = jc.PYesCache.key(label, question, None)
         before = sum(cache.get(key, s) is None for s in dict.fromkeys(sentences))
         got = jc.cached_p_yes(

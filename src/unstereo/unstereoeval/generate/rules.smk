@@ -105,6 +105,7 @@ rule generate_report:
         ],
     log:
         f"{LOGS}/generate/report.log",
+    localrule: True  # seconds on small tables: no cluster job (docs/performance.md)
     conda:
         "env.yaml"
     resources:

@@ -98,6 +98,7 @@ rule report_tables:
         ],
     log:
         f"{LOGS}/report/tables.log",
+    localrule: True  # seconds on small tables: no cluster job (docs/performance.md)
     conda:
         "env.yaml"
     resources:
@@ -127,6 +128,7 @@ rule report_figures:
         csv=results("report", "figures", "fairness_curves.csv"),
     log:
         f"{LOGS}/report/figures.log",
+    localrule: True  # seconds on small tables: no cluster job (docs/performance.md)
     conda:
         "env.yaml"
     resources:

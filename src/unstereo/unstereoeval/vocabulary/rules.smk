@@ -92,6 +92,7 @@ rule vocabulary_compare_released:
         f"{LOGS}/vocabulary/compare_released.log",
     benchmark:
         f"{BENCH}/vocabulary/compare_released.tsv"
+    localrule: True  # seconds on small tables: no cluster job (docs/performance.md)
     conda:
         "env.yaml"
     resources:
