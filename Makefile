@@ -10,6 +10,10 @@ CORES ?= $(shell nproc)
 CONFIG ?= config/config.yaml
 RESULTS_DIR = $(shell sed -n 's/^results_dir: *\([^ #]*\).*/\1/p' $(CONFIG))
 SNAKEMAKE_ARGS ?=
+# Test processes (pytest-xdist, whole files to a worker): on 2 cores two workers run the suite in 0.68x of one's
+# time, since many tests leave a core idle (snakemake subprocesses, single-threaded Python); docs/performance.md.
+# TEST_WORKERS=0 runs it in this process.
+TEST_WORKERS ?= 2
 REPORT ?= $(RESULTS_DIR)/report.html
 
 .PHONY: run test venv system-deps lint clean
@@ -32,7 +36,7 @@ run: venv system-deps
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH snakemake --cores $(CORES) --configfile $(CONFIG) $(SNAKEMAKE_ARGS) --report $(REPORT)
 
 test: venv system-deps
-	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(PY) -m pytest $(PYTEST_ARGS)
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 lint: venv
 	$(VENV)/bin/ruff check src tests benchmarks
