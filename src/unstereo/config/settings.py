@@ -132,7 +132,8 @@ def _help(setting: Setting) -> str:
     return text.replace("%", "%%")
 
 
-def _lookup(data: Any, path: str) -> Any:
+def lookup(data: Any, path: str) -> Any:
+    """``data``'s value at the dotted ``path``; :data:`NO_DEFAULT` when a step is absent."""
     for step in path.split("."):
         if not isinstance(data, Mapping) or step not in data:
             return NO_DEFAULT
@@ -295,7 +296,7 @@ class Section:
                     if value is not None and value != ():
                         given[path] = list(value) if isinstance(value, tuple) else value
                 for path in needed:
-                    if path not in given and _lookup(raw, path) in (NO_DEFAULT, None):
+                    if path not in given and lookup(raw, path) in (NO_DEFAULT, None):
                         flag = self.settings[path].flag
                         raise click.UsageError(f"{flag} is required (or {self.name}.{path} in --settings)")
                 try:

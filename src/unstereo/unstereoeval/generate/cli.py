@@ -12,6 +12,7 @@ import click
 
 import unstereo.models.request as model_request
 from unstereo import cli_options
+from unstereo.config.settings import section
 from unstereo.errors import InputError
 
 
@@ -61,29 +62,13 @@ def group() -> None:
     dest="out_dir",
     flag="--out-dir",
 )
-# the section's `k` lists every benchmark's (this command makes one) and its `model` is an entry: the command reads
-# both from the section itself
-@cli_options.settings("generate", keys={"k": None, "model": None})
-@click.option(
-    "--model",
-    default=None,
-    help="the chat model, overrides settings (hub id, folder, .gguf, resource:NAME/FILE.gguf or endpoint:URL#NAME)",
-)
+# the section's `k` lists every benchmark's (this command makes one, -k): no flag of its own
+@section("generate").command("model", "cache", "max_seed_words", "seed", "prompts_dir")
 @cli_options.model_options
-@click.option(
-    "--cache",
-    default=None,
-    type=click.Path(dir_okay=False),
-    help="SQLite cache (default: settings, else <out-dir>/../../llm-cache.sqlite)",
-)
-@click.option("--max-seed-words", type=int, default=None, help="overrides settings")
-@cli_options.seed(None, "base seed of the sampled calls; overrides settings")
-@click.option("--prompts-dir", default=None, type=click.Path(file_okay=False), help="overrides settings")
-def run(seed_words_path, benchmark, k, out_dir, settings, model, api_key_env, external_dir, cache, max_seed_words,
-        seed, prompts_dir) -> None:  # fmt: skip
+def run(seed_words_path, benchmark, k, out_dir, settings, api_key_env, external_dir) -> None:
     """Generate one USE-k benchmark from SEED_WORDS; every LLM call is cached (a rerun never repeats one)."""
+    from unstereo.config.settings import as_dict
     from unstereo.generation.prompts import load_prompts
-    from unstereo.generation.settings import load_section, read_settings_arg
     from unstereo.io import write_json
     from unstereo.llm import make_client
     from unstereo.log import get_logger
@@ -98,11 +83,7 @@ def run(seed_words_path, benchmark, k, out_dir, settings, model, api_key_env, ex
     )
 
     log = get_logger("unstereoeval.generate")
-    overrides = {"model": model, "cache": cache, "max_seed_words": max_seed_words, "seed": seed,
-                 "prompts_dir": prompts_dir}  # fmt: skip
-    cfg = read_settings_arg(settings)
-    cfg.update({key: v for key, v in overrides.items() if v is not None})
-    cfg = load_section(cfg)
+    cfg = as_dict(settings)
     if k is None:
         m = re.fullmatch(r"USE-(\d+)", benchmark or "")
         if not m:
