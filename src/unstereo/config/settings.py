@@ -234,6 +234,15 @@ class Section:
             values[key] = self.instance(value, f"{setting.path}.") if setting.nested else value
         return self._classes[prefix](**values)
 
+    def rebuild(self, change: Callable[[dict[str, Any]], dict[str, Any]]) -> Any:
+        """Inside a command of :meth:`command`: its settings object again, with ``change`` applied to the section
+        ``--settings`` gave (the flags still over it), e.g. an entry of the section for one item over its keys."""
+        raw, given = click.get_current_context().meta[f"settings.{self.name}"]
+        try:
+            return self.build(change(copy.deepcopy(raw)), given)
+        except ConfigError as exc:
+            raise click.UsageError(f"--settings: {exc}") from exc
+
     def default(self, path: str) -> Any:
         """The schema's default of ``path`` (a ConfigError when it declares none)."""
         setting = self.settings.get(path)
@@ -299,6 +308,7 @@ class Section:
                     if path not in given and lookup(raw, path) in (NO_DEFAULT, None):
                         flag = self.settings[path].flag
                         raise click.UsageError(f"{flag} is required (or {self.name}.{path} in --settings)")
+                click.get_current_context().meta[f"settings.{self.name}"] = (raw, given)
                 try:
                     kwargs["settings"] = self.build(raw, given)
                 except ConfigError as exc:
