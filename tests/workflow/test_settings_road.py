@@ -9,7 +9,6 @@ import json
 import click
 from click.testing import CliRunner
 
-import unstereo.models.request as model_request
 import unstereo.models.rules as model_rules
 import unstereo.unstereoeval.score.rules as score_rules
 from unstereo import cli_options
@@ -21,12 +20,12 @@ def _capture_command():
 
     @click.command()
     @click.argument("model")
-    @model_request.options()
+    @cli_options.request_options()
     @click.option("--chunk-size", default=500, type=int)
     @cli_options.reference_quirks("quirks")
     @cli_options.settings("score")
     def cmd(model, chunk_size, reference_quirks, **values):
-        seen["request"] = model_request.request_from_cli(model, values)
+        seen["request"] = cli_options.request_from_cli(model, values)
         seen["other"] = (chunk_size, reference_quirks)
 
     return cmd, seen
@@ -102,7 +101,7 @@ def test_biastest_score_settings_give_the_flags_request(monkeypatch):
         }
     )
     seen = []
-    build = model_request.request_from_cli
+    build = cli_options.request_from_cli
 
     class Stop(Exception):
         pass
@@ -111,7 +110,7 @@ def test_biastest_score_settings_give_the_flags_request(monkeypatch):
         seen.append(build(model, values, param))
         raise Stop
 
-    monkeypatch.setattr(model_request, "request_from_cli", capture)
+    monkeypatch.setattr(cli_options, "request_from_cli", capture)
     for name in ("b", "g"):
         base = [bt.model_arg(config, name, []), __file__, "-o", "x.parquet", "--threads", "1"]  # as the rule
         for extra in (

@@ -149,7 +149,7 @@ def generate_cmd(spec, out_dir, api_key_env, external_dir, threads, settings) ->
               help="scores parquet to write, once per PAIRS file in the same order (pair_id, score_a, score_b, "
                    "logp_a/b, ntok_a/b, model, ...)")  # fmt: skip
 @click.option("--name", default=None, help="model name for the `model` column (default: MODEL as given)")
-@model_request.options(masked="choice", bos_policy=False)
+@cli_options.request_options(masked="choice", bos_policy=False)
 @click.option("--causal-score", type=click.Choice(["mean", "sum"]), default="mean", show_default=True,
               help="causal LM sentence score: mean token log-prob (the paper) or summed log-prob")  # fmt: skip
 @click.option(
@@ -165,7 +165,7 @@ def score_cmd(model, pairs, outputs, name, causal_score, chunk_size, **model_opt
     loaded once, and only when some chunk is left to score; resumable."""
     if len(pairs) != len(outputs):
         raise click.UsageError(f"{len(pairs)} PAIRS file(s) but {len(outputs)} -o output(s)")
-    request = model_request.request_from_cli(model, model_options)
+    request = cli_options.request_from_cli(model, model_options)
     request.apply_threads()
     from unstereo.biastest.schemas import PAIRS
     from unstereo.biastest.score import score_pair_tables

@@ -9,8 +9,8 @@ descriptions. From them it makes
   every default filled in by the schema (:func:`unstereo.config.load_section`); a bad value is a
   :class:`~unstereo.errors.ConfigError` naming its key;
 - the override flags (:meth:`Section.options`): one click option per chosen key, named after its dotted path
-  (``prompts.max_prompts`` -> ``--prompts-max-prompts``), typed from the schema, default None ("the section's"), its
-  help the schema's ``description`` and default;
+  (``prompts.max_prompts`` -> ``--prompts-max-prompts``), typed from the schema (``format: path``: a file or folder),
+  default None ("the section's"), its help the schema's ``description`` and default;
 - the command decorator (:meth:`Section.command`): ``--settings`` (the section as inline JSON or a YAML/JSON file,
   :func:`unstereo.config.read_section_arg`), the override flags, and the settings object handed to the command
   whole as its ``settings`` parameter. A flag given on the command line overrides the section's value, which
@@ -266,9 +266,10 @@ class Section:
         if types == ["array"] and not _is_pair(schema):
             return click.option(setting.flag, setting.param, multiple=True, type=_SchemaValue(schema.get("items") or {}),
                                 help=_help(setting) + " (repeat the flag)")  # fmt: skip
-        return click.option(
-            setting.flag, setting.param, default=None, type=_SchemaValue(schema), help=_help(setting)
-        )
+        kind = (
+            click.Path() if schema.get("format") == "path" else _SchemaValue(schema)
+        )  # a path: the command reads it
+        return click.option(setting.flag, setting.param, default=None, type=kind, help=_help(setting))
 
     def options(self, paths: Iterable[str]) -> Callable[[Any], Any]:
         """The override options of ``paths``, in that order in ``--help``."""
@@ -317,6 +318,8 @@ class Section:
                     raise click.UsageError(where + str(exc)) from exc
                 return f(*args, **kwargs)
 
+            wrapper.settings_section = self.name  # type: ignore[attr-defined]
+            wrapper.settings_paths = dict(params)  # type: ignore[attr-defined]  # flag's parameter -> its key
             decorated = self.options(paths)(wrapper)
             return click.option(
                 "--settings",

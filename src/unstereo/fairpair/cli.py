@@ -8,7 +8,6 @@ from pathlib import Path
 
 import click
 
-import unstereo.models.request as model_request
 from unstereo import cli_options
 from unstereo.config.settings import section
 from unstereo.errors import InputError
@@ -104,7 +103,7 @@ def sample_cmd(model, prompts_dir, out_dir, threads, llm_model, api_key_env, ext
     # The model options, whole: the sampled model's request (and the perturbing model's, with the same options).
     values = {"device": settings.device, "dtype": settings.dtype, "batch_size": settings.batch_size,
               "threads": threads, "external_dir": external_dir, "api_key_env": api_key_env}  # fmt: skip
-    request = model_request.request_from_cli(model, values)
+    request = cli_options.request_from_cli(model, values)
     request.apply_threads()
     # seed null: the section's "derived from the global seed" is the rule's; a command run alone starts at 0
     sampling = SampleSettings(settings.n, settings.temperature, settings.top_p, settings.max_new_tokens, (),
@@ -119,7 +118,7 @@ def sample_cmd(model, prompts_dir, out_dir, threads, llm_model, api_key_env, ext
     finally:
         client.close()
     if llm_model:
-        prequest = model_request.request_from_cli(llm_model, values, param="--llm-perturb")
+        prequest = cli_options.request_from_cli(llm_model, values, param="--llm-perturb")
         pclient = make_client(prequest, cache=cache, concurrency=settings.concurrency)
         try:
             llm = settings.perturbation.llm

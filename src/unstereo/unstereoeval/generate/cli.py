@@ -249,8 +249,8 @@ def read_sentences(path: str | Path, column: str = "sentence") -> list[str]:
     "--question", default=None, help="the question, with a {sentence} field [default: the built-in one]"
 )
 @click.option("--system", default=None, help="a system turn [default: the chat template's own]")
-@model_request.device_option()
-@model_request.dtype_option()
+@cli_options.device_option()
+@cli_options.dtype_option()
 @cli_options.threads
 @cli_options.model_options
 def judge(model, sentences, output, column, threshold, batch_size, question, system, device, dtype, threads,
@@ -272,7 +272,7 @@ def judge(model, sentences, output, column, threshold, batch_size, question, sys
     log = get_logger("unstereoeval.generate")
     options = {"device": device, "dtype": dtype, "threads": threads, "external_dir": external_dir,
                "api_key_env": api_key_env}  # fmt: skip
-    request = model_request.request_from_cli(model, options)
+    request = cli_options.request_from_cli(model, options)
     spec = request.spec
     if spec.is_remote:
         raise click.BadParameter(
@@ -361,8 +361,8 @@ def judge_set(output, reference_dir, recipe, run_sentences) -> None:
 @click.option("--products", type=click.Choice(model_request.SAMPLING_PRODUCTS), default="float32", show_default=True,
               help="the judge's form: float32 (the GGUF converted to fp32), or bfloat16 / int8 (a GGUF loaded "
               "straight into such layers, as the generate stage runs it with that sampling_products)")  # fmt: skip
-@model_request.device_option()
-@model_request.dtype_option()
+@cli_options.device_option()
+@cli_options.dtype_option()
 @cli_options.threads
 @cli_options.model_options
 def judge_calibrate(labelled, output, model, questions, config_path, min_gain, limit, batch_size, products, device,
@@ -404,7 +404,7 @@ def judge_calibrate(labelled, output, model, questions, config_path, min_gain, l
 
     options = {"device": device, "dtype": dtype, "threads": threads, "external_dir": external_dir,
                "api_key_env": api_key_env}  # fmt: skip
-    request = model_request.request_from_cli(model, options)
+    request = cli_options.request_from_cli(model, options)
     products = sampling_products(products, request.device)  # what the generate stage would get here
     cache = jc.PYesCache(out / "p_yes.jsonl")
     judges: dict[str, Any] = {}
