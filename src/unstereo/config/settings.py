@@ -263,7 +263,7 @@ class Section:
         if types == ["boolean"]:
             flag = setting.flag
             return click.option(f"{flag}/--no-{flag[2:]}", setting.param, default=None, help=_help(setting))
-        if types == ["array"] and not _is_pair(schema):
+        if "array" in types and not _is_pair(schema):
             return click.option(setting.flag, setting.param, multiple=True, type=_SchemaValue(schema.get("items") or {}),
                                 help=_help(setting) + " (repeat the flag)")  # fmt: skip
         kind = (
