@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -199,7 +200,7 @@ def read_schema(path: Path) -> dict[str, Any]:
     return _load_yaml(path)
 
 
-def validate_section(name: str, schema: dict[str, Any], section: dict[str, Any] | None) -> dict[str, Any]:
+def validate_section(name: str, schema: Mapping[str, Any], section: dict[str, Any] | None) -> dict[str, Any]:
     """A copy of ``section`` validated against ``schema`` (a self-contained schema: no reference to another file),
     every default filled in; errors name ``<name>.<key>``."""
     return check(_DefaultValidator(schema), copy.deepcopy(section or {}), prefix=name)
