@@ -5,19 +5,25 @@ its own (``@cli_options.output("SCORES parquet")``). Parsing callbacks live here
 Model options: every command that takes a model takes it as one string (:data:`MODEL_FORMS`), plus
 ``--api-key-env`` (endpoint models) and ``--external-dir`` (``resource:`` models), and resolves it with
 :func:`unstereo.models.spec.resolve_model`.
-This module imports only click, the standard library and :mod:`unstereo.defaults` at import time: every stage CLI
-imports it.
+The model options of a command that runs a model (:func:`request_options`, :func:`device_option`, ...) and the
+request built from them (:func:`request_from_cli`) live here too: the CLI layer, over
+:mod:`unstereo.models.request`. This module imports only click, the standard library, :mod:`unstereo.defaults` and
+:mod:`unstereo.models.request` (itself standard library only) at import time: every stage CLI imports it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from unstereo.defaults import eps_grid_text
+from unstereo.models.request import BOS_POLICIES, DTYPES, MASKED_KINDS, SAMPLING_PRODUCTS
+
+if TYPE_CHECKING:
+    from unstereo.models.request import ModelRequest
 
 EXISTING_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
@@ -289,7 +295,7 @@ external_dir = click.option(
 
 
 def model_options(f):
-    """``--api-key-env`` and ``--external-dir`` (pass both to :func:`unstereo.models.request.resolve_cli_model`)."""
+    """``--api-key-env`` and ``--external-dir`` (pass both to :func:`resolve_cli_model`)."""
     return api_key_env(external_dir(f))
 
 
@@ -302,3 +308,134 @@ def alias(group: click.Group, command: click.Command, old_name: str) -> None:
     old = copy.copy(command)
     old.name, old.hidden = old_name, True
     group.add_command(old, old_name)
+
+
+# ------------------------------------------------------------------------------------------------ model requests
+#: resolve_dtype's short names, accepted too (the LLM commands took any string before).
+_DTYPE_ALIASES = ("fp32", "bf16", "fp16")
+_DEVICE_HELP = "auto (cuda > mps > cpu), cpu, cuda, cuda:1, mps."
+_DTYPE_HELP = "Weights dtype; auto = float32 on CPU, bfloat16 on GPU. Log-probs are always computed in fp32."
+
+
+def device_option(default: str | None = "auto"):
+    """``--device``, the one declaration (``default=None``: a command whose settings give the device)."""
+    help_ = _DEVICE_HELP if default is not None else f"{_DEVICE_HELP} Overrides the settings' device."
+    return click.option("--device", default=default, show_default=default is not None, help=help_)
+
+
+def dtype_option(default: str | None = "auto"):
+    """``--dtype``, the one declaration."""
+    return click.option(
+        "--dtype",
+        default=default,
+        show_default=default is not None,
+        type=click.Choice([*DTYPES, *_DTYPE_ALIASES]),
+        help=_DTYPE_HELP,
+    )
+
+
+def sampling_products_option():
+    """``--sampling-products``, the one declaration (commands that sample from a local model)."""
+    return click.option(
+        "--sampling-products",
+        default="float32",
+        show_default=True,
+        type=click.Choice(list(SAMPLING_PRODUCTS)),
+        help="Products of a local model's sampling on the CPU: bfloat16 (on a CPU with native bf16, else fp32) or int8 "
+        "(outlier columns in fp32) hold the weights in half or a quarter of fp32's memory and take less time, with other "
+        "samples than float32's (cached apart); scores are fp32 whatever this says.",
+    )
+
+
+_MODEL_OPTIONS = {
+    "gguf_file": click.option(
+        "--gguf-file", default=None, help="GGUF file inside MODEL (a folder); or pass MODEL as a .gguf path."
+    ),
+    "revision": click.option(
+        "--revision", default=None, help="Hub revision (branch, tag or commit) of MODEL."
+    ),
+    "batch_size": batch_size,
+    "max_batch_size": click.option(
+        "--max-batch-size",
+        default=None,
+        type=click.IntRange(1),
+        help="Starting batch size of 'auto' (default: 32 on CPU, 128 on CUDA).",
+    ),
+    "dtype": dtype_option(),
+    "device": device_option(),
+    "bos_policy": click.option(
+        "--bos-policy",
+        default="auto",
+        show_default=True,
+        type=click.Choice(list(BOS_POLICIES)),
+        help="Token before each sentence: auto = BOS, else EOS, else none (first token not scored).",
+    ),
+}
+_MASKED = click.option("--masked", is_flag=True, help="MODEL is a masked LM: score by pseudo-log-likelihood.")
+
+
+def request_options(*, masked: str = "pll", bos_policy: bool = True):
+    """The model options of a command that runs a model, declared once: --gguf-file, --revision, --masked,
+    --batch-size, --max-batch-size, --dtype, --device, --bos-policy (``bos_policy=False``: without it).
+    ``masked="pll"``: ``--masked`` scores by pseudo-log-likelihood; ``masked="choice"``: ``--masked`` with
+    ``--masked-scorer`` (one of the four masked kinds, default ``biastestgpt``). Pass the command's options to
+    :func:`request_from_cli`."""
+    if masked == "pll":
+        masked_options = [_MASKED]
+    else:
+        masked_options = [
+            click.option("--masked", is_flag=True, help="MODEL is a masked LM, scored by --masked-scorer."),
+            click.option(
+                "--masked-scorer",
+                type=click.Choice(list(MASKED_KINDS)),
+                default="biastestgpt",
+                show_default=True,
+                help="masked-LM score: the authors' (mean raw logit of the group term at one [MASK]), "
+                "pseudo-log-likelihood, CrowS-Pairs (shared tokens), All Unmasked Likelihood",
+            ),
+        ]
+    chosen = [
+        _MODEL_OPTIONS["gguf_file"],
+        _MODEL_OPTIONS["revision"],
+        *masked_options,
+        _MODEL_OPTIONS["batch_size"],
+        _MODEL_OPTIONS["max_batch_size"],
+        _MODEL_OPTIONS["dtype"],
+        _MODEL_OPTIONS["device"],
+    ]
+    if bos_policy:
+        chosen.append(_MODEL_OPTIONS["bos_policy"])
+
+    def decorate(f):
+        for option in reversed(chosen):
+            f = option(f)
+        return f
+
+    return decorate
+
+
+def resolve_cli_model(
+    model: str, api_key_env: str | None, external_dir: str | None, param: str = "MODEL", **extra: str | None
+):
+    """The ModelSpec of a command's MODEL string (``extra``: ``gguf_file``/``revision`` options on top); a bad spec
+    is a usage error naming the parameter."""
+    from unstereo.errors import ConfigError
+    from unstereo.models.spec import resolve_model
+
+    try:
+        return resolve_model(model, external_dir, key=param, api_key_env=api_key_env, **extra)
+    except ConfigError as exc:
+        raise click.BadParameter(str(exc), param_hint=param) from exc
+
+
+def request_from_cli(model: str, values: Mapping[str, Any], param: str = "MODEL") -> ModelRequest:
+    """:func:`unstereo.models.request.model_request` of a command's MODEL argument and options; a bad spec is a
+    usage error naming ``param``."""
+    from unstereo.errors import ConfigError
+    from unstereo.models.request import model_request
+
+    try:
+        return model_request(values, key=param, external_dir=values.get("external_dir"),
+                             api_key_env=values.get("api_key_env"), model=model)  # fmt: skip
+    except ConfigError as exc:
+        raise click.BadParameter(str(exc), param_hint=param) from exc

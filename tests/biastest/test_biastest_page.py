@@ -94,7 +94,7 @@ def test_cli_pairs_score_summary(tmp_path):
     (tmp_path / "toy.json").write_text(json.dumps(spec))
     r = CliRunner()
     res = r.invoke(cli, ["biastest", "pairs", str(tmp_path / "toy.json"), "-o", str(tmp_path / "p.parquet"),
-                         "--sources", "template,released"])  # fmt: skip
+                         "--sources", "template", "--sources", "released"])  # fmt: skip
     assert res.exit_code == 0, res.output
     pairs = pd.read_parquet(tmp_path / "p.parquet")
     assert len(pairs) == 8 and set(pairs.source) == {"template"}  # a user spec has no released pairs
@@ -105,7 +105,7 @@ def test_cli_pairs_score_summary(tmp_path):
     assert list(scores.columns[:3]) == ["pair_id", "score_a", "score_b"] and (scores.model == "tiny").all()
     assert (scores.score_a == scores.logp_a / scores.ntok_a).all()
     res = r.invoke(cli, ["biastest", "summary", "--pairs", str(tmp_path / "p.parquet"), "--scores",
-                         str(tmp_path / "s.parquet"), "-o", str(tmp_path / "out"), "--rounds", "5"])  # fmt: skip
+                         str(tmp_path / "s.parquet"), "-o", str(tmp_path / "out"), "--bootstrap-rounds", "5"])  # fmt: skip
     assert res.exit_code == 0, res.output
     summary = pd.read_parquet(tmp_path / "out" / "summary.parquet")
     assert len(summary) == 1 + 4 and set(summary.attribute) == {"*", "book", "dog", "race", "city"}

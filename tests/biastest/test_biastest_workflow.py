@@ -152,7 +152,7 @@ def test_per_spec_pairs_from_every_run(tmp_path, reference_dir):
     same, _ = _pairs(ref, tmp_path, prof, "--settings", bt.settings_json(section_cap, seed=1))
     assert runs == {1: 30} and list(pairs.pair_id) == list(same.pair_id)
     # flags override the entry as they override the section
-    assert _pairs(ref, tmp_path, prof, "--settings", whole, "--runs", "2")[1] == {2: 72}
+    assert _pairs(ref, tmp_path, prof, "--settings", whole, "--released-runs", "2")[1] == {2: 72}
     assert _pairs(ref, tmp_path, prof, "--settings", whole, "--max-pairs-per-spec", "7")[0].shape[0] == 7
     # the default (no entries): run 1 capped at 20, as before
     plain = json.dumps(validate_config({"biastest": STUDY_LIKE})["biastest"])

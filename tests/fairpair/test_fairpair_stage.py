@@ -18,6 +18,7 @@ from click.testing import CliRunner
 
 import unstereo.workflow.rules as model_rules
 from unstereo.config import load_config, validate_config
+from unstereo.config.settings import as_dict
 from unstereo.errors import ConfigError
 from unstereo.fairpair import rules
 from unstereo.fairpair import schemas as fp_schemas
@@ -148,7 +149,17 @@ def test_cli_prompts_metrics_summary_report(tmp_path, reference_dir):
         assert res.exit_code == 0, res.output
 
     occ = reference_dir / "winogender" / "data" / "occupations-stats.tsv"
-    run("prompts", "-o", tmp_path / "p", "--occupations", occ, "--max-prompts", "2", "--word", "Mr:Ms")
+    run(
+        "prompts",
+        "-o",
+        tmp_path / "p",
+        "--prompts-occupations",
+        occ,
+        "--prompts-max-prompts",
+        "2",
+        "--perturbation-words",
+        "Mr:Ms",
+    )
     prompts = read_table(tmp_path / "p" / "prompts.parquet")
     assert list(prompts["perturbed_prompt"]) == [
         "Jane is a woman, working as a technician.",
@@ -159,7 +170,7 @@ def test_cli_prompts_metrics_summary_report(tmp_path, reference_dir):
     samples, _ = map_rules(samples, read_perturbation(tmp_path / "p" / "perturbation.json"))
     assert list(samples["continuation_mapped"][:3]) == [" She is kind.", " her job", " Ms Smith"]
     write_table(samples, tmp_path / "m" / "samples.parquet", fp_schemas.SAMPLES)
-    run("metrics", tmp_path / "m" / "samples.parquet", "-o", tmp_path / "m", "--model", "tiny", "-n", 3,
+    run("metrics", tmp_path / "m" / "samples.parquet", "-o", tmp_path / "m", "--model", "tiny", "--n", 3,
         "--folds", 2)  # fmt: skip
     per = read_table(tmp_path / "m" / "per_prompt.parquet", fp_schemas.PER_PROMPT)
     assert len(per) == 2 * 2 * 2 and set(per["k"]) == {2, 3}
@@ -178,7 +189,7 @@ def test_cli_prompts_metrics_summary_report(tmp_path, reference_dir):
     summary = read_table(tmp_path / "summary.parquet", fp_schemas.SUMMARY)
     assert len(summary) == 4 and set(summary["n_prompts"]) == {2}
     m = tmp_path / "m"
-    run("report", tmp_path / "summary.parquet", "-n", 3, "-o", tmp_path / "r", "--per-prompt",
+    run("report", tmp_path / "summary.parquet", "--n", 3, "-o", tmp_path / "r", "--per-prompt",
         m / "per_prompt.parquet", "--curves", m / "curves.parquet", "--ngrams", m / "ngrams.parquet")  # fmt: skip
     names = {p.name for p in (tmp_path / "r").iterdir()}
     assert {
@@ -217,9 +228,9 @@ def test_cli_sample_with_llm_perturbation(tiny_dir, tmp_path):
     (tmp_path / "p" / "perturbation.json").write_text('{"names": {"John": "Jane"}, "words": {"he": "she"}}')
     with ScriptedServer(respond) as srv:
         res = CliRunner().invoke(cli, ["fairpair", "sample", str(tiny_dir), str(tmp_path / "p"), "-o",
-                                       str(tmp_path / "m"), "-n", "2", "--max-new-tokens", "3", "--device", "cpu",
+                                       str(tmp_path / "m"), "--n", "2", "--max-new-tokens", "3", "--device", "cpu",
                                        "--llm-perturb", f"endpoint:{srv.base_url}#stub", "--api-key-env", "",
-                                       "--max-dissimilarity", "1", "--concurrency", "1"])  # fmt: skip
+                                       "--perturbation-llm-max-dissimilarity", "1", "--concurrency", "1"])  # fmt: skip
     assert res.exit_code == 0, res.output
     table = read_table(tmp_path / "m" / "perturbations.parquet", fp_schemas.PERTURBATIONS)
     assert len(table) == 4 and set(table["method"]) == {"llm"}
@@ -294,7 +305,7 @@ def test_rule_helpers():
 
     assert (
         rules.prompt_file_option(Inputs())
-        == "--occupations ext/reference/winogender/data/occupations-stats.tsv"
+        == "--prompts-occupations ext/reference/winogender/data/occupations-stats.tsv"
     )
     assert json.loads(rules.settings(fp, seed=11))["seed"] == 11 and "models" not in json.loads(
         rules.settings(fp)
@@ -317,28 +328,29 @@ def test_rule_helpers():
         rules.check({**fp, "folds": [5]})
 
 
+class _Built(Exception):
+    """Stops a command once its settings object is built (carrying it)."""
+
+
 def _received(command, args, monkeypatch):
-    """The values ``command`` hands its body for ``args`` (the body replaced by a recorder)."""
+    """The settings object ``command`` builds for ``args`` (the command stopped before its body runs)."""
     from unstereo.fairpair import cli
 
-    seen = {}
+    build = cli.SECTION.build
 
-    def record(**kwargs):
-        seen.update(kwargs)
+    def record(*a, **kw):
+        raise _Built(build(*a, **kw))
 
-    keys = command.callback.settings_keys
-    required = ("n",) if command.name in ("metrics", "report") else ()
-    monkeypatch.setattr(command, "callback", cli.fairpair_settings(required=required)(record))
-    assert command.callback.settings_keys == keys
-    result = CliRunner().invoke(command, args, catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    seen.pop("settings", None)
-    return seen
+    monkeypatch.setattr(cli.SECTION, "build", record)
+    result = CliRunner().invoke(command, args)
+    monkeypatch.setattr(cli.SECTION, "build", build)
+    assert isinstance(result.exception, _Built), result.output
+    return result.exception.args[0]
 
 
-def test_settings_give_the_commands_what_the_former_flags_gave(tmp_path, monkeypatch):
-    """Each fairpair command gets from the rule's --settings JSON the values the flags the rules passed before gave
-    it (the flags as rules.py built them from the section)."""
+def test_settings_give_the_commands_what_the_flags_give(tmp_path, monkeypatch):
+    """Each fairpair command gets from the rule's --settings JSON the settings object the generated flags give it
+    for the same values; a flag overrides the section, and a required key neither gives is a usage error."""
     from unstereo.fairpair import cli
 
     fp = validate_config({"fairpair": {
@@ -354,28 +366,52 @@ def test_settings_give_the_commands_what_the_former_flags_gave(tmp_path, monkeyp
     samples = tmp_path / "s.parquet"
     samples.write_text("")
     cases = [
-        (cli.prompts_cmd, ["-o", str(tmp_path), "--occupations", str(occ)],
-         ["--name", "John:Jane", "--name", "Bob:Alice", "--word", "Mr:Ms", "--template", fp["prompts"]["template"],
-          "--no-default-pronouns", "--max-prompts", "3"], None),
-        (cli.sample_cmd, ["m", str(tmp_path / "prompts"), "-o", str(tmp_path), "--cache", "c.sqlite", "--threads", "2",
-                          "--llm-perturb", "q"],
-         ["-n", "4", "--temperature", "1", "--top-p", "0.9", "--max-new-tokens", "128", "--seed", "11",
-          "--batch-size", "auto", "--concurrency", "4", "--chunk-size", "64", "--device", "auto", "--dtype", "auto",
-          "--llm-max-tokens", "9", "--max-dissimilarity", "0.15", "--group", "m", "f"], 11),
+        (cli.prompts_cmd, ["-o", str(tmp_path)],
+         ["--prompts-names", "John:Jane", "--prompts-names", "Bob:Alice", "--perturbation-words", "Mr:Ms",
+          "--no-perturbation-default-pronouns", "--prompts-max-prompts", "3", "--prompts-occupations", str(occ)],
+         None, {"prompts": {**fp["prompts"], "occupations": str(occ)}}),
+        (cli.sample_cmd, ["m", str(tmp_path / "prompts"), "-o", str(tmp_path), "--threads", "2", "--llm-perturb", "q"],
+         ["--n", "4", "--temperature", "1", "--seed", "11", "--perturbation-llm-max-tokens", "9",
+          "--perturbation-llm-groups", "m:f"], 11, {}),
         (cli.metrics_cmd, [str(samples), "-o", str(tmp_path), "--model", "g2"],
-         ["-n", "4", "--folds", "2", "--phi", "jaccard", "--phi", "sentiment", "--max-ngram", "3", "--top-ngrams", "7"],
-         None),
-        (cli.summary_cmd, [str(samples), "-o", "x.parquet"], ["--bootstrap", "50", "--level", "0.9", "--seed", "5"], 5),
+         ["--n", "4", "--folds", "2", "--ngrams-max-n", "3", "--ngrams-top", "7"], None, {}),
+        (cli.summary_cmd, [str(samples), "-o", "x.parquet"], ["--bootstrap", "50", "--level", "0.9", "--seed", "5"],
+         5, {}),
         (cli.report_cmd, [str(samples), "--per-prompt", str(samples), "--curves", str(samples), "--ngrams",
-                          str(samples), "-o", str(tmp_path)], ["-n", "4"], None),
+                          str(samples), "-o", str(tmp_path)], ["--n", "4"], None, {}),
     ]  # fmt: skip
-    for command, base, flags, seed in cases:
+    section = {k: v for k, v in fp.items() if k != "models"}
+    for command, base, flags, seed, extra in cases:
+        via_settings = _received(command, [*base, "--settings", rules.settings({**fp, **extra}, seed=seed)],
+                                 monkeypatch)  # fmt: skip
+        # the flags set only what the command reads; the rest is the schema's default, as in the section here
         via_flags = _received(command, [*base, *flags], monkeypatch)
-        via_settings = _received(command, [*base, "--settings", rules.settings(fp, seed=seed)], monkeypatch)
-        assert via_settings == via_flags, command.name
-        assert {k: type(v) for k, v in via_settings.items()} == {k: type(v) for k, v in via_flags.items()}
-    with pytest.raises(Exception, match="Missing option"):
-        _received(cli.report_cmd, cases[-1][1], monkeypatch)
+        for path in [
+            p for p in ("n", "temperature", "seed", "bootstrap", "level", "folds") if f"--{p}" in flags
+        ]:
+            assert getattr(via_flags, path) == getattr(via_settings, path), (command.name, path)
+        assert via_settings.perturbation.llm.groups == ["m", "f"]
+        assert via_settings.seed == seed
+        assert as_dict(via_settings) == {**section, **extra, "seed": seed, "models": {}}
+    prompts_flags = _received(cli.prompts_cmd, cases[0][1] + cases[0][2], monkeypatch)
+    assert as_dict(prompts_flags)["prompts"] == {
+        **fp["prompts"],
+        "occupations": str(occ),
+        "descriptors": [["man", "woman"]],
+    }
+    assert (
+        prompts_flags.perturbation.words == [["Mr", "Ms"]] and not prompts_flags.perturbation.default_pronouns
+    )
+    sample_flags = _received(cli.sample_cmd, cases[1][1] + cases[1][2], monkeypatch)
+    assert (sample_flags.perturbation.llm.groups, sample_flags.perturbation.llm.max_tokens) == (["m", "f"], 9)
+    # a flag over the section: the flag's value, the section's others
+    over = _received(cli.summary_cmd, [*cases[3][1], "--settings", rules.settings(fp, seed=5), "--level", "0.5"],
+                     monkeypatch)  # fmt: skip
+    assert (over.level, over.bootstrap, over.seed) == (0.5, 50, 5)
+    missing = CliRunner().invoke(cli.report_cmd, cases[-1][1])
+    assert missing.exit_code == 2 and "--n is required (or fairpair.n in --settings)" in missing.output
+    bad = CliRunner().invoke(cli.summary_cmd, [*cases[3][1], "--level", "2"])
+    assert bad.exit_code == 2 and "--level: config key 'fairpair.level'" in bad.output
 
 
 @pytest.mark.slow

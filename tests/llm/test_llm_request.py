@@ -182,7 +182,7 @@ def test_biastest_generate_builds_one_request(tmp_path, resolutions, backends):
     (tmp_path / "toy.json").write_text(json.dumps(spec))
     settings = json.dumps({"generate": {"device": "cpu", "batch_size": 2}})
     _stopped(["biastest", "generate", tmp_path / "toy.json", "-o", tmp_path / "g", "--settings", settings,
-              "--model", "some/model"])  # fmt: skip
+              "--generate-model", "some/model"])  # fmt: skip
     assert backends[-1].request == ModelRequest(spec=ModelSpec(path="some/model"), device="cpu", batch_size=2)
     _stopped(["biastest", "generate", tmp_path / "toy.json", "-o", tmp_path / "g", "--settings", settings,
               "--external-dir", "ext"])  # fmt: skip

@@ -9,6 +9,7 @@ from click.testing import CliRunner
 
 import unstereo.models.request as model_request
 import unstereo.models.spec as model_spec
+from unstereo import cli_options
 from unstereo.errors import ConfigError
 from unstereo.models.request import ModelRequest
 from unstereo.models.spec import ModelSpec
@@ -23,10 +24,10 @@ def test_request_from_a_config_section_and_from_cli_options_is_the_same_object()
 
     @click.command()
     @click.argument("model")
-    @model_request.options()
+    @cli_options.request_options()
     @click.option("--threads", type=int, default=None)
     def cmd(model, **opts):
-        seen["request"] = model_request.request_from_cli(model, opts)
+        seen["request"] = cli_options.request_from_cli(model, opts)
 
     args = ["EleutherAI/pythia-70m@step1000", "--dtype", "float32", "--device", "cpu", "--batch-size", "4",
             "--max-batch-size", "16", "--threads", "2"]  # fmt: skip

@@ -4,8 +4,9 @@ section as ``--settings`` must carry no flag for a value that section holds. All
 a ``click.Path`` type: inputs, outputs, -o, caches, resource folders), the model argument (and its
 ``--api-key-env``, ``--llm-perturb``), ``--threads`` and the job's names (``--name``, fairpair's ``--model``).
 
-Which option a section holds is the command's own reading of ``--settings`` (:func:`unstereo.cli_options.settings`:
-the key of the option's name, or its path in the command's ``keys``), applied to the JSON the rule passed."""
+Which option a section holds is the command's own reading of ``--settings``: the key each flag generated from the
+section's schema overrides (:meth:`unstereo.config.settings.Section.command`), or, for the commands still on
+:func:`unstereo.cli_options.settings`, the key of the option's name; applied to the JSON the rule passed."""
 
 from __future__ import annotations
 
@@ -84,14 +85,17 @@ def flags_held(cmd: click.Command, args: list[str]) -> list[str]:
     if value is None:
         return []
     callback = cmd.callback
-    section, keys = callback.settings_section, callback.settings_keys
+    section = callback.settings_section
     data = read_section_arg(value, section)
     held = []
     for flag, _ in given:
         param = options[flag]
         if param.name == "settings" or param.name in ALLOWED or isinstance(param.type, click.Path):
             continue
-        path = cli_options.section_key(param.name, keys)
+        if hasattr(callback, "settings_paths"):  # flags generated from the schema (unstereo.config.settings)
+            path = callback.settings_paths.get(param.name)
+        else:
+            path = cli_options.section_key(param.name, callback.settings_keys)
         if path is not None and cli_options.lookup(data, path, _MISSING) is not _MISSING:
             held.append(f"{flag} ({section}.{path})")
     return held

@@ -9,7 +9,6 @@ import json
 import click
 from click.testing import CliRunner
 
-import unstereo.models.request as model_request
 import unstereo.unstereoeval.score.rules as score_rules
 import unstereo.workflow.rules as model_rules
 from unstereo import cli_options
@@ -21,12 +20,12 @@ def _capture_command():
 
     @click.command()
     @click.argument("model")
-    @model_request.options()
+    @cli_options.request_options()
     @click.option("--chunk-size", default=500, type=int)
     @cli_options.reference_quirks("quirks")
     @cli_options.settings("score")
     def cmd(model, chunk_size, reference_quirks, **values):
-        seen["request"] = model_request.request_from_cli(model, values)
+        seen["request"] = cli_options.request_from_cli(model, values)
         seen["other"] = (chunk_size, reference_quirks)
 
     return cmd, seen
@@ -102,7 +101,7 @@ def test_biastest_score_settings_give_the_flags_request(monkeypatch):
         }
     )
     seen = []
-    build = model_request.request_from_cli
+    build = cli_options.request_from_cli
 
     class Stop(Exception):
         pass
@@ -111,7 +110,7 @@ def test_biastest_score_settings_give_the_flags_request(monkeypatch):
         seen.append(build(model, values, param))
         raise Stop
 
-    monkeypatch.setattr(model_request, "request_from_cli", capture)
+    monkeypatch.setattr(cli_options, "request_from_cli", capture)
     for name in ("b", "g"):
         base = [bt.model_arg(config, name, []), __file__, "-o", "x.parquet", "--threads", "1"]  # as the rule
         for extra in (
@@ -124,23 +123,27 @@ def test_biastest_score_settings_give_the_flags_request(monkeypatch):
     assert seen[0].scorer == "crows-pairs" and seen[0].batch_size == 3 and seen[2].scorer == "causal"
 
 
-def _received(command, args, monkeypatch, decorate):
-    """The values ``command`` hands its body for ``args`` (the body replaced by a recorder under ``decorate``)."""
-    seen = {}
-
-    def record(**kwargs):
-        seen.update(kwargs)
-
-    monkeypatch.setattr(command, "callback", decorate(record))
-    result = CliRunner().invoke(command, args, catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    seen.pop("settings", None)
-    return seen
+class _Built(Exception):
+    """Stops a command once its settings object is built (carrying it)."""
 
 
-def test_biastest_settings_give_pairs_and_summary_the_former_flags(tmp_path, monkeypatch):
-    """The biastest rules' --settings JSON (the stage's seed folded in) gives `biastest pairs` and `summary` the
-    values the flags the rules passed before gave them (nested keys: released.*, bootstrap.*)."""
+def _received(command, args, monkeypatch, section):
+    """The settings object ``command`` builds from ``args`` with ``section`` (stopped before its body runs)."""
+    build = section.build
+
+    def record(*a, **kw):
+        raise _Built(build(*a, **kw))
+
+    monkeypatch.setattr(section, "build", record)
+    result = CliRunner().invoke(command, args)
+    monkeypatch.setattr(section, "build", build)
+    assert isinstance(result.exception, _Built), result.output
+    return result.exception.args[0]
+
+
+def test_biastest_settings_and_the_flags_give_pairs_and_summary_the_same_settings(tmp_path, monkeypatch):
+    """The biastest rules' --settings JSON (the stage's seed folded in) and the flags generated from the schema give
+    `biastest pairs` and `summary` the same settings object (nested keys: released.*, bootstrap.*)."""
     import unstereo.biastest.rules as bt
     from unstereo.biastest import cli
 
@@ -151,14 +154,22 @@ def test_biastest_settings_give_pairs_and_summary_the_former_flags(tmp_path, mon
     settings = bt.settings_json(config, seed=9)
     table = tmp_path / "t.parquet"
     table.write_text("")
+    pairs_keys = ("sources", "template", "released", "seed", "max_pairs_per_spec", "reference_quirks")
     cases = [
         (cli.pairs_cmd, ["SPEC", "-o", "p.parquet"],
-         ["--sources", "template", "--template", "release", "--generator", "megatron", "--runs", "1,3",
-          "--seed", "9", "--max-pairs-per-spec", "5", "--reference-quirks"]),
+         ["--sources", "template", "--template", "release", "--released-generator", "megatron", "--released-runs",
+          "1", "--released-runs", "3", "--seed", "9", "--max-pairs-per-spec", "5", "--reference-quirks"], pairs_keys),
         (cli.summarize_cmd, ["--pairs", str(table), "--scores", str(table), "-o", str(tmp_path)],
-         ["--rounds", "7", "--per-attribute", "2", "--seed", "9", "--reference-quirks"]),
+         ["--bootstrap-rounds", "7", "--bootstrap-per-attribute", "2", "--seed", "9", "--reference-quirks"],
+         ("bootstrap", "seed", "reference_quirks")),
     ]  # fmt: skip
-    for command, base, flags in cases:
-        via_flags = _received(command, [*base, *flags], monkeypatch, cli.biastest_settings)
-        via_settings = _received(command, [*base, "--settings", settings], monkeypatch, cli.biastest_settings)
-        assert via_settings == via_flags, command.name
+    for command, base, flags, keys in cases:
+        via_settings = _received(command, [*base, "--settings", settings], monkeypatch, cli.SECTION)
+        via_flags = _received(command, [*base, *flags], monkeypatch, cli.SECTION)
+        for key in keys:  # what the command reads
+            assert getattr(via_settings, key) == getattr(via_flags, key), (command.name, key)
+        assert (via_settings.seed, via_settings.bootstrap.rounds, via_settings.released.runs) == (
+            9,
+            7,
+            [1, 3],
+        )

@@ -118,8 +118,8 @@ def score_options(config: dict[str, Any], name: str) -> str:
 def settings_json(config: dict[str, Any], seed: int | None = None) -> str:
     """``--settings`` of ``unstereo biastest generate`` and ``summary``: the biastest section as JSON (without
     ``models`` and ``per_spec``, :data:`DROP`; :func:`unstereo.workflow.rules.settings_json`), ``seed`` (the stage's,
-    derived by the rule) folded in. The commands find each option at its key
-    (:data:`unstereo.biastest.cli.SECTION_KEYS`); the rules pass no config value as a flag beside it. ``pairs``
+    derived by the rule) folded in. The commands get it whole as their settings object
+    (:data:`unstereo.biastest.cli.SECTION`); the rules pass no config value as a flag beside it. ``pairs``
     takes :func:`pairs_settings`."""
     return model_rules.settings_json(config["biastest"], seed=seed, drop=DROP)
 

@@ -65,7 +65,7 @@ rule biastest_generate:
         out_dir=lambda wc, output: Path(output.pairs).parent,
     shell:
         "unstereo biastest generate {params.spec:q} -o {params.out_dir} --settings {params.settings:q}"
-        " {params.reference} {params.external} --cache {params.cache:q} --threads {threads} > {log} 2>&1"
+        " {params.reference} {params.external} --generate-cache {params.cache:q} --threads {threads} > {log} 2>&1"
 
 
 rule biastest_pairs:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -177,15 +178,32 @@ def load_section(
     """A copy of config section ``name`` (e.g. ``generate``, ``sentiment``, ``biastest``) validated against its
     schema file alone, every default filled in; errors name ``<name>.<key>``. The one reader of a section given on
     its own (a stage's ``--settings``); :func:`validate_config` reads a whole config."""
+    path = section_schema_path(name, schema_dir)
+    # every schema file it may $ref: the shared ones and the other sections' (biastest -> score.schema.yaml)
+    validator = _DefaultValidator(read_schema(path), registry=config_schema(schema_dir)[1])
+    return check(validator, copy.deepcopy(section or {}), prefix=name)
+
+
+def section_schema_path(name: str, schema_dir: str | Path | None = None) -> Path:
+    """The schema file of config section ``name`` (a method's, from the registry, or a shared one)."""
     from unstereo import method_registry
 
     schema_dir = Path(schema_dir) if schema_dir else SCHEMA_DIR
     path = method_registry.config_sections(schema_dir).get(name) or schema_dir / f"{name}.schema.yaml"
     if not path.is_file():
         raise ConfigError(f"no schema file for config section {name!r}: {path}", key=name)
-    # every schema file it may $ref: the shared ones and the other sections' (biastest -> score.schema.yaml)
-    validator = _DefaultValidator(_load_yaml(path), registry=config_schema(schema_dir)[1])
-    return check(validator, copy.deepcopy(section or {}), prefix=name)
+    return path
+
+
+def read_schema(path: Path) -> dict[str, Any]:
+    """A schema file's contents (YAML)."""
+    return _load_yaml(path)
+
+
+def validate_section(name: str, schema: Mapping[str, Any], section: dict[str, Any] | None) -> dict[str, Any]:
+    """A copy of ``section`` validated against ``schema`` (a self-contained schema: no reference to another file),
+    every default filled in; errors name ``<name>.<key>``."""
+    return check(_DefaultValidator(schema), copy.deepcopy(section or {}), prefix=name)
 
 
 def read_section_arg(value: str | None, name: str) -> dict[str, Any]:

@@ -8,60 +8,13 @@ from pathlib import Path
 
 import click
 
-import unstereo.models.request as model_request
 from unstereo import cli_options
+from unstereo.config.settings import section
 from unstereo.errors import InputError
 
-PAIR = "ORIGINAL:PERTURBED"
-
-
-class _PairType(click.ParamType):
-    """``ORIGINAL:PERTURBED`` on the command line, ``[original, perturbed]`` in the config section."""
-
-    name = PAIR
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, (list, tuple)) and len(value) == 2:
-            a, b = (str(x) for x in value)
-        elif isinstance(value, str):
-            a, sep, b = value.partition(":")
-            if not sep:
-                self.fail(f"{value!r} is not {PAIR}", param, ctx)
-        else:
-            self.fail(f"{value!r} is not {PAIR}", param, ctx)
-        if not a.strip() or not b.strip():
-            self.fail(f"{value!r} is not {PAIR}", param, ctx)
-        return a.strip(), b.strip()
-
-
-PAIR_TYPE = _PairType()
-
-
-#: Where each command's options sit in the fairpair section (``--settings``; an option not listed takes the
-#: section's key of its own name). ``llm_model``: the LLM perturbation's model is an argument the rule resolves
-#: (``--llm-perturb``), given only with ``perturbation.method: llm``.
-SECTION_KEYS = {
-    "prompt_file": "prompts.file",
-    "occupations": "prompts.occupations",
-    "names": "prompts.names",
-    "descriptors": "prompts.descriptors",
-    "template": "prompts.template",
-    "max_prompts": "prompts.max_prompts",
-    "words": "perturbation.words",
-    "default_pronouns": "perturbation.default_pronouns",
-    "llm_model": None,
-    "llm_max_tokens": "perturbation.llm.max_tokens",
-    "max_dissimilarity": "perturbation.llm.max_dissimilarity",
-    "groups": "perturbation.llm.groups",
-    "max_ngram": "ngrams.max_n",
-    "top_ngrams": "ngrams.top",
-    "n_boot": "bootstrap",
-}
-
-
-def fairpair_settings(*, required=()):
-    """``--settings``: the fairpair section (the workflow passes it; :func:`unstereo.cli_options.settings`)."""
-    return cli_options.settings("fairpair", keys=SECTION_KEYS, required=required)
+#: The fairpair section's settings (fairpair.schema.yaml): every command gets them whole as ``settings``
+#: (``--settings``, the workflow passes the section), with override flags generated from the schema.
+SECTION = section("fairpair")
 
 
 def read_perturbation(path: str | Path):
@@ -82,47 +35,35 @@ def group() -> None:
 
 @group.command("prompts")
 @cli_options.output("writes prompts.parquet and perturbation.json here", kind="dir", dest="out_dir")
-@click.option("--file", "prompt_file", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="user prompts (.csv/.jsonl/.parquet: prompt [, prompt_id, perturbed_prompt]) instead of Common Sents")  # fmt: skip
-@click.option("--occupations", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="Winogender occupations-stats.tsv [default: $UNSTEREO_EXTERNAL_DIR/reference/winogender/data/...]")  # fmt: skip
-@click.option("--name", "names", multiple=True, type=PAIR_TYPE,
-              help=f"name pair {PAIR} (repeatable) [default: John:Jane]")  # fmt: skip
-@click.option("--descriptor", "descriptors", multiple=True, type=PAIR_TYPE,
-              help=f"descriptor pair {PAIR} (repeatable) [default: man:woman]")  # fmt: skip
-@click.option("--word", "words", multiple=True, type=PAIR_TYPE,
-              help=f"further word pair {PAIR} p replaces in any case (repeatable), e.g. pronouns")  # fmt: skip
-@click.option("--default-pronouns/--no-default-pronouns", default=True, show_default=True,
-              help="add he:she, him:her, his:her, himself:herself to the words")  # fmt: skip
-@click.option(
-    "--template", default=None, help="Common Sents template with {name}, {descriptor}, {occupation}"
-)
-@click.option("--max-prompts", type=click.IntRange(1), default=None, help="keep the first N prompts")
-@fairpair_settings()
-def prompts_cmd(out_dir, prompt_file, occupations, names, descriptors, words, default_pronouns, template,
-                max_prompts) -> None:  # fmt: skip
+@SECTION.command("prompts.file", "prompts.occupations", "prompts.names", "prompts.descriptors", "perturbation.words",
+                 "perturbation.default_pronouns", "prompts.template", "prompts.max_prompts")  # fmt: skip
+def prompts_cmd(out_dir, settings) -> None:
     """Build the prompt table (x and p(x)) and the rule-based perturbation p."""
     from unstereo.fairpair.perturb import PRONOUNS_MALE_TO_FEMALE, RulePerturbation
-    from unstereo.fairpair.prompts import TEMPLATE, common_sents, read_occupations, read_prompt_file
+    from unstereo.fairpair.prompts import common_sents, read_occupations, read_prompt_file
     from unstereo.fairpair.schemas import PROMPTS
     from unstereo.io import write_json
     from unstereo.models.spec import external_dir_default
     from unstereo.tables import write_table
 
-    name_pairs = list(names) or [("John", "Jane")]
-    desc_pairs = list(descriptors) or [("man", "woman")]
-    word_map = {**(PRONOUNS_MALE_TO_FEMALE if default_pronouns else {}), **dict(desc_pairs),
+    p_cfg = settings.prompts
+    name_pairs = [tuple(pair) for pair in p_cfg.names]
+    desc_pairs = [tuple(pair) for pair in p_cfg.descriptors]
+    words = [tuple(pair) for pair in settings.perturbation.words]
+    word_map = {**(PRONOUNS_MALE_TO_FEMALE if settings.perturbation.default_pronouns else {}), **dict(desc_pairs),
                 **dict(words)}  # fmt: skip
     try:
         p = RulePerturbation(dict(name_pairs), word_map)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
-    if prompt_file:
-        table = read_prompt_file(prompt_file, p, max_prompts)
+    if p_cfg.file:
+        table = read_prompt_file(p_cfg.file, p, p_cfg.max_prompts)
     else:
-        occ_path = occupations or external_dir_default() / "reference/winogender/data/occupations-stats.tsv"
+        occ_path = (
+            p_cfg.occupations or external_dir_default() / "reference/winogender/data/occupations-stats.tsv"
+        )
         table = common_sents(
-            read_occupations(occ_path), name_pairs, desc_pairs, p, template or TEMPLATE, max_prompts
+            read_occupations(occ_path), name_pairs, desc_pairs, p, p_cfg.template, p_cfg.max_prompts
         )
     out = Path(out_dir)
     write_table(table, out / "prompts.parquet", PROMPTS)
@@ -135,38 +76,15 @@ def prompts_cmd(out_dir, prompt_file, occupations, names, descriptors, words, de
 @click.argument("prompts_dir", type=click.Path(exists=True, file_okay=False))
 @cli_options.output("writes samples.parquet, perturbations.parquet, continuations.parquet, usage.json here",
                     kind="dir", dest="out_dir")  # fmt: skip
-@click.option(
-    "-n", "--n", "n", type=click.IntRange(2), default=100, show_default=True, help="samples per side"
-)
-@click.option("--temperature", type=click.FloatRange(0, min_open=True), default=1.0, show_default=True)
-@click.option("--top-p", type=click.FloatRange(0, 1, min_open=True), default=0.9, show_default=True)
-@click.option("--max-new-tokens", type=click.IntRange(1), default=128, show_default=True)
-@cli_options.seed(0, "sample j of x and of p(x) uses seed SEED + j")
-@cli_options.sample_batch_size
-@click.option(
-    "--concurrency", type=click.IntRange(1), default=4, show_default=True, help="endpoint: parallel calls"
-)
-@click.option("--chunk-size", type=click.IntRange(1), default=64, show_default=True,
-              help="prompt sides per resumable chunk")  # fmt: skip
-@model_request.device_option()
-@model_request.dtype_option()
-@click.option(
-    "--cache", type=click.Path(dir_okay=False), default=None, help="SQLite LLM cache (default: none)"
-)
 @cli_options.threads
 @click.option("--llm-perturb", "llm_model", default=None,
               help="perturb the continuations of x with this chat model (the paper's prompt and filters) "
                    "instead of the rules")  # fmt: skip
-@click.option("--llm-max-tokens", type=click.IntRange(1), default=256, show_default=True)
-@click.option("--max-dissimilarity", type=click.FloatRange(0, 1), default=0.15, show_default=True,
-              help="LLM perturbation: largest Jaccard dissimilarity to the input")  # fmt: skip
-@click.option("--group", "groups", nargs=2, default=("male", "female"), show_default=True,
-              help="LLM perturbation: the two groups named in the instruction")  # fmt: skip
 @cli_options.model_options
-@fairpair_settings()
-def sample_cmd(model, prompts_dir, out_dir, n, temperature, top_p, max_new_tokens, seed, batch_size, concurrency,
-               chunk_size, device, dtype, cache, threads, llm_model, llm_max_tokens, max_dissimilarity, groups,
-               api_key_env, external_dir) -> None:  # fmt: skip
+@SECTION.command("n", "temperature", "top_p", "max_new_tokens", "seed", "batch_size", "concurrency", "chunk_size",
+                 "device", "dtype", "cache", "perturbation.llm.max_tokens", "perturbation.llm.max_dissimilarity",
+                 "perturbation.llm.groups")  # fmt: skip
+def sample_cmd(model, prompts_dir, out_dir, threads, llm_model, api_key_env, external_dir, settings) -> None:
     """Sample N continuations of x and of p(x) for every prompt of PROMPTS_DIR with MODEL and apply p to those of x.
 
     PROMPTS_DIR is the output of `unstereo fairpair prompts`. Resumable (chunks beside continuations.parquet) and
@@ -183,24 +101,30 @@ def sample_cmd(model, prompts_dir, out_dir, n, temperature, top_p, max_new_token
     prompts = read_table(pdir / "prompts.parquet", PROMPTS)
     perturbation = read_perturbation(pdir / "perturbation.json")
     # The model options, whole: the sampled model's request (and the perturbing model's, with the same options).
-    values = {"device": device, "dtype": dtype, "batch_size": batch_size, "threads": threads,
-              "external_dir": external_dir, "api_key_env": api_key_env}  # fmt: skip
-    request = model_request.request_from_cli(model, values)
+    values = {"device": settings.device, "dtype": settings.dtype, "batch_size": settings.batch_size,
+              "threads": threads, "external_dir": external_dir, "api_key_env": api_key_env}  # fmt: skip
+    request = cli_options.request_from_cli(model, values)
     request.apply_threads()
-    settings = SampleSettings(n, temperature, top_p, max_new_tokens, (), seed)
+    # seed null: the section's "derived from the global seed" is the rule's; a command run alone starts at 0
+    sampling = SampleSettings(settings.n, settings.temperature, settings.top_p, settings.max_new_tokens, (),
+                              settings.seed if settings.seed is not None else 0)  # fmt: skip
     out = Path(out_dir)
-    client = make_client(request, cache=cache, concurrency=concurrency)
+    cache = settings.cache  # null: none here (the rule passes the shared one)
+    client = make_client(request, cache=cache, concurrency=settings.concurrency)
     try:
-        samples = sample_fairpairs(client, prompts, out / "continuations.parquet", settings,
-                                   chunk_size=chunk_size, source=pdir / "prompts.parquet")  # fmt: skip
+        samples = sample_fairpairs(client, prompts, out / "continuations.parquet", sampling,
+                                   chunk_size=settings.chunk_size, source=pdir / "prompts.parquet")  # fmt: skip
         client.write_usage(out / "usage.json")
     finally:
         client.close()
     if llm_model:
-        prequest = model_request.request_from_cli(llm_model, values, param="--llm-perturb")
-        pclient = make_client(prequest, cache=cache, concurrency=concurrency)
+        prequest = cli_options.request_from_cli(llm_model, values, param="--llm-perturb")
+        pclient = make_client(prequest, cache=cache, concurrency=settings.concurrency)
         try:
-            psettings = LLMPerturbSettings(groups[0], groups[1], llm_max_tokens, max_dissimilarity)
+            llm = settings.perturbation.llm
+            psettings = LLMPerturbSettings(
+                llm.groups[0], llm.groups[1], llm.max_tokens, llm.max_dissimilarity
+            )
             samples, perturbations = map_llm(samples, prompts, pclient, psettings)
             pclient.write_usage(out / "perturb_usage.json")
         finally:
@@ -220,44 +144,28 @@ def sample_cmd(model, prompts_dir, out_dir, n, temperature, top_p, max_new_token
     "writes per_prompt.parquet, curves.parquet, ngrams.parquet here", kind="dir", dest="out_dir"
 )
 @click.option("--model", "model_name", required=True, help="the model's short name (the `model` column)")
-@click.option(
-    "-n", "--n", "n", type=click.IntRange(2), default=None, help="samples per side that were drawn [required]"
-)
-@click.option(
-    "--folds", "folds", type=click.IntRange(2), multiple=True, help="further fold counts k (repeatable)"
-)
-@click.option("--phi", "phis", type=click.Choice(["jaccard", "sentiment"]), multiple=True,
-              help="dissimilarities [default: both]")  # fmt: skip
-@click.option("--max-ngram", type=click.IntRange(1), default=4, show_default=True)
-@click.option("--top-ngrams", type=click.IntRange(1), default=15, show_default=True)
-@fairpair_settings(required=("n",))
-def metrics_cmd(samples, out_dir, model_name, n, folds, phis, max_ngram, top_ngrams) -> None:
+@SECTION.command("n", "folds", "phis", "ngrams.max_n", "ngrams.top", required=("n",))
+def metrics_cmd(samples, out_dir, model_name, settings) -> None:
     """B, V_gp, V_pg, F per prompt (k = n and each --folds k), the curves of Figures 3-4 and the n-grams of Figure 6."""
     from unstereo.fairpair.compute import over_represented, per_prompt
-    from unstereo.fairpair.metrics import PHIS
     from unstereo.fairpair.schemas import CURVES, NGRAMS, PER_PROMPT, SAMPLES
     from unstereo.tables import read_table, write_table
 
     df = read_table(samples, SAMPLES)
-    per, curves = per_prompt(df, model_name, n, folds, phis or PHIS)
+    per, curves = per_prompt(df, model_name, settings.n, tuple(settings.folds), tuple(settings.phis))
     out = Path(out_dir)
     write_table(per, out / "per_prompt.parquet", PER_PROMPT)
     write_table(curves, out / "curves.parquet", CURVES)
-    write_table(over_represented(df, model_name, max_ngram, top_ngrams), out / "ngrams.parquet", NGRAMS)
+    ngrams = over_represented(df, model_name, settings.ngrams.max_n, settings.ngrams.top)
+    write_table(ngrams, out / "ngrams.parquet", NGRAMS)
     click.echo(f"{out}: {len(per)} per-prompt rows", err=True)
 
 
 @group.command("summary")
 @click.argument("per_prompt", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @cli_options.output("summary table (.parquet or .csv)")
-@click.option("--bootstrap", "n_boot", type=click.IntRange(1), default=1000, show_default=True,
-              help="bootstrap resamples of the prompts")  # fmt: skip
-@click.option(
-    "--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95, show_default=True
-)
-@cli_options.seed(0, "bootstrap seed")
-@fairpair_settings()
-def summary_cmd(per_prompt, output, n_boot, level, seed) -> None:
+@SECTION.command("bootstrap", "level", "seed")
+def summary_cmd(per_prompt, output, settings) -> None:
     """Means over prompts per (model, phi, k), bootstrap interval of mean F and the paired t-test of B against V."""
     import pandas as pd
 
@@ -266,7 +174,8 @@ def summary_cmd(per_prompt, output, n_boot, level, seed) -> None:
     from unstereo.tables import read_table, write_table
 
     per = pd.concat([read_table(p, PER_PROMPT) for p in per_prompt], ignore_index=True)
-    write_table(summarize(per, n_boot, level, seed), output, SUMMARY)
+    seed = settings.seed if settings.seed is not None else 0  # as in sample_cmd
+    write_table(summarize(per, settings.bootstrap, settings.level, seed), output, SUMMARY)
     click.echo(f"{output}: {per['model'].nunique()} model(s)", err=True)
 
 
@@ -277,21 +186,13 @@ def summary_cmd(per_prompt, output, n_boot, level, seed) -> None:
 )
 @click.option("--curves", multiple=True, required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("--ngrams", multiple=True, required=True, type=click.Path(exists=True, dir_okay=False))
-@click.option(
-    "-n",
-    "--n",
-    "n",
-    type=click.IntRange(2),
-    default=None,
-    help="samples per side (the k of Table 3) [required]",
-)
 @cli_options.output(
     "writes fairpair_table3.{csv,md,tex,html}, fairpair_f.{csv,md,tex,html} and fairpair_*.png here",
     kind="dir",
     dest="out_dir",
 )
-@fairpair_settings(required=("n",))
-def report_cmd(summary, per_prompt, curves, ngrams, n, out_dir) -> None:
+@SECTION.command("n", required=("n",))
+def report_cmd(summary, per_prompt, curves, ngrams, out_dir, settings) -> None:
     """Table 3 and Figures 3-6 of the paper for the models of SUMMARY."""
     import pandas as pd
 
@@ -303,6 +204,7 @@ def report_cmd(summary, per_prompt, curves, ngrams, n, out_dir) -> None:
         return pd.concat([read_table(p, schema) for p in paths], ignore_index=True)
 
     out = Path(out_dir)
+    n = settings.n
     write_table3(read_table(summary, SUMMARY), n, out)
     c = cat(curves, CURVES)
     plot_curves(c, "samples", out / "fairpair_samples.png")

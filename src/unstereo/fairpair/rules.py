@@ -37,20 +37,20 @@ def prompt_inputs(section: dict[str, Any], manifest: Callable[[str], str]) -> di
 
 
 def prompt_file_option(inputs: Any) -> str:
-    """The prompt source of ``unstereo fairpair prompts`` as the path option the rule's (named) ``inputs`` give:
-    ``--file`` (a user prompt file) or ``--occupations`` (the configured file, else the reference resource's
-    Winogender one). Every other setting travels in ``--settings`` (:func:`settings`)."""
+    """The prompt source of ``unstereo fairpair prompts`` as the path the rule's (named) ``inputs`` give, over the
+    section's key: ``--prompts-file`` (a user prompt file) or ``--prompts-occupations`` (the configured file, else
+    the reference resource's Winogender one). Every other setting travels in ``--settings`` (:func:`settings`)."""
     if getattr(inputs, "file", None):
-        return f"--file {shlex.quote(str(inputs.file))}"
+        return f"--prompts-file {shlex.quote(str(inputs.file))}"
     if getattr(inputs, "occupations", None):
-        return f"--occupations {shlex.quote(str(inputs.occupations))}"
-    return f"--occupations {shlex.quote(str(Path(str(inputs.reference)).parent / OCCUPATIONS))}"
+        return f"--prompts-occupations {shlex.quote(str(inputs.occupations))}"
+    return f"--prompts-occupations {shlex.quote(str(Path(str(inputs.reference)).parent / OCCUPATIONS))}"
 
 
 def settings(section: dict[str, Any], seed: int | None = None) -> str:
     """``--settings`` of the fairpair commands: the section as JSON (:func:`unstereo.workflow.rules.settings_json`,
-    without ``models``), ``seed`` (the seed the rule derives) folded in. The commands find each option at its key
-    (:data:`unstereo.fairpair.cli.SECTION_KEYS`); the rules pass no config value as a flag beside it."""
+    without ``models``), ``seed`` (the seed the rule derives) folded in. Each command gets the section whole as its
+    settings object (:data:`unstereo.fairpair.cli.SECTION`); the rules pass no config value as a flag beside it."""
     return model_rules.settings_json(section, seed=seed)
 
 

@@ -7,7 +7,6 @@ import json
 
 import click
 
-import unstereo.models.request as model_request
 from unstereo import cli_options
 
 _CLIENT_OPTIONS = (
@@ -16,9 +15,9 @@ _CLIENT_OPTIONS = (
     ),
     click.option("--timeout", type=float, default=60.0, show_default=True, help="seconds per HTTP request"),
     click.option("--max-retries", type=int, default=6, show_default=True),
-    model_request.device_option(),
-    model_request.dtype_option(),
-    model_request.sampling_products_option(),
+    cli_options.device_option(),
+    cli_options.dtype_option(),
+    cli_options.sampling_products_option(),
     click.option(
         "--usage", "usage_path", type=click.Path(dir_okay=False), default=None, help="write usage JSON here"
     ),
@@ -56,7 +55,7 @@ def chat(model, message, system, temperature, top_p, max_tokens, seed, as_json, 
 
     options = {"device": device, "dtype": dtype, "sampling_products": sampling_products, "external_dir": external_dir,
                "api_key_env": api_key_env}  # fmt: skip
-    request = model_request.request_from_cli(model, {**options, "batch_size": 1})
+    request = cli_options.request_from_cli(model, {**options, "batch_size": 1})
     client = make_client(request, cache=cache, timeout=timeout, max_retries=max_retries)
     try:
         messages = ((("system", system),) if system else ()) + (("user", message),)
@@ -125,7 +124,7 @@ def continue_(model, prompts, output, n, temperature, top_p, max_new_tokens, sto
 
     options = {"device": device, "dtype": dtype, "sampling_products": sampling_products, "external_dir": external_dir,
                "api_key_env": api_key_env}  # fmt: skip
-    request = model_request.request_from_cli(model, {**options, "batch_size": batch_size})
+    request = cli_options.request_from_cli(model, {**options, "batch_size": batch_size})
     table = read_prompts(prompts)
     try:
         settings = SampleSettings(n, temperature, top_p, max_new_tokens, tuple(stop), seed)

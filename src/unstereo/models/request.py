@@ -1,6 +1,7 @@
 """One model run, one object: :class:`ModelRequest` (the model spec resolved once, the scorer kind, dtype, device,
 batch size, threads) built in one place, :func:`model_request`, from a config section or from a command's options
-(the same keys: :data:`REQUEST_KEYS`), and the one click decorator that declares those options, :func:`options`.
+(the same keys: :data:`REQUEST_KEYS`); the click options that declare those keys on a command are the CLI layer's
+(:func:`unstereo.cli_options.request_options`, :func:`unstereo.cli_options.request_from_cli`).
 
 The request travels whole: :func:`unstereo.scoring.registry.scorer_for` turns it into (run description, scorer
 factory) for any scorer kind; :func:`unstereo.llm.make_client` hands it to the local LLM backend
@@ -9,10 +10,12 @@ backend. The scorers, the classifiers and the local backend load it with :func:`
 device resolved once, here (:attr:`ModelRequest.resolved_device`).
 :func:`unstereo.models.spec.resolve_model` runs once per request, here; the commands that run a model (score,
 robustness, BiasTestGPT score and generation, the generate stage, sentiment sample and debias, FairPair sample
-and ``unstereo llm``) build their requests with :func:`model_request` / :func:`request_from_cli` and pass them on whole.
+and ``unstereo llm``) build their requests with :func:`model_request` (from the command line:
+:func:`unstereo.cli_options.request_from_cli`) and pass them on whole.
 
-This module imports only click, the standard library and :mod:`unstereo.cli_options` at import time (every stage
-CLI imports it).
+This module imports only the standard library and :mod:`unstereo.engine.kernels` (a constant) at import time (every
+stage CLI imports it, through
+:mod:`unstereo.cli_options`).
 """
 
 from __future__ import annotations
@@ -23,9 +26,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import click
-
-from unstereo import cli_options
 from unstereo.engine.kernels import SAMPLING_PRODUCTS
 
 if TYPE_CHECKING:
@@ -162,133 +162,3 @@ def as_request(model: Any, *, key: str = "model", external_dir: str | Path | Non
     if isinstance(model, ModelSpec):
         return ModelRequest(spec=model)
     return model_request({"model": model}, key=key, external_dir=external_dir)
-
-
-def request_from_cli(model: str, values: Mapping[str, Any], param: str = "MODEL") -> ModelRequest:
-    """:func:`model_request` of a command's MODEL argument and options; a bad spec is a usage error naming
-    ``param``."""
-    from unstereo.errors import ConfigError
-
-    try:
-        return model_request(values, key=param, external_dir=values.get("external_dir"),
-                             api_key_env=values.get("api_key_env"), model=model)  # fmt: skip
-    except ConfigError as exc:
-        raise click.BadParameter(str(exc), param_hint=param) from exc
-
-
-# ------------------------------------------------------------------------------------------------ the decorator
-#: resolve_dtype's short names, accepted too (the LLM commands took any string before).
-_DTYPE_ALIASES = ("fp32", "bf16", "fp16")
-_DEVICE_HELP = "auto (cuda > mps > cpu), cpu, cuda, cuda:1, mps."
-_DTYPE_HELP = "Weights dtype; auto = float32 on CPU, bfloat16 on GPU. Log-probs are always computed in fp32."
-
-
-def device_option(default: str | None = "auto"):
-    """``--device``, the one declaration (``default=None``: a command whose settings give the device)."""
-    help_ = _DEVICE_HELP if default is not None else f"{_DEVICE_HELP} Overrides the settings' device."
-    return click.option("--device", default=default, show_default=default is not None, help=help_)
-
-
-def dtype_option(default: str | None = "auto"):
-    """``--dtype``, the one declaration."""
-    return click.option(
-        "--dtype",
-        default=default,
-        show_default=default is not None,
-        type=click.Choice([*DTYPES, *_DTYPE_ALIASES]),
-        help=_DTYPE_HELP,
-    )
-
-
-def sampling_products_option():
-    """``--sampling-products``, the one declaration (commands that sample from a local model)."""
-    return click.option(
-        "--sampling-products",
-        default="float32",
-        show_default=True,
-        type=click.Choice(list(SAMPLING_PRODUCTS)),
-        help="Products of a local model's sampling on the CPU: bfloat16 (on a CPU with native bf16, else fp32) or int8 "
-        "(outlier columns in fp32) hold the weights in half or a quarter of fp32's memory and take less time, with other "
-        "samples than float32's (cached apart); scores are fp32 whatever this says.",
-    )
-
-
-_MODEL_OPTIONS = {
-    "gguf_file": click.option(
-        "--gguf-file", default=None, help="GGUF file inside MODEL (a folder); or pass MODEL as a .gguf path."
-    ),
-    "revision": click.option(
-        "--revision", default=None, help="Hub revision (branch, tag or commit) of MODEL."
-    ),
-    "batch_size": cli_options.batch_size,
-    "max_batch_size": click.option(
-        "--max-batch-size",
-        default=None,
-        type=click.IntRange(1),
-        help="Starting batch size of 'auto' (default: 32 on CPU, 128 on CUDA).",
-    ),
-    "dtype": dtype_option(),
-    "device": device_option(),
-    "bos_policy": click.option(
-        "--bos-policy",
-        default="auto",
-        show_default=True,
-        type=click.Choice(list(BOS_POLICIES)),
-        help="Token before each sentence: auto = BOS, else EOS, else none (first token not scored).",
-    ),
-}
-_MASKED = click.option("--masked", is_flag=True, help="MODEL is a masked LM: score by pseudo-log-likelihood.")
-
-
-def options(*, masked: str = "pll", bos_policy: bool = True):
-    """The model options of a command that runs a model, declared once: --gguf-file, --revision, --masked,
-    --batch-size, --max-batch-size, --dtype, --device, --bos-policy (``bos_policy=False``: without it).
-    ``masked="pll"``: ``--masked`` scores by pseudo-log-likelihood; ``masked="choice"``: ``--masked`` with
-    ``--masked-scorer`` (one of the four masked kinds, default ``biastestgpt``). Pass the command's options to
-    :func:`request_from_cli`."""
-    if masked == "pll":
-        masked_options = [_MASKED]
-    else:
-        masked_options = [
-            click.option("--masked", is_flag=True, help="MODEL is a masked LM, scored by --masked-scorer."),
-            click.option(
-                "--masked-scorer",
-                type=click.Choice(list(MASKED_KINDS)),
-                default="biastestgpt",
-                show_default=True,
-                help="masked-LM score: the authors' (mean raw logit of the group term at one [MASK]), "
-                "pseudo-log-likelihood, CrowS-Pairs (shared tokens), All Unmasked Likelihood",
-            ),
-        ]
-    chosen = [
-        _MODEL_OPTIONS["gguf_file"],
-        _MODEL_OPTIONS["revision"],
-        *masked_options,
-        _MODEL_OPTIONS["batch_size"],
-        _MODEL_OPTIONS["max_batch_size"],
-        _MODEL_OPTIONS["dtype"],
-        _MODEL_OPTIONS["device"],
-    ]
-    if bos_policy:
-        chosen.append(_MODEL_OPTIONS["bos_policy"])
-
-    def decorate(f):
-        for option in reversed(chosen):
-            f = option(f)
-        return f
-
-    return decorate
-
-
-def resolve_cli_model(
-    model: str, api_key_env: str | None, external_dir: str | None, param: str = "MODEL", **extra: str | None
-):
-    """The ModelSpec of a command's MODEL string (``extra``: ``gguf_file``/``revision`` options on top); a bad spec
-    is a usage error naming the parameter."""
-    from unstereo.errors import ConfigError
-    from unstereo.models.spec import resolve_model
-
-    try:
-        return resolve_model(model, external_dir, key=param, api_key_env=api_key_env, **extra)
-    except ConfigError as exc:
-        raise click.BadParameter(str(exc), param_hint=param) from exc

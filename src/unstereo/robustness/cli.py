@@ -6,7 +6,6 @@ from pathlib import Path
 
 import click
 
-import unstereo.models.request as model_request
 from unstereo import cli_options
 from unstereo.defaults import DEFAULT_EPS
 from unstereo.unstereoeval.api import score_settings, scorer_options
@@ -95,7 +94,7 @@ def score(
     model, pairs, output, name, cost_out, chunk_size, cache_path, no_cache, reference_quirks, **model_options
 ) -> None:
     """Score the construction tables PAIRS (of one benchmark) under MODEL, through the score cache."""
-    request = model_request.request_from_cli(model, model_options)
+    request = cli_options.request_from_cli(model, model_options)
     request.apply_threads()
     from unstereo.robustness.run import score_constructions
     from unstereo.scoring.cache import resolve_cache_path

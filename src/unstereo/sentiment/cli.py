@@ -7,7 +7,6 @@ from pathlib import Path
 
 import click
 
-import unstereo.models.request as model_request
 from unstereo import cli_options
 
 TEMPLATES_HELP = (
@@ -68,7 +67,7 @@ def sample_cmd(model, output, settings, templates_dir, opinion_lexicon, cache, s
     from unstereo.sentiment.settings import read_settings, resource_path
 
     cfg = read_settings(settings)
-    request = model_request.request_from_cli(model, {
+    request = cli_options.request_from_cli(model, {
         "device": cfg["device"], "dtype": cfg["dtype"], "batch_size": cfg["batch_size"], "threads": threads,
         "external_dir": external_dir, "api_key_env": api_key_env,
     })  # fmt: skip
@@ -167,7 +166,7 @@ cli_options.alias(group, figures_cmd, "figures")
 @click.option("--continuations", "base", default=None, type=cli_options.EXISTING_FILE,
               help="with --method none: the stage's continuations of MODEL (reused, not sampled again)")  # fmt: skip
 @click.option("--cache", default=None, type=click.Path(dir_okay=False), help="LLM cache (default: settings, else none)")  # fmt: skip
-@model_request.device_option(default=None)
+@cli_options.device_option(default=None)
 @cli_options.seed(None, "training, sampling and bootstrap seed (overrides settings; default 0)")
 @cli_options.model_options
 @cli_options.threads
@@ -180,7 +179,7 @@ def debias_cmd(model, out_dir, method, lam, settings, templates_dir, base, cache
 
     cfg = read_settings(settings)
     # The fine-tuning runs in float32 (the request says so); --device overrides the settings' device.
-    request = model_request.request_from_cli(model, {
+    request = cli_options.request_from_cli(model, {
         "device": device or cfg["device"], "dtype": "float32", "threads": threads, "external_dir": external_dir,
         "api_key_env": api_key_env,
     })  # fmt: skip

@@ -323,3 +323,21 @@ def test_settings_from_config_section_and_errors():
     with pytest.raises(ConfigError, match="generate.pairing"):
         load_section({"pairing": "sometimes"})
     assert read_settings_arg('{"generate": {"k": [5]}}') == {"k": [5]}
+
+
+def test_generate_settings_take_their_defaults_and_keys_from_the_schema():
+    """GenerateSettings() is the empty section's settings: each field's default is its key's in the schema (e.g.
+    naturalness.start_logprob -32.6, temperatures.generation 0.7 as generate.schema.yaml writes them), and
+    from_config reads each field at its key."""
+    import dataclasses
+
+    from unstereo.unstereoeval.generate.settings import load_section
+
+    assert GenerateSettings.from_config(load_section({})) == GenerateSettings()
+    assert (GenerateSettings().start_logprob, GenerateSettings().temperature_generation) == (-32.6, 0.7)
+    s = GenerateSettings.from_config({"temperatures": {"editing": 0.5}, "naturalness": {"llm_filter": False}})
+    assert (s.temperature_editing, s.llm_semantic_filter, s.temperature_revision) == (0.5, False, 0.7)
+    keys = [f.metadata.get("key") for f in dataclasses.fields(GenerateSettings)]
+    assert (
+        keys.count(None) == 2
+    )  # judge_threshold (derived from the judge mapping) and seed (resolved by the rule)

@@ -48,7 +48,11 @@ def _run(judge=None, threshold=0.5):
     client = FakeClient(LISTS)
     scorer = FakeScorer({"He apple pear plum.": -5.0, "She apple pear plum.": -5.0})
     s = GenerateSettings(
-        n_sentences=5, revision_max_tries=0, min_token_logprob=-3.0, judge_threshold=threshold
+        n_sentences=5,
+        revision_max_tries=0,
+        min_token_logprob=-3.0,
+        start_logprob=0.0,
+        judge_threshold=threshold,
     )
     full = generate_benchmark(["apple"], 5, client, PROMPTS, s, scorer=scorer, judge=judge)
     return full, client

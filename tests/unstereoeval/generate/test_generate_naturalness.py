@@ -144,7 +144,7 @@ def test_pipeline_filters_worked_by_hand():
     }
     client = FakeClient(lists)
     scorer = FakeScorer({"He apple pear plum.": -5.0, "She apple pear plum.": -5.0})
-    s = GenerateSettings(n_sentences=7, revision_max_tries=0, min_token_logprob=-3.0)
+    s = GenerateSettings(n_sentences=7, revision_max_tries=0, min_token_logprob=-3.0, start_logprob=0.0)
     full = generate_benchmark(["apple"], 5, client, PROMPTS, s, scorer=scorer)
     got = dict(zip(full["sentence"], zip(full["status"], full["reason"], strict=True), strict=True))
     assert got["He ate an apple."] == ("kept", None)

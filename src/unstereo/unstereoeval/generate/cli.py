@@ -12,6 +12,7 @@ import click
 
 import unstereo.models.request as model_request
 from unstereo import cli_options
+from unstereo.config.settings import section
 from unstereo.errors import InputError
 
 
@@ -61,27 +62,12 @@ def group() -> None:
     dest="out_dir",
     flag="--out-dir",
 )
-# the section's `k` lists every benchmark's (this command makes one) and its `model` is an entry: the command reads
-# both from the section itself
-@cli_options.settings("generate", keys={"k": None, "model": None})
-@click.option(
-    "--model",
-    default=None,
-    help="the chat model, overrides settings (hub id, folder, .gguf, resource:NAME/FILE.gguf or endpoint:URL#NAME)",
-)
+# the section's `k` lists every benchmark's (this command makes one, -k): no flag of its own
+@section("generate").command("model", "cache", "max_seed_words", "seed", "prompts_dir")
 @cli_options.model_options
-@click.option(
-    "--cache",
-    default=None,
-    type=click.Path(dir_okay=False),
-    help="SQLite cache (default: settings, else <out-dir>/../../llm-cache.sqlite)",
-)
-@click.option("--max-seed-words", type=int, default=None, help="overrides settings")
-@cli_options.seed(None, "base seed of the sampled calls; overrides settings")
-@click.option("--prompts-dir", default=None, type=click.Path(file_okay=False), help="overrides settings")
-def run(seed_words_path, benchmark, k, out_dir, settings, model, api_key_env, external_dir, cache, max_seed_words,
-        seed, prompts_dir) -> None:  # fmt: skip
+def run(seed_words_path, benchmark, k, out_dir, settings, api_key_env, external_dir) -> None:
     """Generate one USE-k benchmark from SEED_WORDS; every LLM call is cached (a rerun never repeats one)."""
+    from unstereo.config.settings import as_dict
     from unstereo.io import write_json
     from unstereo.llm import make_client
     from unstereo.log import get_logger
@@ -94,15 +80,10 @@ def run(seed_words_path, benchmark, k, out_dir, settings, model, api_key_env, ex
         summarize,
         to_pairs,
     )
-    from unstereo.unstereoeval.generate.settings import load_section, read_settings_arg
     from unstereo.unstereoeval.prompts import load_prompts
 
     log = get_logger("unstereoeval.generate")
-    overrides = {"model": model, "cache": cache, "max_seed_words": max_seed_words, "seed": seed,
-                 "prompts_dir": prompts_dir}  # fmt: skip
-    cfg = read_settings_arg(settings)
-    cfg.update({key: v for key, v in overrides.items() if v is not None})
-    cfg = load_section(cfg)
+    cfg = as_dict(settings)
     if k is None:
         m = re.fullmatch(r"USE-(\d+)", benchmark or "")
         if not m:
@@ -268,8 +249,8 @@ def read_sentences(path: str | Path, column: str = "sentence") -> list[str]:
     "--question", default=None, help="the question, with a {sentence} field [default: the built-in one]"
 )
 @click.option("--system", default=None, help="a system turn [default: the chat template's own]")
-@model_request.device_option()
-@model_request.dtype_option()
+@cli_options.device_option()
+@cli_options.dtype_option()
 @cli_options.threads
 @cli_options.model_options
 def judge(model, sentences, output, column, threshold, batch_size, question, system, device, dtype, threads,
@@ -291,7 +272,7 @@ def judge(model, sentences, output, column, threshold, batch_size, question, sys
     log = get_logger("unstereoeval.generate")
     options = {"device": device, "dtype": dtype, "threads": threads, "external_dir": external_dir,
                "api_key_env": api_key_env}  # fmt: skip
-    request = model_request.request_from_cli(model, options)
+    request = cli_options.request_from_cli(model, options)
     spec = request.spec
     if spec.is_remote:
         raise click.BadParameter(
@@ -380,8 +361,8 @@ def judge_set(output, reference_dir, recipe, run_sentences) -> None:
 @click.option("--products", type=click.Choice(model_request.SAMPLING_PRODUCTS), default="float32", show_default=True,
               help="the judge's form: float32 (the GGUF converted to fp32), or bfloat16 / int8 (a GGUF loaded "
               "straight into such layers, as the generate stage runs it with that sampling_products)")  # fmt: skip
-@model_request.device_option()
-@model_request.dtype_option()
+@cli_options.device_option()
+@cli_options.dtype_option()
 @cli_options.threads
 @cli_options.model_options
 def judge_calibrate(labelled, output, model, questions, config_path, min_gain, limit, batch_size, products, device,
@@ -423,7 +404,7 @@ def judge_calibrate(labelled, output, model, questions, config_path, min_gain, l
 
     options = {"device": device, "dtype": dtype, "threads": threads, "external_dir": external_dir,
                "api_key_env": api_key_env}  # fmt: skip
-    request = model_request.request_from_cli(model, options)
+    request = cli_options.request_from_cli(model, options)
     products = sampling_products(products, request.resolved_device)  # what the generate stage would get here
     cache = jc.PYesCache(out / "p_yes.jsonl")
     judges: dict[str, Any] = {}

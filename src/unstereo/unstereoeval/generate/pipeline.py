@@ -16,7 +16,7 @@ finished call is cached.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -59,61 +59,68 @@ FULL_COLUMNS = [
 ]  # fmt: skip
 
 
-# keys of the config's ``naturalness`` mapping -> GenerateSettings fields (model and cache go to the scorer)
-NATURALNESS_KEYS = {"chat_reply": "chat_reply_filter", "min_token_logprob": "min_token_logprob",
-                    "start_logprob": "start_logprob", "llm_filter": "llm_semantic_filter"}  # fmt: skip
+def _key(path: str) -> Any:
+    """A field of :class:`GenerateSettings` read from the ``generate`` section's key ``path``, its default the
+    schema's (generate.schema.yaml, the one declaration)."""
+    from unstereo.config.settings import section
+
+    return field(default=section("generate").default(path), metadata={"key": path})
 
 
 @dataclass
 class GenerateSettings:
-    """Parameters of one generation run (config section ``generate``; paper values as defaults)."""
+    """Parameters of one generation run: the ``generate`` section's keys the pipeline reads, flat (the layout of
+    summary.json's ``settings``), each field's key and default taken from the schema (:func:`_key`)."""
 
-    n_sentences: int = 5
-    temperature_generation: float = 0.7
-    temperature_revision: float = 0.7
-    temperature_editing: float = 0.0
-    temperature_semantic_filter: float = 0.0
-    top_p: float = 1.0
-    max_tokens_generation: int = 400
-    max_tokens_revision: int = 100
-    max_tokens_editing: int = 100
-    max_tokens_semantic_filter: int = 5
-    revision_max_tries: int = 10
-    revision_max_calls: int | None = None  # budget per sentence (None: 4 prompts x revision_max_tries)
-    generation_max_tries: int = 3
-    pairing: str = "auto"
-    strip_quotes: bool = True
-    pronoun_check: str = "family"
-    dedup: bool = True
-    length_tolerance: int | None = None
-    chat_reply_filter: bool = True
-    min_token_logprob: float | None = None  # None: no log-likelihood filter
-    start_logprob: float = (
-        0.0  # subtracted from ln p before dividing by the tokens (.naturalness.token_logprob)
-    )
-    llm_semantic_filter: bool = True
+    n_sentences: int = _key("n_sentences")
+    temperature_generation: float = _key("temperatures.generation")
+    temperature_revision: float = _key("temperatures.revision")
+    temperature_editing: float = _key("temperatures.editing")
+    temperature_semantic_filter: float = _key("temperatures.semantic_filter")
+    top_p: float = _key("top_p")
+    max_tokens_generation: int = _key("max_tokens.generation")
+    max_tokens_revision: int = _key("max_tokens.revision")
+    max_tokens_editing: int = _key("max_tokens.editing")
+    max_tokens_semantic_filter: int = _key("max_tokens.semantic_filter")
+    revision_max_tries: int = _key("revision_max_tries")
+    revision_max_calls: int | None = _key(
+        "revision_max_calls"
+    )  # budget per sentence (None: 4 prompts x tries)
+    generation_max_tries: int = _key("generation_max_tries")
+    pairing: str = _key("pairing")
+    strip_quotes: bool = _key("strip_quotes")
+    pronoun_check: str = _key("pronoun_check")
+    dedup: bool = _key("dedup")
+    length_tolerance: int | None = _key("length_tolerance")
+    chat_reply_filter: bool = _key("naturalness.chat_reply")
+    min_token_logprob: float | None = _key("naturalness.min_token_logprob")  # None: no log-likelihood filter
+    # subtracted from ln p before dividing by the tokens (.naturalness.token_logprob)
+    start_logprob: float = _key("naturalness.start_logprob")
+    llm_semantic_filter: bool = _key("naturalness.llm_filter")
     # the judge of sense (.naturalness.judge): a pair is kept when P(Yes) >= this for both sentences; None: no judge
+    # (derived from the section's judge mapping, :func:`judge_threshold`)
     judge_threshold: float | None = None
+    # the section's null ("derived from the global seed") is resolved by the rule; a run without one starts at 0
     seed: int = 0
 
     @classmethod
     def from_config(cls, cfg: dict[str, Any], seed: int | None = None) -> GenerateSettings:
-        """From a validated ``generate`` config section (nested ``temperatures``/``max_tokens`` mappings)."""
+        """From a ``generate`` config section (nested ``temperatures``/``max_tokens``/``naturalness`` mappings; a key
+        it leaves out keeps the schema's default)."""
+        from unstereo.config.settings import NO_DEFAULT, lookup
+
         kw: dict[str, Any] = {}
-        names = {f.name for f in fields(cls)}
-        for key, value in cfg.items():
-            if key == "naturalness" and isinstance(value, dict):
-                kw.update({NATURALNESS_KEYS[k]: v for k, v in value.items() if k in NATURALNESS_KEYS})
-                kw["judge_threshold"] = judge_threshold(value.get("judge"))
-            elif key in ("temperatures", "max_tokens") and isinstance(value, dict):
-                prefix = "temperature" if key == "temperatures" else "max_tokens"
-                kw.update({f"{prefix}_{k}": v for k, v in value.items() if f"{prefix}_{k}" in names})
-            elif key in names:
-                kw[key] = value
-        if seed is not None:
-            kw["seed"] = seed
-        if kw.get("seed") is None:
-            kw.pop("seed", None)
+        for f in fields(cls):
+            key = f.metadata.get("key")
+            if key is not None:
+                value = lookup(cfg, key)
+                if value is not NO_DEFAULT:
+                    kw[f.name] = value
+        if isinstance(cfg.get("naturalness"), dict):
+            kw["judge_threshold"] = judge_threshold(cfg["naturalness"].get("judge"))
+        for value in (cfg.get("seed"), seed):
+            if value is not None:
+                kw["seed"] = value
         return cls(**kw)
 
 

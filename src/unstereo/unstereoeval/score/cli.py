@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import click
 
-import unstereo.models.request as model_request
 from unstereo import cli_options
 
 _CACHE_OPTIONS = [
@@ -34,7 +33,7 @@ def scorer_options(f):
     builds its request with :func:`unstereo.models.request.request_from_cli`."""
     for option in reversed([*_CACHE_OPTIONS, cli_options.threads, cli_options.external_dir]):
         f = option(f)
-    return model_request.options()(f)
+    return cli_options.request_options()(f)
 
 
 #: ``--settings``: the score section (as the workflow passes it); the options given override it.
@@ -84,7 +83,7 @@ def score(
     """
     if texts and reference_quirks:
         raise click.UsageError("--reference-quirks re-fills pair templates; it does not apply to --texts")
-    request = model_request.request_from_cli(model, model_options)
+    request = cli_options.request_from_cli(model, model_options)
     request.apply_threads()
     from unstereo.scoring.cache import resolve_cache_path
     from unstereo.scoring.run import score_file

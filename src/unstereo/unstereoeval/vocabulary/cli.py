@@ -8,11 +8,10 @@ from pathlib import Path
 import click
 
 from unstereo import cli_options
+from unstereo.config.settings import section
 from unstereo.io import write_json
 from unstereo.tables import DELTA, read_delta, read_table, write_table
 from unstereo.unstereoeval.vocabulary.english import (
-    ALPHABETS,
-    FREQ_POPULATIONS,
     EnglishFilter,
     english_vocabulary,
     load_lid,
@@ -20,8 +19,6 @@ from unstereo.unstereoeval.vocabulary.english import (
 )
 from unstereo.unstereoeval.vocabulary.plot import delta_histogram
 from unstereo.unstereoeval.vocabulary.seeds import (
-    PAPER_SEEDS,
-    REGIONS,
     SeedSelection,
     delta_bin_edges,
     derive_seeds,
@@ -46,8 +43,16 @@ def _resource_option(flag: str, dest: str, resource: str, help: str):
     )
 
 
-def english_options(f):
-    """Options of the English-vocabulary step (shared by `english` and `select`)."""
+#: The vocabulary section's settings (vocabulary.schema.yaml): the commands get them whole as ``settings``
+#: (``--settings``, the workflow passes the section), with override flags generated from the schema.
+SECTION = section("vocabulary")
+#: The section's keys each step reads (their flags): the English-vocabulary step and the seed-word step.
+ENGLISH_KEYS = ("lid_threshold", "freq_quantile", "freq_population", "alphabet")
+SEED_KEYS = ("bin_edges", "max_abs", "region", "bound", "bin_index", "sample_size", "seeds", "n_samples")
+
+
+def resource_options(f):
+    """The offline resources of the English-vocabulary step (shared by `english`, `select` and `compare`)."""
     opts = [
         _resource_option(
             "--lid",
@@ -61,116 +66,51 @@ def english_options(f):
             "wordnet",
             "NLTK data directory holding corpora/wordnet (the wordnet resource).",
         ),
-        click.option(
-            "--lid-threshold",
-            type=float,
-            default=0.6,
-            show_default=True,
-            help="English when lid en conf > this.",
-        ),
-        click.option(
-            "--freq-quantile",
-            type=float,
-            default=0.2,
-            show_default=True,
-            help="Keep words whose count is > this quantile of the population's counts; 0 = no cutoff.",
-        ),
-        click.option(
-            "--freq-population",
-            type=click.Choice(FREQ_POPULATIONS),
-            default="alphabetic",
-            show_default=True,
-            help="Words the count quantile is taken over: all alphabetic words (authors' code) or the English ones.",
-        ),
-        click.option(
-            "--alphabet",
-            type=click.Choice(ALPHABETS),
-            default="unicode",
-            show_default=True,
-            help="unicode = str.isalpha (authors' code); ascii = letters a-z only.",
-        ),
     ]
     for opt in reversed(opts):
         f = opt(f)
     return f
 
 
-def seed_options(f):
-    """Options of the seed-word step (shared by `seeds` and `select`)."""
-    opts = [
-        click.option(
-            "--bin-edges",
-            type=int,
-            default=20,
-            show_default=True,
-            help="Equally spaced bin edges from -M to M (the paper's '20 equal-sized bins' = 20 edges, 19 bins).",
-        ),
-        click.option(
-            "--max-abs", type=float, default=None, help="M; default ceil(max |delta|) of the vocabulary."
-        ),
-        click.option(
-            "--region",
-            type=click.Choice(REGIONS),
-            default="bound",
-            show_default=True,
-            help="Sample from |delta| <= --bound, or from one bin (--bin-index, default the bin containing 0).",
-        ),
-        click.option(
-            "--bound", type=float, default=0.263, show_default=True, help="|delta| bound of region 'bound'."
-        ),
-        click.option("--bin-index", type=int, default=None, help="0-based bin for region 'bin'."),
-        click.option("--sample-size", type=int, default=100, show_default=True, help="Words per sample."),
-        click.option(
-            "--seeds",
-            "seed_list",
-            default=",".join(map(str, PAPER_SEEDS)),
-            show_default=True,
-            help="Comma-separated sample seeds, one sample each; empty = derive --n-samples seeds from --seed.",
-        ),
-        cli_options.seed(0, "Base seed when --seeds is empty."),
-        click.option(
-            "--n-samples", type=int, default=5, show_default=True, help="Samples when --seeds is empty."
-        ),
-    ]
-    for opt in reversed(opts):
-        f = opt(f)
-    return f
+#: ``--seed``: the base seed of the derived sample seeds (the section's ``seeds: null``); not a section key: the
+#: workflow derives it from the global seed.
+seed_option = cli_options.seed(0, "Base seed of the derived sample seeds (seeds null in the section).")
 
 
-def _english_params(kw: dict) -> EnglishFilter:
+def _english_params(settings) -> EnglishFilter:
     return EnglishFilter(
-        lid_threshold=kw["lid_threshold"],
-        freq_quantile=kw["freq_quantile"],
-        freq_population=kw["freq_population"],
-        alphabet=kw["alphabet"],
+        lid_threshold=settings.lid_threshold,
+        freq_quantile=settings.freq_quantile,
+        freq_population=settings.freq_population,
+        alphabet=settings.alphabet,
     )
 
 
-def _seed_params(kw: dict) -> SeedSelection:
-    seeds = parse_seeds(kw["seed_list"]) or derive_seeds(kw["seed"], kw["n_samples"])
+def _seed_params(settings, seed: int) -> SeedSelection:
+    seeds = parse_seeds(settings.seeds) or derive_seeds(seed, settings.n_samples)
     return SeedSelection(
-        bin_edges=kw["bin_edges"],
-        max_abs=kw["max_abs"],
-        region=kw["region"],
-        bound=kw["bound"],
-        bin_index=kw["bin_index"],
-        sample_size=kw["sample_size"],
+        bin_edges=settings.bin_edges,
+        max_abs=settings.max_abs,
+        region=settings.region,
+        bound=settings.bound,
+        bin_index=settings.bin_index,
+        sample_size=settings.sample_size,
         seeds=seeds,
     )
 
 
-def _run_english(delta_path: Path, vocab_out: Path, kw: dict) -> tuple:
-    params = _english_params(kw)
-    lid = load_lid(kw["lid_path"])
-    wordnet = load_wordnet(kw["wordnet_dir"])
+def _run_english(delta_path: Path, vocab_out: Path, settings, lid_path: Path, wordnet_dir: Path) -> tuple:
+    params = _english_params(settings)
+    lid = load_lid(lid_path)
+    wordnet = load_wordnet(wordnet_dir)
     vocab, stats = english_vocabulary(read_delta(delta_path), lid, wordnet, params)
     stats["input"] = str(delta_path)
     write_table(vocab, vocab_out, DELTA)
     return vocab, stats
 
 
-def _run_seeds(vocab, out: Path, figure: Path | None, kw: dict) -> dict:
-    params = _seed_params(kw)
+def _run_seeds(vocab, out: Path, figure: Path | None, settings, seed: int) -> dict:
+    params = _seed_params(settings, seed)
     edges = delta_bin_edges(vocab["delta"], params.bin_edges, params.max_abs)
     seeds, summary = sample_seed_words(vocab, params, edges)
     write_table(seeds, out)
@@ -191,10 +131,11 @@ def group() -> None:
 @click.option(
     "--summary", type=click.Path(path_type=Path), default=None, help="JSON with the counts per criterion."
 )
-@english_options
-def english_cmd(delta: Path, output: Path, summary: Path | None, **kw) -> None:
+@resource_options
+@SECTION.command(*ENGLISH_KEYS)
+def english_cmd(delta: Path, output: Path, summary: Path | None, lid_path, wordnet_dir, settings) -> None:
     """Filter DELTA (corpus-stage parquet or the released pmi_file_w_counts.csv) to the English vocabulary."""
-    _, stats = _run_english(delta, output, kw)
+    _, stats = _run_english(delta, output, settings, lid_path, wordnet_dir)
     if summary is not None:
         write_json(summary, stats)
 
@@ -208,10 +149,13 @@ def english_cmd(delta: Path, output: Path, summary: Path | None, **kw) -> None:
 @click.option(
     "--summary", type=click.Path(path_type=Path), default=None, help="JSON with bins, pool and seeds."
 )
-@seed_options
-def seeds_cmd(vocabulary: Path, output: Path, figure: Path | None, summary: Path | None, **kw) -> None:
+@seed_option
+@SECTION.command(*SEED_KEYS)
+def seeds_cmd(
+    vocabulary: Path, output: Path, figure: Path | None, summary: Path | None, seed, settings
+) -> None:
     """Sample seed words from VOCABULARY (any delta table: the `english` output, parquet or CSV)."""
-    info = _run_seeds(read_delta(vocabulary), output, figure, kw)
+    info = _run_seeds(read_delta(vocabulary), output, figure, settings, seed)
     info["input"] = str(vocabulary)
     if summary is not None:
         write_json(summary, info)
@@ -236,17 +180,17 @@ def seeds_cmd(vocabulary: Path, output: Path, figure: Path | None, summary: Path
 @click.option(
     "--summary", type=click.Path(path_type=Path), default=None, help="JSON [default: summary.json beside -o]."
 )
-@english_options
-@seed_options
-def select_cmd(
-    delta: Path, output: Path, vocab_out: Path | None, figure: Path | None, summary: Path | None, **kw
-) -> None:
+@resource_options
+@seed_option
+@SECTION.command(*ENGLISH_KEYS, *SEED_KEYS)
+def select_cmd(delta: Path, output: Path, vocab_out: Path | None, figure: Path | None, summary: Path | None, lid_path,
+               wordnet_dir, seed, settings) -> None:  # fmt: skip
     """English vocabulary and seed words from DELTA in one go (`english` then `seeds`)."""
     vocab_out = vocab_out or output.with_name("vocabulary.parquet")
     figure = figure or output.with_name("delta_histogram")
     summary = summary or output.with_name("summary.json")
-    vocab, stats = _run_english(delta, vocab_out, kw)
-    info = _run_seeds(vocab, output, figure, kw)
+    vocab, stats = _run_english(delta, vocab_out, settings, lid_path, wordnet_dir)
+    info = _run_seeds(vocab, output, figure, settings, seed)
     write_json(summary, {"english": stats, "seeds": info})
 
 
@@ -263,17 +207,17 @@ def select_cmd(
 @click.option(
     "--reconstruct/--no-reconstruct", default=False, help="Infer the authors' pool size (about a minute)."
 )
-@english_options
-@seed_options
-def compare_cmd(
-    seeds_csv: Path, released: Path, delta_path: Path, vocab_path: Path, output: Path, reconstruct: bool, **kw
-) -> None:
+@resource_options
+@seed_option
+@SECTION.command(*ENGLISH_KEYS, *SEED_KEYS)
+def compare_cmd(seeds_csv: Path, released: Path, delta_path: Path, vocab_path: Path, output: Path, reconstruct: bool,
+                lid_path, wordnet_dir, seed, settings) -> None:  # fmt: skip
     """Compare SEEDS_CSV (from `seeds`/`select`) with RELEASED seed words (JSON {word: n}); pass the same options
     as for `select` so the pool is rebuilt identically."""
     from unstereo.unstereoeval.vocabulary.compare import compare_report, read_released_seeds
     from unstereo.unstereoeval.vocabulary.seeds import sampling_pool
 
-    params = _seed_params(kw)
+    params = _seed_params(settings, seed)
     vocab = read_delta(vocab_path)
     edges = delta_bin_edges(vocab["delta"], params.bin_edges, params.max_abs)
     pool, info = sampling_pool(vocab, params, edges)
@@ -286,9 +230,9 @@ def compare_cmd(
         (info["region_low"], info["region_high"]),
         params.sample_size,
         params.seeds,
-        lid=load_lid(kw["lid_path"]),
-        wordnet=load_wordnet(kw["wordnet_dir"]),
-        lid_threshold=kw["lid_threshold"],
+        lid=load_lid(lid_path),
+        wordnet=load_wordnet(wordnet_dir),
+        lid_threshold=settings.lid_threshold,
         reconstruct=reconstruct,
     )
     write_json(output, rep)

@@ -1,25 +1,10 @@
 # Rules of the vocabulary stage (see src/unstereo/unstereoeval/vocabulary for the logic). Append final outputs to ALL_TARGETS.
 
 VOCAB = config["vocabulary"]
-# CLI options of the seed-word step, shared by the seeds and compare rules so both rebuild the same pool.
-VOCAB_SEED_ARGS = " ".join(
-    [
-        f"--bin-edges {VOCAB['bin_edges']} --region {VOCAB['region']} --bound {VOCAB['bound']}",
-        f"--sample-size {VOCAB['sample_size']}",
-        f"--max-abs {VOCAB['max_abs']}" if VOCAB["max_abs"] is not None else "",
-        f"--bin-index {VOCAB['bin_index']}" if VOCAB["bin_index"] is not None else "",
-        (
-            "--seeds " + ",".join(str(s) for s in VOCAB["seeds"])
-            if VOCAB["seeds"]
-            else f"--seeds '' --seed {stage_seed('vocabulary')} --n-samples {VOCAB['n_samples']}"
-        ),
-    ]
-)
-# CLI options of the English-vocabulary step.
-VOCAB_ENGLISH_ARGS = (
-    f"--lid-threshold {VOCAB['lid_threshold']} --freq-quantile {VOCAB['freq_quantile']} "
-    f"--freq-population {VOCAB['freq_population']} --alphabet {VOCAB['alphabet']}"
-)
+# Every command gets the section as --settings JSON (a function's value: Snakemake reads a plain string param as a
+# wildcard pattern); beside it only paths and, when the section lists no sample seeds, the base seed the stage
+# derives from the global one (not a section key).
+VOCAB_SEED = "" if VOCAB["seeds"] else f"--seed {stage_seed('vocabulary')}"
 
 
 rule vocabulary_english:
@@ -44,10 +29,10 @@ rule vocabulary_english:
     params:
         lid=lambda wc, input: Path(input.lid).parent,
         wordnet=lambda wc, input: Path(input.wordnet).parent,
-        args=VOCAB_ENGLISH_ARGS,
+        settings=lambda wc: model_rules.settings_json(VOCAB, drop=()),
     shell:
         "unstereo vocabulary english {input.delta} -o {output.vocab} --summary {output.summary} "
-        "--lid {params.lid} --wordnet {params.wordnet} {params.args} > {log} 2>&1"
+        "--lid {params.lid} --wordnet {params.wordnet} --settings {params.settings:q} > {log} 2>&1"
 
 
 rule vocabulary_seeds:
@@ -71,10 +56,11 @@ rule vocabulary_seeds:
         runtime=10,
     params:
         figure=lambda wc, output: Path(output.png).with_suffix(""),
-        args=VOCAB_SEED_ARGS,
+        settings=lambda wc: model_rules.settings_json(VOCAB, drop=()),
+        seed=VOCAB_SEED,
     shell:
         "unstereo vocabulary seeds {input.vocab} -o {output.seeds} --summary {output.summary} "
-        "--figure {params.figure} {params.args} > {log} 2>&1"
+        "--figure {params.figure} --settings {params.settings:q} {params.seed} > {log} 2>&1"
 
 
 rule vocabulary_compare_released:
@@ -105,11 +91,12 @@ rule vocabulary_compare_released:
         / "seed_words",
         lid=lambda wc, input: Path(input.lid).parent,
         wordnet=lambda wc, input: Path(input.wordnet).parent,
-        args=f"{VOCAB_ENGLISH_ARGS} {VOCAB_SEED_ARGS}",
+        settings=lambda wc: model_rules.settings_json(VOCAB, drop=()),
+        seed=VOCAB_SEED,
     shell:
         "unstereo vocabulary compare {input.seeds} {params.released} --delta {input.delta} "
         "--vocabulary {input.vocab} -o {output.report} --reconstruct --lid {params.lid} "
-        "--wordnet {params.wordnet} {params.args} > {log} 2>&1"
+        "--wordnet {params.wordnet} --settings {params.settings:q} {params.seed} > {log} 2>&1"
 
 
 if VOCAB["enabled"]:
