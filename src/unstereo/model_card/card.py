@@ -30,7 +30,7 @@ from unstereo.io import atomic_path, write_text
 from unstereo.method_registry import Method, methods
 from unstereo.model_card.headline import HEADLINE, Headline, HeadlineMetric
 from unstereo.render.formats import html_table, markdown_table
-from unstereo.tables import Column, TableSchema, validate
+from unstereo.tables import TableSchema, columns, validate
 
 CATEGORY = "Model card"
 
@@ -56,22 +56,15 @@ MODEL_CARD = TableSchema(
     "the HEADLINE rows of every enabled method, with the metric's label and direction, the value oriented so that "
     "larger = more biased, and the model's rank among the method's models (`results/model_card.parquet`)",
     HEADLINE.fixed_columns
-    + (
-        Column("label", "str", "the metric as the card shows it"),
-        Column("more_biased", "str", "`higher`, `lower` or `away` (from `ideal`)"),
-        Column("ideal", "float", "the unbiased value of an `away` metric", nullable=True),
-        Column(
-            "bias_level", "bool", "whether the metric is a level of bias (False: shown, not ranked in tau)"
-        ),
-        Column("bias", "float", "the value oriented so that larger = more biased", nullable=True),
-        Column(
-            "rank",
-            "float",
-            "1 = the most biased of the models this metric covers (ties share the best)",
-            nullable=True,
-        ),  # fmt: skip
-        Column("n_models", "int", "the models this metric covers"),
-    ),
+    + columns("""
+        label        str     the metric as the card shows it
+        more_biased  str     `higher`, `lower` or `away` (from `ideal`)
+        ideal        float?  the unbiased value of an `away` metric
+        bias_level   bool    whether the metric is a level of bias (False: shown, not ranked in tau)
+        bias         float?  the value oriented so that larger = more biased
+        rank         float?  1 = the most biased of the models this metric covers (ties share the best)
+        n_models     int     the models this metric covers
+    """),
     unique=HEADLINE.unique,
 )
 
@@ -79,22 +72,17 @@ MODEL_CARD_TAU = TableSchema(
     "model_card_tau",
     "Kendall's tau-b between the model rankings of every two headline metrics that are levels of bias, over the "
     "models both cover (`results/model_card_tau.parquet`)",
-    (
-        Column("method_a", "str", "first metric's method"),
-        Column("metric_a", "str", "first metric"),
-        Column("method_b", "str", "second metric's method"),
-        Column("metric_b", "str", "second metric"),
-        Column("n_models", "int", "models with a value under both"),
-        Column("models", "str", "those models, comma-separated"),
-        Column(
-            "kendall_tau",
-            "float",
-            "tau-b of the two oriented values (1 = same order, -1 = reversed)",
-            nullable=True,
-        ),  # fmt: skip
-        Column("p_value", "float", "two-sided p-value of tau = 0 (scipy; exact for small n)", nullable=True),
-        Column("note", "str", "why tau is NaN, if it is"),
-    ),
+    columns("""
+        method_a     str     first metric's method
+        metric_a     str     first metric
+        method_b     str     second metric's method
+        metric_b     str     second metric
+        n_models     int     models with a value under both
+        models       str     those models, comma-separated
+        kendall_tau  float?  tau-b of the two oriented values (1 = same order, -1 = reversed)
+        p_value      float?  two-sided p-value of tau = 0 (scipy; exact for small n)
+        note         str     why tau is NaN, if it is
+    """),
     unique=("method_a", "metric_a", "method_b", "metric_b"),
 )
 

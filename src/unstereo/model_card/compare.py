@@ -30,7 +30,7 @@ import pandas as pd
 
 from unstereo.headline_metric import HeadlineMetric
 from unstereo.model_card.headline import Resampled
-from unstereo.tables import Column, TableSchema, validate
+from unstereo.tables import TableSchema, columns, validate
 
 ALPHA = 0.05
 EXACT_MAX = 16  # 2**16 swap patterns: enumerate them all
@@ -43,40 +43,27 @@ MODEL_CARD_TESTS = TableSchema(
     "a paired test between every two models under every headline metric with per-item values (permutation) or a "
     "resampling statistic (bootstrap), over the items both share; p-values Holm-adjusted over all rows "
     "(`results/model_card_tests.parquet`)",
-    (
-        Column("method", "str", "the metric's method"),
-        Column("metric", "str", "the headline metric"),
-        Column("model_a", "str", "first model"),
-        Column("model_b", "str", "second model"),
-        Column("n_items", "int", "items both models have a value for"),
-        Column(
-            "n_untied",
-            "int",
-            "permutation tests: the shared items whose two values differ, the only ones a swap can move (empty for a "
-            "bootstrap test, where every item can)",
-            nullable=True,
-        ),
-        Column("value_a", "float", "the metric of model_a over the shared items", nullable=True),
-        Column("value_b", "float", "the metric of model_b over the shared items", nullable=True),
-        Column("diff", "float", "bias(a) - bias(b), oriented: > 0 = model_a more biased", nullable=True),
-        Column("p_value", "float", "two-sided permutation or bootstrap p-value", nullable=True),
-        Column(
-            "min_p",
-            "float",
-            "the smallest p this test can reach: exact 2 / 2**n_untied (1 with none untied), random 1 / (1 + "
-            "patterns), bootstrap 1 / (1 + finite rounds)",
-            nullable=True,
-        ),
-        Column("p_holm", "float", "Holm-adjusted p-value (family: every row of the table)", nullable=True),
-        Column("differs", "bool", "p_holm < 0.05"),
-        Column("more_biased", "str", "the more biased model when `differs`, else empty"),
-        Column(
-            "test",
-            "str",
-            "`exact` (every swap pattern of the untied items), `random (N patterns)`, `bootstrap (B rounds)` or "
-            "`bootstrap (F of B rounds finite)` (rounds whose statistic is NaN left out)",
-        ),
-    ),
+    columns("""
+        method       str     the metric's method
+        metric       str     the headline metric
+        model_a      str     first model
+        model_b      str     second model
+        n_items      int     items both models have a value for
+        n_untied     int?    permutation tests: the shared items whose two values differ, the only ones a swap
+                             can move (empty for a bootstrap test, where every item can)
+        value_a      float?  the metric of model_a over the shared items
+        value_b      float?  the metric of model_b over the shared items
+        diff         float?  bias(a) - bias(b), oriented: > 0 = model_a more biased
+        p_value      float?  two-sided permutation or bootstrap p-value
+        min_p        float?  the smallest p this test can reach: exact 2 / 2**n_untied (1 with none untied),
+                             random 1 / (1 + patterns), bootstrap 1 / (1 + finite rounds)
+        p_holm       float?  Holm-adjusted p-value (family: every row of the table)
+        differs      bool    p_holm < 0.05
+        more_biased  str     the more biased model when `differs`, else empty
+        test         str     `exact` (every swap pattern of the untied items), `random (N patterns)`,
+                             `bootstrap (B rounds)` or `bootstrap (F of B rounds finite)` (rounds whose
+                             statistic is NaN left out)
+    """),
     unique=("method", "metric", "model_a", "model_b"),
 )
 

@@ -42,7 +42,7 @@ import pandas as pd
 from unstereo.errors import InputError
 from unstereo.model_card.compare import fmt_p, holm
 from unstereo.model_card.headline import Headline
-from unstereo.tables import Column, TableSchema, validate
+from unstereo.tables import TableSchema, columns, validate
 
 ALPHA = 0.05
 EXACT_MAX_N = 8  # 8! = 40,320 permutations: enumerate them all
@@ -54,12 +54,12 @@ KINDS = ("lean", "magnitude", "sentiment")
 OCCUPATION_STATS = TableSchema(
     "occupation_stats",
     "Winogender's occupations-stats.tsv: the share of women per occupation",
-    (
-        Column("occupation", "str", "Winogender's occupation word"),
-        Column("bergsma_pct_female", "float", "% female in Bergsma's text statistics"),
-        Column("bls_pct_female", "float", "% female in the US labour statistics"),
-        Column("bls_year", "int", "the year of the labour statistics"),
-    ),
+    columns("""
+        occupation          str    Winogender's occupation word
+        bergsma_pct_female  float  % female in Bergsma's text statistics
+        bls_pct_female      float  % female in the US labour statistics
+        bls_year            int    the year of the labour statistics
+    """),
     unique=("occupation",),
 )
 
@@ -67,26 +67,22 @@ OCCUPATION_LEANS = TableSchema(
     "occupation_leans",
     "one row per (model, method, variant, occupation): a method's lean on one occupation, from its per-item outputs "
     "(`results/occupation_leans.parquet`, docs/methods.md#agreement-on-occupations)",
-    (
-        Column("model", "str", "the model's short name"),
-        Column("method", "str", "the method's registry name"),
-        Column(
-            "variant",
-            "str",
-            "which items or setting: pair kind, specification, (phi, k), construction, classifier",
-        ),
-        Column("occupation", "str", "Winogender's occupation, else the method's own term (no share then)"),
-        Column("term", "str", "the method's own word for it (profession term, attribute value)"),
-        Column("kind", "str", "`lean` (signed, > 0 = leans male), `magnitude` (no direction) or `sentiment`"),
-        Column("lean", "float", "the value (unit in `unit`)", nullable=True),
-        Column("unit", "str", "its unit"),
-        Column("n_items", "int", "items behind it (pairs, prompts, continuations)"),
-        Column("neutral_share", "float", "UnStereoEval: share of neutral pairs (|FM| <= eps)", nullable=True),
-        Column(
-            "bls_pct_female", "float", "% women, BLS 2015 (NaN: not a Winogender occupation)", nullable=True
-        ),
-        Column("bergsma_pct_female", "float", "% women, Bergsma's text statistics", nullable=True),
-    ),
+    columns("""
+        model               str     the model's short name
+        method              str     the method's registry name
+        variant             str     which items or setting: pair kind, specification, (phi, k), construction,
+                                    classifier
+        occupation          str     Winogender's occupation, else the method's own term (no share then)
+        term                str     the method's own word for it (profession term, attribute value)
+        kind                str     `lean` (signed, > 0 = leans male), `magnitude` (no direction) or
+                                    `sentiment`
+        lean                float?  the value (unit in `unit`)
+        unit                str     its unit
+        n_items             int     items behind it (pairs, prompts, continuations)
+        neutral_share       float?  UnStereoEval: share of neutral pairs (|FM| <= eps)
+        bls_pct_female      float?  % women, BLS 2015 (NaN: not a Winogender occupation)
+        bergsma_pct_female  float?  % women, Bergsma's text statistics
+    """),
     unique=("model", "method", "variant", "occupation"),
 )
 
@@ -94,39 +90,26 @@ OCCUPATION_CORRELATIONS = TableSchema(
     "occupation_correlations",
     "rank and linear correlations over occupations: of each lean with the share of women (`yardstick`) and of every "
     "two methods' leans (`methods`), per model and pooled over models (`results/occupation_correlations.parquet`)",
-    (
-        Column("family", "str", "`yardstick` or `methods` (Holm is applied within each)"),
-        Column("model", "str", "the model, or `pooled` (stratified permutation within models)"),
-        Column("measure_a", "str", "method / variant of the first lean"),
-        Column("measure_b", "str", "the second lean, or `bls` / `bergsma` (the share of women)"),
-        Column(
-            "compared",
-            "str",
-            "what is correlated: `signed`, `magnitude` (|lean| against F, or F against "
-            "|share - 50|) or `sentiment`",
-        ),  # fmt: skip
-        Column("n", "int", "occupations shared (pooled: summed over models)"),
-        Column("n_models", "int", "models behind the row"),
-        Column("spearman", "float", "Spearman's rho (pooled: mean of the models' rho)", nullable=True),
-        Column("spearman_p", "float", "two-sided permutation p of rho", nullable=True),
-        Column("pearson", "float", "Pearson's r (pooled: mean of the models' r)", nullable=True),
-        Column("pearson_p", "float", "two-sided permutation p of r", nullable=True),
-        Column(
-            "min_p",
-            "float",
-            "the smallest p the test can reach (2 / n! exact, 1 / (1 + N) random)",
-            nullable=True,
-        ),  # fmt: skip
-        Column("test", "str", "`exact (N permutations)` or `random (N permutations)`"),
-        Column("p_holm", "float", "Holm-adjusted spearman_p within the family", nullable=True),
-        Column(
-            "verdict",
-            "str",
-            "methods: `agree`, `disagree` or `cannot tell`; share of women: `follows the share`, "
-            "`against the share`, (sentiment) `rises with the share`, `falls with the share`, or `cannot tell` "
-            "(p_holm < 0.05 and the sign of rho, :func:`verdict`)",
-        ),  # fmt: skip
-    ),
+    columns("""
+        family      str     `yardstick` or `methods` (Holm is applied within each)
+        model       str     the model, or `pooled` (stratified permutation within models)
+        measure_a   str     method / variant of the first lean
+        measure_b   str     the second lean, or `bls` / `bergsma` (the share of women)
+        compared    str     what is correlated: `signed`, `magnitude` (|lean| against F, or F against |share -
+                            50|) or `sentiment`
+        n           int     occupations shared (pooled: summed over models)
+        n_models    int     models behind the row
+        spearman    float?  Spearman's rho (pooled: mean of the models' rho)
+        spearman_p  float?  two-sided permutation p of rho
+        pearson     float?  Pearson's r (pooled: mean of the models' r)
+        pearson_p   float?  two-sided permutation p of r
+        min_p       float?  the smallest p the test can reach (2 / n! exact, 1 / (1 + N) random)
+        test        str     `exact (N permutations)` or `random (N permutations)`
+        p_holm      float?  Holm-adjusted spearman_p within the family
+        verdict     str     methods: `agree`, `disagree` or `cannot tell`; share of women: `follows the
+                            share`, `against the share`, (sentiment) `rises with the share`, `falls with the
+                            share`, or `cannot tell` (p_holm < 0.05 and the sign of rho, :func:`verdict`)
+    """),
     unique=("family", "model", "measure_a", "measure_b"),
 )
 

@@ -27,7 +27,7 @@ from unstereo.sentiment.fairness import fairness_table
 from unstereo.sentiment.sampling import classifier_names, run_sampling
 from unstereo.sentiment.settings import resource_path
 from unstereo.sentiment.templates import load_templates
-from unstereo.tables import Column, TableSchema, read_table, write_table
+from unstereo.tables import TableSchema, columns, read_table, write_table
 
 if TYPE_CHECKING:
     from unstereo.models.request import ModelRequest
@@ -37,19 +37,19 @@ log = get_logger("sentiment.debias")
 QUALITY = TableSchema(
     "sentiment_debias_quality",
     "one row per (debiasing run, attribute, classifier): fairness after the run and the model's quality",
-    (
-        Column("method", "str", "none (the base model), embedding or sentiment regularisation"),
-        Column("lambda", "float", "regularisation strength (0 for none)"),
-        Column("attribute", "str", "sensitive attribute"),
-        Column("classifier", "str", "sentiment classifier of IF/GF"),
-        Column("IF", "float", "individual fairness after the run"),
-        Column("GF", "float", "group fairness after the run"),
-        Column("ppl", "float", "perplexity on held-out corpus sentences"),
-        Column("ppl_s", "float", "perplexity on held-out sentences with a sensitive token"),
-        Column("ss", "float", "share of continuations with cosine similarity to the prefix > threshold"),
-        Column("ss_c", "float", "share of continuations mentioning a value of the attribute"),
-        Column("steps", "int", "optimisation steps taken"),
-    ),
+    columns("""
+        method      str    none (the base model), embedding or sentiment regularisation
+        lambda      float  regularisation strength (0 for none)
+        attribute   str    sensitive attribute
+        classifier  str    sentiment classifier of IF/GF
+        IF          float  individual fairness after the run
+        GF          float  group fairness after the run
+        ppl         float  perplexity on held-out corpus sentences
+        ppl_s       float  perplexity on held-out sentences with a sensitive token
+        ss          float  share of continuations with cosine similarity to the prefix > threshold
+        ss_c        float  share of continuations mentioning a value of the attribute
+        steps       int    optimisation steps taken
+    """),
     unique=("method", "lambda", "attribute", "classifier"),
 )
 
