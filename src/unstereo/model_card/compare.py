@@ -347,9 +347,9 @@ def pair_tests(
     df["p_holm"] = holm(df["p_value"]) if len(df) else pd.Series(dtype=float)
     df["differs"] = (df["p_holm"] < ALPHA).astype(bool)
     df["more_biased"] = [
-        (a if d > 0 else b) if s else "" for a, b, d, s in zip(df["model_a"], df["model_b"], df["diff"],
-                                                              df["differs"], strict=True)
-    ]  # fmt: skip
+        (a if d > 0 else b) if s else ""
+        for a, b, d, s in zip(df["model_a"], df["model_b"], df["diff"], df["differs"], strict=True)
+    ]
     return validate(df[MODEL_CARD_TESTS.names], MODEL_CARD_TESTS)
 
 

@@ -304,8 +304,7 @@ def _check_length(rows: list[dict[str, Any]], k: int, s: GenerateSettings) -> No
     for r in _alive(rows):
         if not length_ok(r["sentence"], k, s.length_tolerance):
             n_words = len(words(r["sentence"]))
-            r.update(status="discarded",
-                     reason=f"length: {n_words} words, not {k} +- {s.length_tolerance}")  # fmt: skip
+            r.update(status="discarded", reason=f"length: {n_words} words, not {k} +- {s.length_tolerance}")
 
 
 def _pair(rows: list[dict[str, Any]], client: Any, prompts: PromptSet, s: GenerateSettings, tag: str) -> None:
@@ -563,7 +562,7 @@ def summarize(full: pd.DataFrame, n_seed_words: int) -> dict[str, Any]:
             (full["item"] >= 0)
             & (full["is_revised"] == False)  # noqa: E712
             & (reasons != "revision")
-        ),  # fmt: skip
+        ),
         "revised": by_pronoun(full["is_revised"] == True),  # noqa: E712
         "revision_failed": by_pronoun(reasons == "revision"),
         "paired_direct": int((full["pairing"] == "direct").sum()),

@@ -155,7 +155,7 @@ class UnStereoEvalHeadline(Headline):
                     interval="±1 s.e. (Bernoulli)",
                     n=int(r.n),
                     scope=scope,
-                )  # fmt: skip
+                )
             )
             rows.append(
                 dict(
@@ -168,7 +168,7 @@ class UnStereoEvalHeadline(Headline):
                     interval="",
                     n=int(r.n),
                     scope=scope,
-                )  # fmt: skip
+                )
             )
         return headline_table(rows)
 
