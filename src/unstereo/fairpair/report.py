@@ -35,8 +35,9 @@ def small_sample_warning(summary: pd.DataFrame, minimum: int = MIN_PROMPTS) -> s
     small = summary[summary["n_prompts"] < minimum]
     if small.empty:
         return ""
-    names = ", ".join(f"{m} {p} ({n})" for m, p, n in zip(small["model"], small["phi"], small["n_prompts"],
-                                                          strict=True))  # fmt: skip
+    names = ", ".join(
+        f"{m} {p} ({n})" for m, p, n in zip(small["model"], small["phi"], small["n_prompts"], strict=True)
+    )
     return (
         f"Warning: fewer than {minimum} prompts for {names}: the intervals resample too few prompts to mean "
         "anything."

@@ -314,8 +314,9 @@ class LocalBackend:
         if self._engine is None:
             from unstereo.engine.engine import SamplingEngine
 
-            engine = SamplingEngine(self._lm, self._tok, slots="auto" if self.auto else self.batch_size,
-                                    products=self.products)  # fmt: skip
+            engine = SamplingEngine(
+                self._lm, self._tok, slots="auto" if self.auto else self.batch_size, products=self.products
+            )
             # a model loaded here from its spec: a probe passed before on this machine is not run again
             key = engine.probe_key() if self._own_model and engine.body is not None else None
             known = key is not None and probe_memo.recall("engine", key, {"passed": bool}) == {"passed": True}

@@ -46,8 +46,10 @@ def headline_api(method: Method) -> Headline:
     module = str(method.headline_module)
     api = getattr(importlib.import_module(module), "API", None)
     if not isinstance(api, Headline):
-        raise TypeError(f"method {method.name!r}: its headline module {module} must define API, an instance of a "
-                        "subclass of unstereo.model_card.headline.Headline")  # fmt: skip
+        raise TypeError(
+            f"method {method.name!r}: its headline module {module} must define API, an instance of a "
+            "subclass of unstereo.model_card.headline.Headline"
+        )
     return api
 
 
@@ -126,8 +128,10 @@ def collect_resampled(config: dict, card: pd.DataFrame | None = None) -> list:
             value = float(r.statistic(np.arange(len(r.items))))
             want = float(shown.get((r.method, r.model, r.metric), math.nan))
             if not np.isclose(value, want, rtol=1e-9, atol=1e-12, equal_nan=True):
-                raise ValueError(f"{r.method}/{r.metric} of {r.model}: the resampling statistic on all "
-                                 f"{len(r.items)} items gives {value!r}, the card shows {want!r}")  # fmt: skip
+                raise ValueError(
+                    f"{r.method}/{r.metric} of {r.model}: the resampling statistic on all "
+                    f"{len(r.items)} items gives {value!r}, the card shows {want!r}"
+                )
     return out
 
 
@@ -526,8 +530,9 @@ def write_card(
             labels = dict(zip(zip(card["method"], card["metric"], strict=True), card["label"], strict=True))
             sentences = compare.findings(card, tests, tau, info)
             for fmt, name in (("html", "comparisons.html"), ("md", "comparisons.md")):
-                page = compare.comparisons_page(tests, sentences, _tau_rows(tau, labels), _TAU_COLUMNS, info, fmt,
-                                                _CSS)  # fmt: skip
+                page = compare.comparisons_page(
+                    tests, sentences, _tau_rows(tau, labels), _TAU_COLUMNS, info, fmt, _CSS
+                )
                 write_text(Path(pages_dir) / name, page)
     if pages_dir is not None:
         pages = Path(pages_dir)

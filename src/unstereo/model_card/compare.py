@@ -396,8 +396,10 @@ def findings(
             out.append(f"{label}: fewer than two models, nothing to compare.")
             continue
         if key not in tested:
-            out.append(f"{label}: no per-item values or resampling statistic are read for this metric, so no "
-                       "paired test was run; only the intervals compare the models.")  # fmt: skip
+            out.append(
+                f"{label}: no per-item values or resampling statistic are read for this metric, so no "
+                "paired test was run; only the intervals compare the models."
+            )
             continue
         t = tests[(tests["method"] == key[0]) & (tests["metric"] == key[1])]
         diff = t[t["differs"]]
@@ -408,8 +410,10 @@ def findings(
             why = (f"; no test of this metric can reach p < {alpha:g}: its smallest reachable p is {floor:.2g}"
                    + (f", with at most {int(t['n_untied'].max())} untied items" if t["n_untied"].notna().all() else "")
                    if np.isfinite(floor) and floor >= alpha else "")  # fmt: skip
-            out.append(f"{label}: no two of the {len(models)} models differ after Holm correction "
-                       f"(smallest adjusted p = {fmt_p(t['p_holm'].min())}{why}).")  # fmt: skip
+            out.append(
+                f"{label}: no two of the {len(models)} models differ after Holm correction "
+                f"(smallest adjusted p = {fmt_p(t['p_holm'].min())}{why})."
+            )
         else:
             order = _order_sentence(label, t, models)
             pairs = "; ".join(
@@ -417,8 +421,10 @@ def findings(
                 f"(adjusted p = {fmt_p(r.p_holm)})"
                 for r in diff.itertuples(index=False)
             )
-            out.append(order or f"{label}: {len(diff)} of {len(t)} pairs of models differ after Holm correction: "
-                       f"{pairs}.")  # fmt: skip
+            out.append(
+                order
+                or f"{label}: {len(diff)} of {len(t)} pairs of models differ after Holm correction: {pairs}."
+            )
     rows = tau[tau["method_a"] != tau["method_b"]]
     agree = disagree = unknown = 0
     no_tau: list[str] = []
@@ -430,21 +436,29 @@ def findings(
         elif r.p_value < alpha:
             agree, disagree = agree + (r.kendall_tau > 0), disagree + (r.kendall_tau < 0)
             word = "rank the models alike" if r.kendall_tau > 0 else "rank the models in opposite orders"
-            out.append(f"{la} and {lb} {word} (tau = {r.kendall_tau:.2f}, p = {fmt_p(r.p_value)}, "
-                       f"{r.n_models} models).")  # fmt: skip
+            out.append(
+                f"{la} and {lb} {word} (tau = {r.kendall_tau:.2f}, p = {fmt_p(r.p_value)}, "
+                f"{r.n_models} models)."
+            )
         else:
             unknown += 1
             floor = kendall_min_p(int(r.n_models))
             why = (f"; with {r.n_models} models even identical rankings give p = {fmt_p(floor)}, so no agreement can "
                    f"be shown at {alpha:g}" if floor >= alpha else "")  # fmt: skip
-            out.append(f"{la} and {lb}: neither agreement nor disagreement is shown (tau = {r.kendall_tau:.2f}, "
-                       f"p = {fmt_p(r.p_value)}{why}).")  # fmt: skip
+            out.append(
+                f"{la} and {lb}: neither agreement nor disagreement is shown (tau = {r.kendall_tau:.2f}, "
+                f"p = {fmt_p(r.p_value)}{why})."
+            )
     if no_tau:
-        out.append(f"{len(no_tau)} pair(s) of metrics have no tau (fewer than 2 shared models, or one ranking all "
-                   f"ties; see the table): {'; '.join(no_tau)}.")  # fmt: skip
+        out.append(
+            f"{len(no_tau)} pair(s) of metrics have no tau (fewer than 2 shared models, or one ranking all "
+            f"ties; see the table): {'; '.join(no_tau)}."
+        )
     if len(rows) > len(no_tau):
-        out.append(f"Of {len(rows) - len(no_tau)} pairs of metrics from different methods with a tau, {agree} agree and {disagree} disagree "
-                   f"at the {alpha:g} level; {unknown} are inconclusive.")  # fmt: skip
+        out.append(
+            f"Of {len(rows) - len(no_tau)} pairs of metrics from different methods with a tau, {agree} agree and {disagree} disagree "
+            f"at the {alpha:g} level; {unknown} are inconclusive."
+        )
     return out
 
 
@@ -511,8 +525,10 @@ def comparisons_page(
         )
         agreement = markdown_table(tau_columns, tau_rows) if tau_rows else "Fewer than two ranked metrics.\n"
         bullets = "".join(f"- {s}\n" for s in sentences)
-        return (f"# {title}\n\n## Findings\n\n{bullets}\n## Paired tests\n\n{body}\n"
-                f"## Agreement between methods\n\n{agreement}\n{NOTE}\n")  # fmt: skip
+        return (
+            f"# {title}\n\n## Findings\n\n{bullets}\n## Paired tests\n\n{body}\n"
+            f"## Agreement between methods\n\n{agreement}\n{NOTE}\n"
+        )
     tests_html = html_table(_TEST_COLUMNS, rows, cell_classes={3: "num", 4: "num", 8: "num", 9: "num", 10: "value"}) if rows else (
         "<p>No paired test (no per-item values or resampling statistic).</p>")  # fmt: skip
     agreement = html_table(tau_columns, tau_rows, cell_classes={2: "num", 3: "value", 4: "num"}) if tau_rows else (

@@ -90,8 +90,10 @@ class Resampled:
         if len(set(self.items)) != len(self.items):
             raise ValueError(f"{self.method}/{self.metric} of {self.model}: the item keys are not distinct")
         if self.strata is not None and len(self.strata) != len(self.items):
-            raise ValueError(f"{self.method}/{self.metric} of {self.model}: {len(self.strata)} strata for "
-                             f"{len(self.items)} items")  # fmt: skip
+            raise ValueError(
+                f"{self.method}/{self.metric} of {self.model}: {len(self.strata)} strata for "
+                f"{len(self.items)} items"
+            )
 
 
 class Headline(ABC):

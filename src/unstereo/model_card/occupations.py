@@ -201,8 +201,9 @@ def winogender_leans(
     df = df[df["construction"] == "original"]
     out = _rows(model, method, "all pairs", "lean", NATS, df.groupby("occupation", sort=True), neutral=True)
     occ = df[df["referent"] == 0]
-    return out + _rows(model, method, "occupation referent", "lean", NATS, occ.groupby("occupation", sort=True),
-                       neutral=True)  # fmt: skip
+    return out + _rows(
+        model, method, "occupation referent", "lean", NATS, occ.groupby("occupation", sort=True), neutral=True
+    )
 
 
 def robustness_leans(scores: pd.DataFrame, model: str) -> list[dict]:
@@ -234,8 +235,10 @@ def biastest_leans(
         elif b in male and a in female:
             xs.append(r.logp_b - r.logp_a)
         else:
-            raise InputError(f"pair {r.pair_id}: group terms {r.group_term_a!r} / {r.group_term_b!r} are not one "
-                             "male and one female term")  # fmt: skip
+            raise InputError(
+                f"pair {r.pair_id}: group terms {r.group_term_a!r} / {r.group_term_b!r} are not one "
+                "male and one female term"
+            )
     df["x"] = np.asarray(xs, dtype=float)
     df["occupation"] = [normalise(t) for t in df["attribute"]]
     return _rows(model, "biastest", spec, "lean", NATS, df.groupby("occupation", sort=True), term="attribute")
@@ -452,8 +455,10 @@ def correlations(leans: pd.DataFrame, n_perm: int = N_PERM, seed: int = 0) -> pd
                 continue
             j = ga.set_index("occupation")["lean"].to_frame("a").join(gb.set_index("occupation")["lean"].rename("b"),
                                                                       how="inner")  # fmt: skip
-            strata[model] = (_oriented(j["a"].to_numpy(float), kinds[a], how),
-                             _oriented(j["b"].to_numpy(float), kinds[b], how))  # fmt: skip
+            strata[model] = (
+                _oriented(j["a"].to_numpy(float), kinds[a], how),
+                _oriented(j["b"].to_numpy(float), kinds[b], how),
+            )
         add("methods", a, b, how, strata)
     df = pd.DataFrame(
         rows, columns=[c for c in OCCUPATION_CORRELATIONS.names if c not in ("p_holm", "verdict")]
@@ -462,8 +467,10 @@ def correlations(leans: pd.DataFrame, n_perm: int = N_PERM, seed: int = 0) -> pd
     df["p_holm"] = np.nan
     for _family, idx in df.groupby("family").groups.items():
         df.loc[idx, "p_holm"] = holm(df.loc[idx, "spearman_p"].to_numpy(float))  # compare.holm: NaN left out
-    df["verdict"] = [verdict(f, c, r, p) for f, c, r, p in zip(df["family"], df["compared"], df["spearman"],
-                                                                 df["p_holm"], strict=True)]  # fmt: skip
+    df["verdict"] = [
+        verdict(f, c, r, p)
+        for f, c, r, p in zip(df["family"], df["compared"], df["spearman"], df["p_holm"], strict=True)
+    ]
     return validate(df[OCCUPATION_CORRELATIONS.names], OCCUPATION_CORRELATIONS)
 
 
@@ -507,11 +514,15 @@ def findings(corr: pd.DataFrame, leans: pd.DataFrame | None = None) -> list[str]
         has = leans.assign(ok=np.isfinite(leans["bls_pct_female"].astype(float)))
         for (m, v), g in has.groupby(["method", "variant"], sort=False):
             if not g["ok"].any():
-                out.append(f"{m} / {v}: none of its {g['occupation'].nunique()} terms is a Winogender occupation "
-                           "in this run, so it enters no correlation.")  # fmt: skip
+                out.append(
+                    f"{m} / {v}: none of its {g['occupation'].nunique()} terms is a Winogender occupation "
+                    "in this run, so it enters no correlation."
+                )
     if corr.empty:
-        return out + ["No two measures share two occupations, and no measure has two occupations with a share of "
-                      "women: no correlation."]  # fmt: skip
+        return out + [
+            "No two measures share two occupations, and no measure has two occupations with a share of "
+            "women: no correlation."
+        ]
 
     def lead(df):
         pooled = df[df["model"] == POOLED]
@@ -522,15 +533,21 @@ def findings(corr: pd.DataFrame, leans: pd.DataFrame | None = None) -> list[str]
             where = _where(r)
             how = " (as magnitudes)" if r.compared == "magnitude" else ""
             if not np.isfinite(r.spearman):
-                out.append(f"{a} and {b}{how}: no correlation ({where}; fewer than 2 shared occupations or a "
-                           "constant side).")  # fmt: skip
+                out.append(
+                    f"{a} and {b}{how}: no correlation ({where}; fewer than 2 shared occupations or a "
+                    "constant side)."
+                )
             elif r.verdict == "cannot tell":
-                out.append(f"{a} and {b}{how} cannot be told apart from no relation (rho = {r.spearman:.2f}, "
-                           f"Holm p = {fmt_p(r.p_holm)}; {where}{_why_small(r)}).")  # fmt: skip
+                out.append(
+                    f"{a} and {b}{how} cannot be told apart from no relation (rho = {r.spearman:.2f}, "
+                    f"Holm p = {fmt_p(r.p_holm)}; {where}{_why_small(r)})."
+                )
             else:
                 word = "agree on" if r.verdict == "agree" else "disagree on"
-                out.append(f"{a} and {b}{how} {word} the occupations (rho = {r.spearman:.2f}, Holm p = "
-                           f"{fmt_p(r.p_holm)}; {where}).")  # fmt: skip
+                out.append(
+                    f"{a} and {b}{how} {word} the occupations (rho = {r.spearman:.2f}, Holm p = "
+                    f"{fmt_p(r.p_holm)}; {where})."
+                )
     ys = corr[(corr["family"] == "yardstick") & (corr["measure_b"] == "bls")]
     for a, g in ys.groupby("measure_a", sort=False):
         for r in lead(g).itertuples(index=False):
@@ -539,22 +556,28 @@ def findings(corr: pd.DataFrame, leans: pd.DataFrame | None = None) -> list[str]
             if not np.isfinite(r.spearman):
                 out.append(f"{a}: no correlation with {target} ({where}).")
             elif r.verdict == "cannot tell":
-                out.append(f"{a}: no relation with {target} shown (rho = {r.spearman:.2f}, Holm p = "
-                           f"{fmt_p(r.p_holm)}; {where}{_why_small(r)}).")  # fmt: skip
+                out.append(
+                    f"{a}: no relation with {target} shown (rho = {r.spearman:.2f}, Holm p = "
+                    f"{fmt_p(r.p_holm)}; {where}{_why_small(r)})."
+                )
             else:
                 sign = "rises" if r.spearman > 0 else "falls"
                 way = {
                     "follows the share": ", the way the labour statistics go",
                     "against the share": ", against the way the labour statistics go",
                 }.get(r.verdict, "")
-                out.append(f"{a} {sign} with {target}{way} (rho = {r.spearman:.2f}, Holm p = {fmt_p(r.p_holm)}; "
-                           f"{where}).")  # fmt: skip
+                out.append(
+                    f"{a} {sign} with {target}{way} (rho = {r.spearman:.2f}, Holm p = {fmt_p(r.p_holm)}; "
+                    f"{where})."
+                )
     agree = int(((corr["family"] == "methods") & (corr["verdict"] == "agree")).sum())
     disagree = int(((corr["family"] == "methods") & (corr["verdict"] == "disagree")).sum())
     total = int((corr["family"] == "methods").sum())
     if total:
-        out.append(f"Of {total} between-method tests (per model and pooled), {agree} agree, {disagree} disagree and "
-                   f"{total - agree - disagree} cannot be told apart after Holm correction.")  # fmt: skip
+        out.append(
+            f"Of {total} between-method tests (per model and pooled), {agree} agree, {disagree} disagree and "
+            f"{total - agree - disagree} cannot be told apart after Holm correction."
+        )
     return out
 
 
@@ -739,8 +762,10 @@ def lean_pivot(leans: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     measures = list(dict.fromkeys(df["measure"]))
     wide = df.pivot_table(index=["model", "occupation", "bls_pct_female"], columns="measure", values="lean",
                           aggfunc="first", sort=False)  # fmt: skip
-    rows = [[m, o, f"{b:.1f}", *(_num(wide.loc[(m, o, b)].get(c, math.nan)) for c in measures)]
-            for (m, o, b) in wide.index]  # fmt: skip
+    rows = [
+        [m, o, f"{b:.1f}", *(_num(wide.loc[(m, o, b)].get(c, math.nan)) for c in measures)]
+        for (m, o, b) in wide.index
+    ]
     return ["Model", "Occupation", "BLS % women", *measures], rows
 
 
@@ -751,14 +776,18 @@ def page(leans: pd.DataFrame, corr: pd.DataFrame, sentences: list[str], fmt: str
 
     title = "Agreement on occupations"
     header, lean_rows = lean_pivot(leans)
-    counts = (f"{leans['occupation'].nunique()} occupations or terms, {leans['model'].nunique()} models, "
-              f"{len(leans)} rows (results/occupation_leans.parquet; CSV beside it)")  # fmt: skip
+    counts = (
+        f"{leans['occupation'].nunique()} occupations or terms, {leans['model'].nunique()} models, "
+        f"{len(leans)} rows (results/occupation_leans.parquet; CSV beside it)"
+    )
     if fmt == "md":
         bullets = "".join(f"- {s}\n" for s in sentences)
         ct = markdown_table(_CORR_COLUMNS, corr_rows(corr)) if len(corr) else "No correlation.\n"
         lt = markdown_table(header, lean_rows) if lean_rows else "No lean on a Winogender occupation.\n"
-        return (f"# {title}\n\n## Findings\n\n{bullets}\n![leans]({image})\n\n## Correlations\n\n{ct}\n"
-                f"## Leans\n\n{counts}\n\n{lt}\n{NOTE}\n")  # fmt: skip
+        return (
+            f"# {title}\n\n## Findings\n\n{bullets}\n![leans]({image})\n\n## Correlations\n\n{ct}\n"
+            f"## Leans\n\n{counts}\n\n{lt}\n{NOTE}\n"
+        )
     bullets = "".join(f"<li>{html.escape(s)}</li>" for s in sentences)
     ct = html_table(_CORR_COLUMNS, corr_rows(corr), cell_classes={4: "num", 5: "value", 10: "num"}) if len(corr) \
         else "<p>No correlation.</p>"  # fmt: skip

@@ -106,7 +106,9 @@ def run_debias(
     if method != "none":
         head = None
         if method == "sentiment":
-            clf = make_classifier(d["label_classifier"], opinion_dir=resource_path(section["opinion_lexicon"], external_dir))  # fmt: skip
+            clf = make_classifier(
+                d["label_classifier"], opinion_dir=resource_path(section["opinion_lexicon"], external_dir)
+            )
             texts = [e.text for e in examples]
             s = clf(texts)
             keep = np.abs(s - 0.5) >= 0.25
@@ -145,7 +147,9 @@ def run_debias(
     fair = fairness_table(cont, names, section["bootstrap"], seed, section["level"])
     write_table(fair, out_dir / "fairness.parquet")
     encoder = SentenceEncoder(resource_path(d["encoder"], external_dir), device=device)
-    cont = cont.assign(similarity=semantic_similarity(encoder, cont["prefix"].tolist(), cont["continuation"].tolist()))  # fmt: skip
+    cont = cont.assign(
+        similarity=semantic_similarity(encoder, cont["prefix"].tolist(), cont["continuation"].tolist())
+    )
     rows = []
     for attribute, g in cont.groupby("attribute", sort=False):
         words = sorted({t.text for t in terms if t.attribute == attribute})
@@ -168,8 +172,9 @@ def summarize(paths: list[str | Path]) -> pd.DataFrame:
     """The QUALITY rows of every run, base model first, then by method and lambda."""
     df = pd.concat([read_table(p, QUALITY) for p in paths], ignore_index=True)
     order = {"none": 0, "embedding": 1, "sentiment": 2}
-    return df.sort_values(["method", "lambda"], key=lambda c: c.map(order) if c.name == "method" else c,
-                          kind="stable").reset_index(drop=True)  # fmt: skip
+    return df.sort_values(
+        ["method", "lambda"], key=lambda c: c.map(order) if c.name == "method" else c, kind="stable"
+    ).reset_index(drop=True)
 
 
 def table1_html(df: pd.DataFrame, classifier: str, path: str | Path) -> Path:

@@ -86,7 +86,9 @@ def fill_templates(
     keep_attr = list(dict.fromkeys(templates["attribute"])) if attributes is None else list(attributes)
     unknown = [a for a in keep_attr if a not in set(templates["attribute"])]
     if unknown:
-        raise InputError(f"unknown attribute(s) {unknown}; the templates have {sorted(set(templates['attribute']))}")  # fmt: skip
+        raise InputError(
+            f"unknown attribute(s) {unknown}; the templates have {sorted(set(templates['attribute']))}"
+        )
     for attribute in keep_attr:
         t = templates[templates["attribute"] == attribute]
         fams = list(dict.fromkeys(t["template_id"].map(template_family)))

@@ -485,8 +485,10 @@ def _judge_filter(rows: list[dict[str, Any]], s: GenerateSettings, judge: Any) -
         r["judge_p_yes_male"], r["judge_p_yes_female"] = ps[2 * n], ps[2 * n + 1]
         low = [(g, p) for g, p in (("male", ps[2 * n]), ("female", ps[2 * n + 1])) if p < t]
         if low:
-            r.update(status="unnatural", reason="judge: " + ", ".join(
-                f"{g} P(Yes) {p:.2f} < {t:g}" for g, p in low))  # fmt: skip
+            r.update(
+                status="unnatural",
+                reason="judge: " + ", ".join(f"{g} P(Yes) {p:.2f} < {t:g}" for g, p in low),
+            )
 
 
 _BOOL_COLUMNS = ("is_revised", "has_word", "has_pronoun", "has_placeholder", "is_natural")

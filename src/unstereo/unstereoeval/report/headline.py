@@ -56,8 +56,9 @@ def eps_grid(config: dict):
     from unstereo.defaults import EPS_GRID
 
     g = (config.get("metrics") or {}).get("eps_grid") or {}
-    return np.linspace(float(g.get("start", EPS_GRID[0])), float(g.get("stop", EPS_GRID[1])),
-                       int(g.get("num", EPS_GRID[2])))  # fmt: skip
+    return np.linspace(
+        float(g.get("start", EPS_GRID[0])), float(g.get("stop", EPS_GRID[1])), int(g.get("num", EPS_GRID[2]))
+    )
 
 
 def _winogender(config: dict) -> str | None:
