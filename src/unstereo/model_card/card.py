@@ -325,8 +325,11 @@ def tau_page(tau: pd.DataFrame, fmt: str = "html", card: pd.DataFrame | None = N
         "-1 = reversed). A model is the same model across methods when it has the same short name in each method's "
         "config. NaN when fewer than 2 models are shared."
     )
-    labels = {} if card is None else dict(zip(zip(card["method"], card["metric"], strict=True), card["label"],
-                                               strict=True))  # fmt: skip
+    labels = (
+        {}
+        if card is None
+        else dict(zip(zip(card["method"], card["metric"], strict=True), card["label"], strict=True))
+    )
     rows = _tau_rows(tau, labels)
     if fmt == "md":
         body = markdown_table(_TAU_COLUMNS, rows) if rows else "Fewer than two ranked metrics.\n"

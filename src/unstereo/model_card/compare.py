@@ -443,8 +443,12 @@ def findings(
         else:
             unknown += 1
             floor = kendall_min_p(int(r.n_models))
-            why = (f"; with {r.n_models} models even identical rankings give p = {fmt_p(floor)}, so no agreement can "
-                   f"be shown at {alpha:g}" if floor >= alpha else "")  # fmt: skip
+            why = (
+                f"; with {r.n_models} models even identical rankings give p = {fmt_p(floor)}, so no agreement can "
+                f"be shown at {alpha:g}"
+                if floor >= alpha
+                else ""
+            )
             out.append(
                 f"{la} and {lb}: neither agreement nor disagreement is shown (tau = {r.kendall_tau:.2f}, "
                 f"p = {fmt_p(r.p_value)}{why})."
@@ -529,10 +533,16 @@ def comparisons_page(
             f"# {title}\n\n## Findings\n\n{bullets}\n## Paired tests\n\n{body}\n"
             f"## Agreement between methods\n\n{agreement}\n{NOTE}\n"
         )
-    tests_html = html_table(_TEST_COLUMNS, rows, cell_classes={3: "num", 4: "num", 8: "num", 9: "num", 10: "value"}) if rows else (
-        "<p>No paired test (no per-item values or resampling statistic).</p>")  # fmt: skip
-    agreement = html_table(tau_columns, tau_rows, cell_classes={2: "num", 3: "value", 4: "num"}) if tau_rows else (
-        "<p>Fewer than two ranked metrics.</p>")  # fmt: skip
+    tests_html = (
+        html_table(_TEST_COLUMNS, rows, cell_classes={3: "num", 4: "num", 8: "num", 9: "num", 10: "value"})
+        if rows
+        else "<p>No paired test (no per-item values or resampling statistic).</p>"
+    )
+    agreement = (
+        html_table(tau_columns, tau_rows, cell_classes={2: "num", 3: "value", 4: "num"})
+        if tau_rows
+        else "<p>Fewer than two ranked metrics.</p>"
+    )
     bullets = "".join(f"<li>{html.escape(s)}</li>" for s in sentences)
     return (
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{title}</title><style>{css}</style></head>"

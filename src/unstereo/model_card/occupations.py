@@ -453,8 +453,11 @@ def correlations(leans: pd.DataFrame, n_perm: int = N_PERM, seed: int = 0) -> pd
             ga, gb = by.get((model, a)), by.get((model, b))
             if ga is None or gb is None:
                 continue
-            j = ga.set_index("occupation")["lean"].to_frame("a").join(gb.set_index("occupation")["lean"].rename("b"),
-                                                                      how="inner")  # fmt: skip
+            j = (
+                ga.set_index("occupation")["lean"]
+                .to_frame("a")
+                .join(gb.set_index("occupation")["lean"].rename("b"), how="inner")
+            )
             strata[model] = (
                 _oriented(j["a"].to_numpy(float), kinds[a], how),
                 _oriented(j["b"].to_numpy(float), kinds[b], how),
@@ -661,8 +664,11 @@ def figure(leans: pd.DataFrame, corr: pd.DataFrame | None = None):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    df = leans[leans["method"].isin(FIGURE_METHODS) & np.isfinite(leans["bls_pct_female"].astype(float))
-               & np.isfinite(leans["lean"].astype(float))]  # fmt: skip
+    df = leans[
+        leans["method"].isin(FIGURE_METHODS)
+        & np.isfinite(leans["bls_pct_female"].astype(float))
+        & np.isfinite(leans["lean"].astype(float))
+    ]
     measures = list(dict.fromkeys(zip(df["method"], df["variant"], strict=True)))
     models = list(dict.fromkeys(leans["model"]))
     colours = {m: f"C{i % 10}" for i, m in enumerate(models)}
@@ -696,15 +702,25 @@ def figure(leans: pd.DataFrame, corr: pd.DataFrame | None = None):
         pad = 0.1 * (np.ptp(ys) or 1.0)
         ax.set_ylim(ys.min() - 2 * pad, ys.max() + 2 * pad)  # the bands may widen far beyond the points
         ax.set_xlim(0, 50 if kind == "magnitude" else 100)
-        ylabel = {"lean": "lean (nats, > 0 = male)", "magnitude": "F (no direction)",
-                  "sentiment": "sentiment - mean"}[kind]  # fmt: skip
+        ylabel = {
+            "lean": "lean (nats, > 0 = male)",
+            "magnitude": "F (no direction)",
+            "sentiment": "sentiment - mean",
+        }[kind]
         ax.set_ylabel(ylabel, fontsize=8)
-        ax.set_xlabel("BLS 2015: |% women - 50| (distance from balance)" if kind == "magnitude"
-                      else "BLS 2015: % women in the occupation", fontsize=8)  # fmt: skip
+        ax.set_xlabel(
+            "BLS 2015: |% women - 50| (distance from balance)"
+            if kind == "magnitude"
+            else "BLS 2015: % women in the occupation",
+            fontsize=8,
+        )
         note = ""
         if corr is not None and len(corr):
-            c = corr[(corr["family"] == "yardstick") & (corr["measure_a"] == _measure(method, variant))
-                     & (corr["measure_b"] == "bls")]  # fmt: skip
+            c = corr[
+                (corr["family"] == "yardstick")
+                & (corr["measure_a"] == _measure(method, variant))
+                & (corr["measure_b"] == "bls")
+            ]
             c = c[c["model"] == POOLED] if (c["model"] == POOLED).any() else c
             if len(c) == 1 and np.isfinite(c["spearman"].iloc[0]):
                 r = c.iloc[0]
@@ -789,8 +805,11 @@ def page(leans: pd.DataFrame, corr: pd.DataFrame, sentences: list[str], fmt: str
             f"## Leans\n\n{counts}\n\n{lt}\n{NOTE}\n"
         )
     bullets = "".join(f"<li>{html.escape(s)}</li>" for s in sentences)
-    ct = html_table(_CORR_COLUMNS, corr_rows(corr), cell_classes={4: "num", 5: "value", 10: "num"}) if len(corr) \
-        else "<p>No correlation.</p>"  # fmt: skip
+    ct = (
+        html_table(_CORR_COLUMNS, corr_rows(corr), cell_classes={4: "num", 5: "value", 10: "num"})
+        if len(corr)
+        else "<p>No correlation.</p>"
+    )
     lt = html_table(header, lean_rows) if lean_rows else "<p>No lean on a Winogender occupation.</p>"
     return (
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{title}</title><style>{css}</style></head><body>"
