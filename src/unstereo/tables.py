@@ -5,6 +5,7 @@ same language. A schema lists required columns with their kind; extra columns ar
 metadata), missing columns or wrong kinds raise an :class:`~unstereo.errors.InputError` naming the file and column.
 
 Kinds: ``str`` (text), ``int``, ``float`` (also accepts ints; NaN allowed where ``nullable``), ``bool``.
+Schemas write their columns with :func:`columns`, a text table of name, kind (``float?``: nullable) and meaning.
 """
 
 from __future__ import annotations
