@@ -8,7 +8,17 @@ import pandas as pd
 import pytest
 
 from unstereo.errors import InputError
-from unstereo.tables import PAIRS, SCORES, Column, TableSchema, read_delta, read_table, validate, write_table
+from unstereo.tables import (
+    PAIRS,
+    SCORES,
+    Column,
+    TableSchema,
+    columns,
+    read_delta,
+    read_table,
+    validate,
+    write_table,
+)
 
 
 def _pairs():
@@ -148,3 +158,28 @@ def test_describe_is_a_markdown_table_with_pipes_escaped():
         "| `id` | str | unique id |\n"
         "| `source` | str? | generated \\| released |"
     )
+
+
+def test_columns_parses_the_text_table():
+    parsed = columns("""
+        pair_id    str     unique id
+        max_pmi    float?  signed delta of largest magnitude
+                           (docs/methods.md#maxpmi-and-eta)
+        flag       bool    whether it holds
+    """)
+    assert parsed == (
+        Column("pair_id", "str", "unique id"),
+        Column(
+            "max_pmi", "float", "signed delta of largest magnitude (docs/methods.md#maxpmi-and-eta)", True
+        ),
+        Column("flag", "bool", "whether it holds"),
+    )
+
+
+@pytest.mark.parametrize(
+    "spec",
+    ["    x  text  an unknown kind", "    x  str", "        only a continuation\n    x  str  doc"],
+)
+def test_columns_rejects_a_malformed_line(spec):
+    with pytest.raises(ValueError, match="column spec"):
+        columns(spec)

@@ -5,10 +5,12 @@ same language. A schema lists required columns with their kind; extra columns ar
 metadata), missing columns or wrong kinds raise an :class:`~unstereo.errors.InputError` naming the file and column.
 
 Kinds: ``str`` (text), ``int``, ``float`` (also accepts ints; NaN allowed where ``nullable``), ``bool``.
+Schemas write their columns with :func:`columns`, a text table of name, kind (``float?``: nullable) and meaning.
 """
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +28,43 @@ class Column:
     kind: str  # "str" | "int" | "float" | "bool"
     doc: str
     nullable: bool = False
+
+
+KINDS = ("str", "int", "float", "bool")
+
+
+def columns(spec: str) -> tuple[Column, ...]:
+    """Columns written as a small text table, as the docs show them: a line a column, its name, its kind (a ``?``
+    after the kind where the column may be empty) and its meaning; a line indented further continues the meaning
+    of the line above it (joined with one space)::
+
+        columns(\"""
+            pair_id    str   unique id
+            seed_word  str?  seed word the pair was generated for
+                             (or the coref entity)
+        \""")
+    """
+    rows: list[list[str]] = []
+    for line in textwrap.dedent(spec.strip("\n")).splitlines():
+        if not line.strip():
+            continue
+        if line[0].isspace():
+            if not rows:
+                raise ValueError(f"column spec: a continuation line before any column: {line.strip()!r}")
+            rows[-1][2] += " " + line.strip()
+            continue
+        parts = line.split(None, 2)
+        if len(parts) != 3:
+            raise ValueError(f"column spec: want `name kind meaning`, got {line!r}")
+        rows.append(parts)
+    out = []
+    for name, kind, doc in rows:
+        nullable = kind.endswith("?")
+        kind = kind.removesuffix("?")
+        if kind not in KINDS:
+            raise ValueError(f"column spec: {name}: kind {kind!r} is not one of {', '.join(KINDS)}")
+        out.append(Column(name, kind, doc, nullable))
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -57,26 +96,18 @@ PAIRS = TableSchema(
     "pairs",
     "one row per sentence pair (a template filled female and male); the shared currency of benchmarks, "
     "generation and scoring",
-    (
-        Column("pair_id", "str", "unique id, stable across runs (e.g. `USE-5:123`, `Winobias:dev:17`)"),
-        Column(
-            "benchmark", "str", "benchmark name (USE-5, USE-10, USE-20, Winobias, Winogender, or a user name)"
-        ),
-        Column("template", "str", "sentence with `{pronoun}`, `{pronoun1}`, `{pronoun2}` placeholders"),
-        Column("sentence_female", "str", "template filled with she/her/her"),
-        Column("sentence_male", "str", "template filled with he/his/him"),
-        Column(
-            "seed_word", "str", "seed word the pair was generated for (or the coref entity)", nullable=True
-        ),
-        Column(
-            "max_pmi",
-            "float",
-            "signed delta of largest magnitude among the template's words (docs/methods.md#maxpmi-and-eta)",
-            True,
-        ),
-        Column("max_pmi_word", "str", "the word that gives max_pmi", nullable=True),
-        Column("source", "str", "where the row came from (file name, generator model, ...)"),
-    ),
+    columns("""
+        pair_id          str     unique id, stable across runs (e.g. `USE-5:123`, `Winobias:dev:17`)
+        benchmark        str     benchmark name (USE-5, USE-10, USE-20, Winobias, Winogender, or a user name)
+        template         str     sentence with `{pronoun}`, `{pronoun1}`, `{pronoun2}` placeholders
+        sentence_female  str     template filled with she/her/her
+        sentence_male    str     template filled with he/his/him
+        seed_word        str?    seed word the pair was generated for (or the coref entity)
+        max_pmi          float?  signed delta of largest magnitude among the template's words
+                                 (docs/methods.md#maxpmi-and-eta)
+        max_pmi_word     str?    the word that gives max_pmi
+        source           str     where the row came from (file name, generator model, ...)
+    """),
     unique=("pair_id",),
 )
 
@@ -84,28 +115,24 @@ SCORES = TableSchema(
     "scores",
     "one row per (pair, model): sentence log-likelihoods in nats; run metadata in extra columns "
     "(dtype, batch_size, device, revision, versions)",
-    (
-        Column("pair_id", "str", "id of the pair in the pairs table"),
-        Column("model", "str", "model id (hub id, path or name as in the released files)"),
-        Column("logp_female", "float", "ln p(sentence_female), BOS prepended and not scored"),
-        Column("logp_male", "float", "ln p(sentence_male)"),
-        Column("ntok_female", "int", "number of scored tokens of sentence_female"),
-        Column("ntok_male", "int", "number of scored tokens of sentence_male"),
-    ),
+    columns("""
+        pair_id      str    id of the pair in the pairs table
+        model        str    model id (hub id, path or name as in the released files)
+        logp_female  float  ln p(sentence_female), BOS prepended and not scored
+        logp_male    float  ln p(sentence_male)
+        ntok_female  int    number of scored tokens of sentence_female
+        ntok_male    int    number of scored tokens of sentence_male
+    """),
     unique=("pair_id", "model"),
 )
 
 TEXTS = TableSchema(
     "texts",
     "one row per text to score (a sentence, a pair's female or male sentence, a prompt plus continuation, ...)",
-    (
-        Column(
-            "id",
-            "str",
-            "unique id, stable across runs (pair scoring uses `{pair_id}|female` / `{pair_id}|male`)",
-        ),
-        Column("text", "str", "the string to score, non-empty, exactly as scored"),
-    ),
+    columns("""
+        id    str  unique id, stable across runs (pair scoring uses `{pair_id}|female` / `{pair_id}|male`)
+        text  str  the string to score, non-empty, exactly as scored
+    """),
     unique=("id",),
 )
 
@@ -113,29 +140,32 @@ TEXT_SCORES = TableSchema(
     "text_scores",
     "one row per scored text: log-likelihood in nats under one model; run metadata in extra columns (model, "
     "scorer, dtype, batch_size, device, bos_policy, revision, versions), as in SCORES",
-    (
-        Column("id", "str", "id of the text in the texts table"),
-        Column("logp", "float", "ln p(text): causal LM with BOS prepended and not scored, or masked-LM PLL"),
-        Column("ntok", "int", "number of scored tokens"),
-    ),
+    columns("""
+        id    str    id of the text in the texts table
+        logp  float  ln p(text): causal LM with BOS prepended and not scored, or masked-LM PLL
+        ntok  int    number of scored tokens
+    """),
     unique=("id",),
 )
 
 UNIGRAMS = TableSchema(
     "unigrams",
     "unigram counts after preprocessing (lowercase, alphabetic, stop words removed, targets kept)",
-    (Column("word", "str", "word"), Column("count", "int", "c(w)")),
+    columns("""
+        word   str  word
+        count  int  c(w)
+    """),
     unique=("word",),
 )
 
 COOCCURRENCE = TableSchema(
     "cooccurrence",
     "co-occurrence counts c(w, g) within the window for every target word g",
-    (
-        Column("word", "str", "word w"),
-        Column("target", "str", "gendered target word g"),
-        Column("count", "int", "c(w, g), both orders summed"),
-    ),
+    columns("""
+        word    str  word w
+        target  str  gendered target word g
+        count   int  c(w, g), both orders summed
+    """),
     unique=("word", "target"),
 )
 
@@ -143,22 +173,22 @@ DELTA = TableSchema(
     "delta",
     "gender association per word: delta = PMI(w, she) - PMI(w, he) (positive = female-skewed); extra columns "
     "hold per-pair deltas and PMIs",
-    (
-        Column("word", "str", "word"),
-        Column("delta", "float", "PMI(w, female) - PMI(w, male), NaN where undefined", nullable=True),
-        Column("count", "int", "unigram count c(w)"),
-    ),
+    columns("""
+        word   str     word
+        delta  float?  PMI(w, female) - PMI(w, male), NaN where undefined
+        count  int     unigram count c(w)
+    """),
     unique=("word",),
 )
 
 # One row per (model, benchmark, eta): these key columns, then the columns of every registered metric
 # (unstereo.unstereoeval.metrics.registry: us, us_std, aufc, pd, male_rel_ratio, and whatever a new method registers).
-METRIC_KEY_COLUMNS = (
-    Column("model", "str", "model id"),
-    Column("benchmark", "str", "benchmark name"),
-    Column("eta", "float", "MaxPMI bound (inf = unconstrained)"),
-    Column("n", "int", "number of pairs"),
-)
+METRIC_KEY_COLUMNS = columns("""
+    model      str    model id
+    benchmark  str    benchmark name
+    eta        float  MaxPMI bound (inf = unconstrained)
+    n          int    number of pairs
+""")
 
 
 # Providers of the METRICS columns beyond the keys. unstereo.unstereoeval.metrics.registry adds itself on import (this module

@@ -72,8 +72,9 @@ def generation_prompt(spec: BiasSpec, group_term: str, attribute: str) -> str:
     k = spec.attribute_set(attribute)
     others_g = [t for t in spec.group_terms[g] if t != group_term]
     others_a = [t for t in spec.attributes[k][1] if t != attribute]
-    return GENERATION_PROMPT.format(grp_term=group_term, att_term=attribute, grp_terms=", ".join(others_g),
-                                    att_terms=", ".join(others_a))  # fmt: skip
+    return GENERATION_PROMPT.format(
+        grp_term=group_term, att_term=attribute, grp_terms=", ".join(others_g), att_terms=", ".join(others_a)
+    )
 
 
 def rewrite_prompt(sentence: str, term: str, other: str) -> str:

@@ -121,8 +121,11 @@ class BiasTestHeadline(Headline):
             return []
         male, female = gender_terms()
         pairs = read_table(paths[0])
-        return [r for m, p in zip(self.models(config), paths[1:], strict=True)
-                for r in biastest_leans(pairs, read_table(p), m, male, female, PROFESSIONS_SPEC)]  # fmt: skip
+        return [
+            r
+            for m, p in zip(self.models(config), paths[1:], strict=True)
+            for r in biastest_leans(pairs, read_table(p), m, male, female, PROFESSIONS_SPEC)
+        ]
 
 
 API = BiasTestHeadline()

@@ -245,8 +245,10 @@ def report_table(summary: pd.DataFrame, comparison: pd.DataFrame, reference_quir
     small = small_samples(summary)
     warning = ""
     if len(small):
-        names = ", ".join(f"{m} / {s} / {o} ({n})" for m, s, o, n in
-                          zip(small.model, small.spec, small.source, small.n, strict=True))  # fmt: skip
+        names = ", ".join(
+            f"{m} / {s} / {o} ({n})"
+            for m, s, o, n in zip(small.model, small.spec, small.source, small.n, strict=True)
+        )
         warning = (
             f"<p class='warning'><b>Warning:</b> fewer than {MIN_PAIRS} pairs (or fewer pairs than attribute "
             f"terms) for {html.escape(names)}: too few for the interval to mean anything (the authors' app "

@@ -182,5 +182,7 @@ def score_pair_tables(
             loaded.append(make())
         return loaded[0]
 
-    return [score_pair_table(t, request, o, make_scorer=once, run=run, **kw)
-            for t, o in zip(tables, outs, strict=True)]  # fmt: skip
+    return [
+        score_pair_table(t, request, o, make_scorer=once, run=run, **kw)
+        for t, o in zip(tables, outs, strict=True)
+    ]

@@ -78,8 +78,11 @@ def summarize(
     One row per (model, spec, source) with ``attribute = *`` and one per attribute term. The bootstrap table has
     model, spec, source, round, stereotype_score (the whole-specification rounds)."""
     rows, boots = [], []
-    kinds = judged.groupby("model")["score_kind"].agg(lambda k: ",".join(sorted(set(k.dropna())))) if (
-        "score_kind" in judged.columns) else {}  # fmt: skip
+    kinds = (
+        judged.groupby("model")["score_kind"].agg(lambda k: ",".join(sorted(set(k.dropna()))))
+        if ("score_kind" in judged.columns)
+        else {}
+    )
     for (model, spec, source), df in judged.groupby(["model", "spec", "source"], sort=True):
         est = bootstrap(df, rounds, per_attribute, seed, (model, spec, source))
         lo, hi = _interval(est)
@@ -97,8 +100,11 @@ def summarize(
                          "stereotype_score": float(values.mean() * 100), "ci_low": lo, "ci_high": hi,
                          "scorer": kinds.get(model) or None})  # fmt: skip
     summary = pd.DataFrame(rows, columns=SUMMARY.names)
-    boot = pd.concat(boots, ignore_index=True) if boots else pd.DataFrame(
-        columns=["model", "spec", "source", "round", "stereotype_score"])  # fmt: skip
+    boot = (
+        pd.concat(boots, ignore_index=True)
+        if boots
+        else pd.DataFrame(columns=["model", "spec", "source", "round", "stereotype_score"])
+    )
     return validate(summary.astype({"n": "int64"}), SUMMARY), boot
 
 

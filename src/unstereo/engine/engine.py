@@ -563,8 +563,9 @@ def _decode_attention(module, query, key, value, attention_mask, scaling=None, d
     rows, heads, q, dim = query.shape
     kv_heads = key.shape[1]
     if q != 1 or scaling is None or attention_mask is None or heads % kv_heads:
-        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout,
-                                      scaling=scaling, **kwargs)  # fmt: skip
+        return sdpa_attention_forward(
+            module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs
+        )
     grouped = query.view(rows, kv_heads, heads // kv_heads, dim)
     scores = (
         torch.matmul(grouped, key.transpose(-1, -2)).mul_(scaling).add_(attention_mask)

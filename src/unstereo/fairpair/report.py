@@ -35,8 +35,9 @@ def small_sample_warning(summary: pd.DataFrame, minimum: int = MIN_PROMPTS) -> s
     small = summary[summary["n_prompts"] < minimum]
     if small.empty:
         return ""
-    names = ", ".join(f"{m} {p} ({n})" for m, p, n in zip(small["model"], small["phi"], small["n_prompts"],
-                                                          strict=True))  # fmt: skip
+    names = ", ".join(
+        f"{m} {p} ({n})" for m, p, n in zip(small["model"], small["phi"], small["n_prompts"], strict=True)
+    )
     return (
         f"Warning: fewer than {minimum} prompts for {names}: the intervals resample too few prompts to mean "
         "anything."
@@ -178,8 +179,11 @@ def plot_distributions(per_prompt: pd.DataFrame, n: int, path: str | Path) -> Pa
         fs = [d.loc[d["model"] == m, "F"].dropna().to_numpy(dtype=float) for m in models]
         finite = np.concatenate([f[np.isfinite(f)] for f in fs] + [np.array([1.0])])
         n_inf = sum(int(np.isinf(f).sum()) for f in fs)
-        row[0].boxplot([np.where(np.isinf(f), finite.max(), f) if len(f) else [np.nan] for f in fs],
-                       tick_labels=models, showmeans=True)  # fmt: skip
+        row[0].boxplot(
+            [np.where(np.isinf(f), finite.max(), f) if len(f) else [np.nan] for f in fs],
+            tick_labels=models,
+            showmeans=True,
+        )
         row[0].axhline(1.0, color="grey", lw=0.8, ls="--")
         row[0].set_title(f"{PHI_LABEL[phi]}: F per prompt" + (f" ({n_inf} infinite)" if n_inf else ""))
         groups, labels = [], []

@@ -117,7 +117,10 @@ class OpenAICompatBackend:
 
     def continue_batch(self, requests: list[ContinuationRequest], on_retry=None) -> list[ChatResult]:
         """Text continuations: POST ``{base_url}/completions`` (the legacy completions format), one request each."""
-        return [self._post("/completions", self._continuation_body(r), _completion_text, on_retry) for r in requests]  # fmt: skip
+        return [
+            self._post("/completions", self._continuation_body(r), _completion_text, on_retry)
+            for r in requests
+        ]
 
     def _post(self, path: str, body: dict[str, Any], text_of, on_retry=None) -> ChatResult:
         last = ""

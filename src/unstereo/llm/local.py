@@ -147,8 +147,11 @@ def sampling_products(products: str, where: str) -> str:
         log.warning("sampling_products: int8 needs PyTorch's int8 dynamic linear, absent here: fp32 products")
         return "float32"
     if products == "bfloat16" and not bf16.native():
-        log.info("sampling_products: this CPU has no native bf16 products (%s): the weights are held in bf16 and "
-                 "widened to fp32 for each product", " or ".join(bf16.NATIVE_FLAGS))  # fmt: skip
+        log.info(
+            "sampling_products: this CPU has no native bf16 products (%s): the weights are held in bf16 and "
+            "widened to fp32 for each product",
+            " or ".join(bf16.NATIVE_FLAGS),
+        )
     return products
 
 
@@ -314,8 +317,9 @@ class LocalBackend:
         if self._engine is None:
             from unstereo.engine.engine import SamplingEngine
 
-            engine = SamplingEngine(self._lm, self._tok, slots="auto" if self.auto else self.batch_size,
-                                    products=self.products)  # fmt: skip
+            engine = SamplingEngine(
+                self._lm, self._tok, slots="auto" if self.auto else self.batch_size, products=self.products
+            )
             # a model loaded here from its spec: a probe passed before on this machine is not run again
             key = engine.probe_key() if self._own_model and engine.body is not None else None
             known = key is not None and probe_memo.recall("engine", key, {"passed": bool}) == {"passed": True}
@@ -337,15 +341,22 @@ class LocalBackend:
                          "its probe passed before on this machine" if known else "probe passed")  # fmt: skip
                 self._engine = engine
             else:
-                log.warning("the sampling engine does not work with %s (%s): using transformers' generate",
-                            self.model, problem)  # fmt: skip
+                log.warning(
+                    "the sampling engine does not work with %s (%s): using transformers' generate",
+                    self.model,
+                    problem,
+                )
                 if self.products != "float32":
                     from unstereo.engine.kernels.quantised import is_quantised
 
                     # a model loaded in that form keeps it; an fp32 model's layers are swapped only in the engine
                     held = self.products if is_quantised(self._lm) else "fp32"
-                    log.warning("%s: generate samples with %s products (%s is the engine's)",
-                                self.model, held, self.products)  # fmt: skip
+                    log.warning(
+                        "%s: generate samples with %s products (%s is the engine's)",
+                        self.model,
+                        held,
+                        self.products,
+                    )
                 self._engine = False
         return self._engine or None
 

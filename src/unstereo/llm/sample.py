@@ -17,31 +17,29 @@ from typing import Any
 import pandas as pd
 
 from unstereo.llm.types import ContinuationRequest
-from unstereo.tables import Column, TableSchema, validate
+from unstereo.tables import TableSchema, columns, validate
 
 PROMPTS = TableSchema(
     "prompts",
     "one row per prompt to continue",
-    (
-        Column("prompt_id", "str", "unique id of the prompt"),
-        Column("prompt", "str", "the text to continue (no chat template is applied)"),
-    ),
+    columns("""
+        prompt_id  str  unique id of the prompt
+        prompt     str  the text to continue (no chat template is applied)
+    """),
     unique=("prompt_id",),
 )
 
 CONTINUATIONS = TableSchema(
     "continuations",
     "one row per (prompt, sample): a sampled text continuation",
-    (
-        Column("prompt_id", "str", "the prompt's id"),
-        Column("sample", "int", "sample index 0..n-1"),
-        Column("seed", "int", "the sample's seed (base seed + sample)"),
-        Column("continuation", "str", "the generated text (cut before the first stop string)"),
-        Column(
-            "finish_reason", "str", "`stop` (end of sequence or a stop string) or `length`", nullable=True
-        ),
-        Column("tokens", "int", "tokens generated (as reported by the backend)"),
-    ),
+    columns("""
+        prompt_id      str   the prompt's id
+        sample         int   sample index 0..n-1
+        seed           int   the sample's seed (base seed + sample)
+        continuation   str   the generated text (cut before the first stop string)
+        finish_reason  str?  `stop` (end of sequence or a stop string) or `length`
+        tokens         int   tokens generated (as reported by the backend)
+    """),
     unique=("prompt_id", "sample"),
 )
 

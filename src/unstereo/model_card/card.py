@@ -30,7 +30,7 @@ from unstereo.io import atomic_path, write_text
 from unstereo.method_registry import Method, methods
 from unstereo.model_card.headline import HEADLINE, Headline, HeadlineMetric
 from unstereo.render.formats import html_table, markdown_table
-from unstereo.tables import Column, TableSchema, validate
+from unstereo.tables import TableSchema, columns, validate
 
 CATEGORY = "Model card"
 
@@ -46,8 +46,10 @@ def headline_api(method: Method) -> Headline:
     module = str(method.headline_module)
     api = getattr(importlib.import_module(module), "API", None)
     if not isinstance(api, Headline):
-        raise TypeError(f"method {method.name!r}: its headline module {module} must define API, an instance of a "
-                        "subclass of unstereo.model_card.headline.Headline")  # fmt: skip
+        raise TypeError(
+            f"method {method.name!r}: its headline module {module} must define API, an instance of a "
+            "subclass of unstereo.model_card.headline.Headline"
+        )
     return api
 
 
@@ -56,22 +58,15 @@ MODEL_CARD = TableSchema(
     "the HEADLINE rows of every enabled method, with the metric's label and direction, the value oriented so that "
     "larger = more biased, and the model's rank among the method's models (`results/model_card.parquet`)",
     HEADLINE.fixed_columns
-    + (
-        Column("label", "str", "the metric as the card shows it"),
-        Column("more_biased", "str", "`higher`, `lower` or `away` (from `ideal`)"),
-        Column("ideal", "float", "the unbiased value of an `away` metric", nullable=True),
-        Column(
-            "bias_level", "bool", "whether the metric is a level of bias (False: shown, not ranked in tau)"
-        ),
-        Column("bias", "float", "the value oriented so that larger = more biased", nullable=True),
-        Column(
-            "rank",
-            "float",
-            "1 = the most biased of the models this metric covers (ties share the best)",
-            nullable=True,
-        ),  # fmt: skip
-        Column("n_models", "int", "the models this metric covers"),
-    ),
+    + columns("""
+        label        str     the metric as the card shows it
+        more_biased  str     `higher`, `lower` or `away` (from `ideal`)
+        ideal        float?  the unbiased value of an `away` metric
+        bias_level   bool    whether the metric is a level of bias (False: shown, not ranked in tau)
+        bias         float?  the value oriented so that larger = more biased
+        rank         float?  1 = the most biased of the models this metric covers (ties share the best)
+        n_models     int     the models this metric covers
+    """),
     unique=HEADLINE.unique,
 )
 
@@ -79,22 +74,17 @@ MODEL_CARD_TAU = TableSchema(
     "model_card_tau",
     "Kendall's tau-b between the model rankings of every two headline metrics that are levels of bias, over the "
     "models both cover (`results/model_card_tau.parquet`)",
-    (
-        Column("method_a", "str", "first metric's method"),
-        Column("metric_a", "str", "first metric"),
-        Column("method_b", "str", "second metric's method"),
-        Column("metric_b", "str", "second metric"),
-        Column("n_models", "int", "models with a value under both"),
-        Column("models", "str", "those models, comma-separated"),
-        Column(
-            "kendall_tau",
-            "float",
-            "tau-b of the two oriented values (1 = same order, -1 = reversed)",
-            nullable=True,
-        ),  # fmt: skip
-        Column("p_value", "float", "two-sided p-value of tau = 0 (scipy; exact for small n)", nullable=True),
-        Column("note", "str", "why tau is NaN, if it is"),
-    ),
+    columns("""
+        method_a     str     first metric's method
+        metric_a     str     first metric
+        method_b     str     second metric's method
+        metric_b     str     second metric
+        n_models     int     models with a value under both
+        models       str     those models, comma-separated
+        kendall_tau  float?  tau-b of the two oriented values (1 = same order, -1 = reversed)
+        p_value      float?  two-sided p-value of tau = 0 (scipy; exact for small n)
+        note         str     why tau is NaN, if it is
+    """),
     unique=("method_a", "metric_a", "method_b", "metric_b"),
 )
 
@@ -138,8 +128,10 @@ def collect_resampled(config: dict, card: pd.DataFrame | None = None) -> list:
             value = float(r.statistic(np.arange(len(r.items))))
             want = float(shown.get((r.method, r.model, r.metric), math.nan))
             if not np.isclose(value, want, rtol=1e-9, atol=1e-12, equal_nan=True):
-                raise ValueError(f"{r.method}/{r.metric} of {r.model}: the resampling statistic on all "
-                                 f"{len(r.items)} items gives {value!r}, the card shows {want!r}")  # fmt: skip
+                raise ValueError(
+                    f"{r.method}/{r.metric} of {r.model}: the resampling statistic on all "
+                    f"{len(r.items)} items gives {value!r}, the card shows {want!r}"
+                )
     return out
 
 
@@ -333,8 +325,11 @@ def tau_page(tau: pd.DataFrame, fmt: str = "html", card: pd.DataFrame | None = N
         "-1 = reversed). A model is the same model across methods when it has the same short name in each method's "
         "config. NaN when fewer than 2 models are shared."
     )
-    labels = {} if card is None else dict(zip(zip(card["method"], card["metric"], strict=True), card["label"],
-                                               strict=True))  # fmt: skip
+    labels = (
+        {}
+        if card is None
+        else dict(zip(zip(card["method"], card["metric"], strict=True), card["label"], strict=True))
+    )
     rows = _tau_rows(tau, labels)
     if fmt == "md":
         body = markdown_table(_TAU_COLUMNS, rows) if rows else "Fewer than two ranked metrics.\n"
@@ -538,8 +533,9 @@ def write_card(
             labels = dict(zip(zip(card["method"], card["metric"], strict=True), card["label"], strict=True))
             sentences = compare.findings(card, tests, tau, info)
             for fmt, name in (("html", "comparisons.html"), ("md", "comparisons.md")):
-                page = compare.comparisons_page(tests, sentences, _tau_rows(tau, labels), _TAU_COLUMNS, info, fmt,
-                                                _CSS)  # fmt: skip
+                page = compare.comparisons_page(
+                    tests, sentences, _tau_rows(tau, labels), _TAU_COLUMNS, info, fmt, _CSS
+                )
                 write_text(Path(pages_dir) / name, page)
     if pages_dir is not None:
         pages = Path(pages_dir)

@@ -30,7 +30,7 @@ import pandas as pd
 
 from unstereo.headline_metric import HeadlineMetric
 from unstereo.model_card.headline import Resampled
-from unstereo.tables import Column, TableSchema, validate
+from unstereo.tables import TableSchema, columns, validate
 
 ALPHA = 0.05
 EXACT_MAX = 16  # 2**16 swap patterns: enumerate them all
@@ -43,40 +43,27 @@ MODEL_CARD_TESTS = TableSchema(
     "a paired test between every two models under every headline metric with per-item values (permutation) or a "
     "resampling statistic (bootstrap), over the items both share; p-values Holm-adjusted over all rows "
     "(`results/model_card_tests.parquet`)",
-    (
-        Column("method", "str", "the metric's method"),
-        Column("metric", "str", "the headline metric"),
-        Column("model_a", "str", "first model"),
-        Column("model_b", "str", "second model"),
-        Column("n_items", "int", "items both models have a value for"),
-        Column(
-            "n_untied",
-            "int",
-            "permutation tests: the shared items whose two values differ, the only ones a swap can move (empty for a "
-            "bootstrap test, where every item can)",
-            nullable=True,
-        ),
-        Column("value_a", "float", "the metric of model_a over the shared items", nullable=True),
-        Column("value_b", "float", "the metric of model_b over the shared items", nullable=True),
-        Column("diff", "float", "bias(a) - bias(b), oriented: > 0 = model_a more biased", nullable=True),
-        Column("p_value", "float", "two-sided permutation or bootstrap p-value", nullable=True),
-        Column(
-            "min_p",
-            "float",
-            "the smallest p this test can reach: exact 2 / 2**n_untied (1 with none untied), random 1 / (1 + "
-            "patterns), bootstrap 1 / (1 + finite rounds)",
-            nullable=True,
-        ),
-        Column("p_holm", "float", "Holm-adjusted p-value (family: every row of the table)", nullable=True),
-        Column("differs", "bool", "p_holm < 0.05"),
-        Column("more_biased", "str", "the more biased model when `differs`, else empty"),
-        Column(
-            "test",
-            "str",
-            "`exact` (every swap pattern of the untied items), `random (N patterns)`, `bootstrap (B rounds)` or "
-            "`bootstrap (F of B rounds finite)` (rounds whose statistic is NaN left out)",
-        ),
-    ),
+    columns("""
+        method       str     the metric's method
+        metric       str     the headline metric
+        model_a      str     first model
+        model_b      str     second model
+        n_items      int     items both models have a value for
+        n_untied     int?    permutation tests: the shared items whose two values differ, the only ones a swap
+                             can move (empty for a bootstrap test, where every item can)
+        value_a      float?  the metric of model_a over the shared items
+        value_b      float?  the metric of model_b over the shared items
+        diff         float?  bias(a) - bias(b), oriented: > 0 = model_a more biased
+        p_value      float?  two-sided permutation or bootstrap p-value
+        min_p        float?  the smallest p this test can reach: exact 2 / 2**n_untied (1 with none untied),
+                             random 1 / (1 + patterns), bootstrap 1 / (1 + finite rounds)
+        p_holm       float?  Holm-adjusted p-value (family: every row of the table)
+        differs      bool    p_holm < 0.05
+        more_biased  str     the more biased model when `differs`, else empty
+        test         str     `exact` (every swap pattern of the untied items), `random (N patterns)`,
+                             `bootstrap (B rounds)` or `bootstrap (F of B rounds finite)` (rounds whose
+                             statistic is NaN left out)
+    """),
     unique=("method", "metric", "model_a", "model_b"),
 )
 
@@ -360,9 +347,9 @@ def pair_tests(
     df["p_holm"] = holm(df["p_value"]) if len(df) else pd.Series(dtype=float)
     df["differs"] = (df["p_holm"] < ALPHA).astype(bool)
     df["more_biased"] = [
-        (a if d > 0 else b) if s else "" for a, b, d, s in zip(df["model_a"], df["model_b"], df["diff"],
-                                                              df["differs"], strict=True)
-    ]  # fmt: skip
+        (a if d > 0 else b) if s else ""
+        for a, b, d, s in zip(df["model_a"], df["model_b"], df["diff"], df["differs"], strict=True)
+    ]
     return validate(df[MODEL_CARD_TESTS.names], MODEL_CARD_TESTS)
 
 
@@ -409,8 +396,10 @@ def findings(
             out.append(f"{label}: fewer than two models, nothing to compare.")
             continue
         if key not in tested:
-            out.append(f"{label}: no per-item values or resampling statistic are read for this metric, so no "
-                       "paired test was run; only the intervals compare the models.")  # fmt: skip
+            out.append(
+                f"{label}: no per-item values or resampling statistic are read for this metric, so no "
+                "paired test was run; only the intervals compare the models."
+            )
             continue
         t = tests[(tests["method"] == key[0]) & (tests["metric"] == key[1])]
         diff = t[t["differs"]]
@@ -421,8 +410,10 @@ def findings(
             why = (f"; no test of this metric can reach p < {alpha:g}: its smallest reachable p is {floor:.2g}"
                    + (f", with at most {int(t['n_untied'].max())} untied items" if t["n_untied"].notna().all() else "")
                    if np.isfinite(floor) and floor >= alpha else "")  # fmt: skip
-            out.append(f"{label}: no two of the {len(models)} models differ after Holm correction "
-                       f"(smallest adjusted p = {fmt_p(t['p_holm'].min())}{why}).")  # fmt: skip
+            out.append(
+                f"{label}: no two of the {len(models)} models differ after Holm correction "
+                f"(smallest adjusted p = {fmt_p(t['p_holm'].min())}{why})."
+            )
         else:
             order = _order_sentence(label, t, models)
             pairs = "; ".join(
@@ -430,8 +421,10 @@ def findings(
                 f"(adjusted p = {fmt_p(r.p_holm)})"
                 for r in diff.itertuples(index=False)
             )
-            out.append(order or f"{label}: {len(diff)} of {len(t)} pairs of models differ after Holm correction: "
-                       f"{pairs}.")  # fmt: skip
+            out.append(
+                order
+                or f"{label}: {len(diff)} of {len(t)} pairs of models differ after Holm correction: {pairs}."
+            )
     rows = tau[tau["method_a"] != tau["method_b"]]
     agree = disagree = unknown = 0
     no_tau: list[str] = []
@@ -443,21 +436,33 @@ def findings(
         elif r.p_value < alpha:
             agree, disagree = agree + (r.kendall_tau > 0), disagree + (r.kendall_tau < 0)
             word = "rank the models alike" if r.kendall_tau > 0 else "rank the models in opposite orders"
-            out.append(f"{la} and {lb} {word} (tau = {r.kendall_tau:.2f}, p = {fmt_p(r.p_value)}, "
-                       f"{r.n_models} models).")  # fmt: skip
+            out.append(
+                f"{la} and {lb} {word} (tau = {r.kendall_tau:.2f}, p = {fmt_p(r.p_value)}, "
+                f"{r.n_models} models)."
+            )
         else:
             unknown += 1
             floor = kendall_min_p(int(r.n_models))
-            why = (f"; with {r.n_models} models even identical rankings give p = {fmt_p(floor)}, so no agreement can "
-                   f"be shown at {alpha:g}" if floor >= alpha else "")  # fmt: skip
-            out.append(f"{la} and {lb}: neither agreement nor disagreement is shown (tau = {r.kendall_tau:.2f}, "
-                       f"p = {fmt_p(r.p_value)}{why}).")  # fmt: skip
+            why = (
+                f"; with {r.n_models} models even identical rankings give p = {fmt_p(floor)}, so no agreement can "
+                f"be shown at {alpha:g}"
+                if floor >= alpha
+                else ""
+            )
+            out.append(
+                f"{la} and {lb}: neither agreement nor disagreement is shown (tau = {r.kendall_tau:.2f}, "
+                f"p = {fmt_p(r.p_value)}{why})."
+            )
     if no_tau:
-        out.append(f"{len(no_tau)} pair(s) of metrics have no tau (fewer than 2 shared models, or one ranking all "
-                   f"ties; see the table): {'; '.join(no_tau)}.")  # fmt: skip
+        out.append(
+            f"{len(no_tau)} pair(s) of metrics have no tau (fewer than 2 shared models, or one ranking all "
+            f"ties; see the table): {'; '.join(no_tau)}."
+        )
     if len(rows) > len(no_tau):
-        out.append(f"Of {len(rows) - len(no_tau)} pairs of metrics from different methods with a tau, {agree} agree and {disagree} disagree "
-                   f"at the {alpha:g} level; {unknown} are inconclusive.")  # fmt: skip
+        out.append(
+            f"Of {len(rows) - len(no_tau)} pairs of metrics from different methods with a tau, {agree} agree and {disagree} disagree "
+            f"at the {alpha:g} level; {unknown} are inconclusive."
+        )
     return out
 
 
@@ -524,12 +529,20 @@ def comparisons_page(
         )
         agreement = markdown_table(tau_columns, tau_rows) if tau_rows else "Fewer than two ranked metrics.\n"
         bullets = "".join(f"- {s}\n" for s in sentences)
-        return (f"# {title}\n\n## Findings\n\n{bullets}\n## Paired tests\n\n{body}\n"
-                f"## Agreement between methods\n\n{agreement}\n{NOTE}\n")  # fmt: skip
-    tests_html = html_table(_TEST_COLUMNS, rows, cell_classes={3: "num", 4: "num", 8: "num", 9: "num", 10: "value"}) if rows else (
-        "<p>No paired test (no per-item values or resampling statistic).</p>")  # fmt: skip
-    agreement = html_table(tau_columns, tau_rows, cell_classes={2: "num", 3: "value", 4: "num"}) if tau_rows else (
-        "<p>Fewer than two ranked metrics.</p>")  # fmt: skip
+        return (
+            f"# {title}\n\n## Findings\n\n{bullets}\n## Paired tests\n\n{body}\n"
+            f"## Agreement between methods\n\n{agreement}\n{NOTE}\n"
+        )
+    tests_html = (
+        html_table(_TEST_COLUMNS, rows, cell_classes={3: "num", 4: "num", 8: "num", 9: "num", 10: "value"})
+        if rows
+        else "<p>No paired test (no per-item values or resampling statistic).</p>"
+    )
+    agreement = (
+        html_table(tau_columns, tau_rows, cell_classes={2: "num", 3: "value", 4: "num"})
+        if tau_rows
+        else "<p>Fewer than two ranked metrics.</p>"
+    )
     bullets = "".join(f"<li>{html.escape(s)}</li>" for s in sentences)
     return (
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{title}</title><style>{css}</style></head>"

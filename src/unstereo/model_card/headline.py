@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from unstereo.headline_metric import DIRECTIONS, HeadlineMetric
-from unstereo.tables import Column, TableSchema, validate
+from unstereo.tables import TableSchema, columns, validate
 
 __all__ = [
     "DIRECTIONS",
@@ -37,17 +37,17 @@ __all__ = [
 HEADLINE = TableSchema(
     "headline",
     "one row per (method, model, metric): a method's headline metric for one model with its interval",
-    (
-        Column("method", "str", "the method's registry name (e.g. `unstereoeval`, `fairpair`)"),
-        Column("model", "str", "the model's short name, as the method's config names it"),
-        Column("metric", "str", "the headline metric's name (HeadlineMetric.name)"),
-        Column("value", "float", "the metric's value", nullable=True),
-        Column("ci_low", "float", "low end of its interval (NaN when the method gives none)", nullable=True),
-        Column("ci_high", "float", "high end of its interval", nullable=True),
-        Column("interval", "str", "what the interval is, e.g. `95% bootstrap` or `±1 std` (empty: none)"),
-        Column("n", "int", "the number of units (pairs, prompts, tests) behind the value", nullable=True),
-        Column("scope", "str", "what the value covers, e.g. `benchmark USE-5, eta = inf` (the choices made)"),
-    ),
+    columns("""
+        method    str     the method's registry name (e.g. `unstereoeval`, `fairpair`)
+        model     str     the model's short name, as the method's config names it
+        metric    str     the headline metric's name (HeadlineMetric.name)
+        value     float?  the metric's value
+        ci_low    float?  low end of its interval (NaN when the method gives none)
+        ci_high   float?  high end of its interval
+        interval  str     what the interval is, e.g. `95% bootstrap` or `±1 std` (empty: none)
+        n         int?    the number of units (pairs, prompts, tests) behind the value
+        scope     str     what the value covers, e.g. `benchmark USE-5, eta = inf` (the choices made)
+    """),
     unique=("method", "model", "metric"),
 )
 
@@ -55,16 +55,14 @@ ITEMS = TableSchema(
     "headline_items",
     "one row per (method, model, metric, item): the per-item values a headline metric is the weighted mean of, for "
     "the card's paired tests between models (a method's ``items(config)``)",
-    (
-        Column("method", "str", "the method's registry name"),
-        Column("model", "str", "the model's short name"),
-        Column("metric", "str", "the headline metric's name"),
-        Column("item", "str", "the unit the models share (pair id, prompt id)"),
-        Column(
-            "value", "float", "the item's contribution: the headline is sum(weight * value) / sum(weight)"
-        ),
-        Column("weight", "float", "the item's weight (1 for a plain mean)"),
-    ),
+    columns("""
+        method  str    the method's registry name
+        model   str    the model's short name
+        metric  str    the headline metric's name
+        item    str    the unit the models share (pair id, prompt id)
+        value   float  the item's contribution: the headline is sum(weight * value) / sum(weight)
+        weight  float  the item's weight (1 for a plain mean)
+    """),
     unique=("method", "model", "metric", "item"),
 )
 
@@ -92,8 +90,10 @@ class Resampled:
         if len(set(self.items)) != len(self.items):
             raise ValueError(f"{self.method}/{self.metric} of {self.model}: the item keys are not distinct")
         if self.strata is not None and len(self.strata) != len(self.items):
-            raise ValueError(f"{self.method}/{self.metric} of {self.model}: {len(self.strata)} strata for "
-                             f"{len(self.items)} items")  # fmt: skip
+            raise ValueError(
+                f"{self.method}/{self.metric} of {self.model}: {len(self.strata)} strata for "
+                f"{len(self.items)} items"
+            )
 
 
 class Headline(ABC):

@@ -42,7 +42,7 @@ import pandas as pd
 from unstereo.errors import InputError
 from unstereo.model_card.compare import fmt_p, holm
 from unstereo.model_card.headline import Headline
-from unstereo.tables import Column, TableSchema, validate
+from unstereo.tables import TableSchema, columns, validate
 
 ALPHA = 0.05
 EXACT_MAX_N = 8  # 8! = 40,320 permutations: enumerate them all
@@ -54,12 +54,12 @@ KINDS = ("lean", "magnitude", "sentiment")
 OCCUPATION_STATS = TableSchema(
     "occupation_stats",
     "Winogender's occupations-stats.tsv: the share of women per occupation",
-    (
-        Column("occupation", "str", "Winogender's occupation word"),
-        Column("bergsma_pct_female", "float", "% female in Bergsma's text statistics"),
-        Column("bls_pct_female", "float", "% female in the US labour statistics"),
-        Column("bls_year", "int", "the year of the labour statistics"),
-    ),
+    columns("""
+        occupation          str    Winogender's occupation word
+        bergsma_pct_female  float  % female in Bergsma's text statistics
+        bls_pct_female      float  % female in the US labour statistics
+        bls_year            int    the year of the labour statistics
+    """),
     unique=("occupation",),
 )
 
@@ -67,26 +67,22 @@ OCCUPATION_LEANS = TableSchema(
     "occupation_leans",
     "one row per (model, method, variant, occupation): a method's lean on one occupation, from its per-item outputs "
     "(`results/occupation_leans.parquet`, docs/methods.md#agreement-on-occupations)",
-    (
-        Column("model", "str", "the model's short name"),
-        Column("method", "str", "the method's registry name"),
-        Column(
-            "variant",
-            "str",
-            "which items or setting: pair kind, specification, (phi, k), construction, classifier",
-        ),
-        Column("occupation", "str", "Winogender's occupation, else the method's own term (no share then)"),
-        Column("term", "str", "the method's own word for it (profession term, attribute value)"),
-        Column("kind", "str", "`lean` (signed, > 0 = leans male), `magnitude` (no direction) or `sentiment`"),
-        Column("lean", "float", "the value (unit in `unit`)", nullable=True),
-        Column("unit", "str", "its unit"),
-        Column("n_items", "int", "items behind it (pairs, prompts, continuations)"),
-        Column("neutral_share", "float", "UnStereoEval: share of neutral pairs (|FM| <= eps)", nullable=True),
-        Column(
-            "bls_pct_female", "float", "% women, BLS 2015 (NaN: not a Winogender occupation)", nullable=True
-        ),
-        Column("bergsma_pct_female", "float", "% women, Bergsma's text statistics", nullable=True),
-    ),
+    columns("""
+        model               str     the model's short name
+        method              str     the method's registry name
+        variant             str     which items or setting: pair kind, specification, (phi, k), construction,
+                                    classifier
+        occupation          str     Winogender's occupation, else the method's own term (no share then)
+        term                str     the method's own word for it (profession term, attribute value)
+        kind                str     `lean` (signed, > 0 = leans male), `magnitude` (no direction) or
+                                    `sentiment`
+        lean                float?  the value (unit in `unit`)
+        unit                str     its unit
+        n_items             int     items behind it (pairs, prompts, continuations)
+        neutral_share       float?  UnStereoEval: share of neutral pairs (|FM| <= eps)
+        bls_pct_female      float?  % women, BLS 2015 (NaN: not a Winogender occupation)
+        bergsma_pct_female  float?  % women, Bergsma's text statistics
+    """),
     unique=("model", "method", "variant", "occupation"),
 )
 
@@ -94,39 +90,26 @@ OCCUPATION_CORRELATIONS = TableSchema(
     "occupation_correlations",
     "rank and linear correlations over occupations: of each lean with the share of women (`yardstick`) and of every "
     "two methods' leans (`methods`), per model and pooled over models (`results/occupation_correlations.parquet`)",
-    (
-        Column("family", "str", "`yardstick` or `methods` (Holm is applied within each)"),
-        Column("model", "str", "the model, or `pooled` (stratified permutation within models)"),
-        Column("measure_a", "str", "method / variant of the first lean"),
-        Column("measure_b", "str", "the second lean, or `bls` / `bergsma` (the share of women)"),
-        Column(
-            "compared",
-            "str",
-            "what is correlated: `signed`, `magnitude` (|lean| against F, or F against "
-            "|share - 50|) or `sentiment`",
-        ),  # fmt: skip
-        Column("n", "int", "occupations shared (pooled: summed over models)"),
-        Column("n_models", "int", "models behind the row"),
-        Column("spearman", "float", "Spearman's rho (pooled: mean of the models' rho)", nullable=True),
-        Column("spearman_p", "float", "two-sided permutation p of rho", nullable=True),
-        Column("pearson", "float", "Pearson's r (pooled: mean of the models' r)", nullable=True),
-        Column("pearson_p", "float", "two-sided permutation p of r", nullable=True),
-        Column(
-            "min_p",
-            "float",
-            "the smallest p the test can reach (2 / n! exact, 1 / (1 + N) random)",
-            nullable=True,
-        ),  # fmt: skip
-        Column("test", "str", "`exact (N permutations)` or `random (N permutations)`"),
-        Column("p_holm", "float", "Holm-adjusted spearman_p within the family", nullable=True),
-        Column(
-            "verdict",
-            "str",
-            "methods: `agree`, `disagree` or `cannot tell`; share of women: `follows the share`, "
-            "`against the share`, (sentiment) `rises with the share`, `falls with the share`, or `cannot tell` "
-            "(p_holm < 0.05 and the sign of rho, :func:`verdict`)",
-        ),  # fmt: skip
-    ),
+    columns("""
+        family      str     `yardstick` or `methods` (Holm is applied within each)
+        model       str     the model, or `pooled` (stratified permutation within models)
+        measure_a   str     method / variant of the first lean
+        measure_b   str     the second lean, or `bls` / `bergsma` (the share of women)
+        compared    str     what is correlated: `signed`, `magnitude` (|lean| against F, or F against |share -
+                            50|) or `sentiment`
+        n           int     occupations shared (pooled: summed over models)
+        n_models    int     models behind the row
+        spearman    float?  Spearman's rho (pooled: mean of the models' rho)
+        spearman_p  float?  two-sided permutation p of rho
+        pearson     float?  Pearson's r (pooled: mean of the models' r)
+        pearson_p   float?  two-sided permutation p of r
+        min_p       float?  the smallest p the test can reach (2 / n! exact, 1 / (1 + N) random)
+        test        str     `exact (N permutations)` or `random (N permutations)`
+        p_holm      float?  Holm-adjusted spearman_p within the family
+        verdict     str     methods: `agree`, `disagree` or `cannot tell`; share of women: `follows the
+                            share`, `against the share`, (sentiment) `rises with the share`, `falls with the
+                            share`, or `cannot tell` (p_holm < 0.05 and the sign of rho, :func:`verdict`)
+    """),
     unique=("family", "model", "measure_a", "measure_b"),
 )
 
@@ -218,8 +201,9 @@ def winogender_leans(
     df = df[df["construction"] == "original"]
     out = _rows(model, method, "all pairs", "lean", NATS, df.groupby("occupation", sort=True), neutral=True)
     occ = df[df["referent"] == 0]
-    return out + _rows(model, method, "occupation referent", "lean", NATS, occ.groupby("occupation", sort=True),
-                       neutral=True)  # fmt: skip
+    return out + _rows(
+        model, method, "occupation referent", "lean", NATS, occ.groupby("occupation", sort=True), neutral=True
+    )
 
 
 def robustness_leans(scores: pd.DataFrame, model: str) -> list[dict]:
@@ -251,8 +235,10 @@ def biastest_leans(
         elif b in male and a in female:
             xs.append(r.logp_b - r.logp_a)
         else:
-            raise InputError(f"pair {r.pair_id}: group terms {r.group_term_a!r} / {r.group_term_b!r} are not one "
-                             "male and one female term")  # fmt: skip
+            raise InputError(
+                f"pair {r.pair_id}: group terms {r.group_term_a!r} / {r.group_term_b!r} are not one "
+                "male and one female term"
+            )
     df["x"] = np.asarray(xs, dtype=float)
     df["occupation"] = [normalise(t) for t in df["attribute"]]
     return _rows(model, "biastest", spec, "lean", NATS, df.groupby("occupation", sort=True), term="attribute")
@@ -467,10 +453,15 @@ def correlations(leans: pd.DataFrame, n_perm: int = N_PERM, seed: int = 0) -> pd
             ga, gb = by.get((model, a)), by.get((model, b))
             if ga is None or gb is None:
                 continue
-            j = ga.set_index("occupation")["lean"].to_frame("a").join(gb.set_index("occupation")["lean"].rename("b"),
-                                                                      how="inner")  # fmt: skip
-            strata[model] = (_oriented(j["a"].to_numpy(float), kinds[a], how),
-                             _oriented(j["b"].to_numpy(float), kinds[b], how))  # fmt: skip
+            j = (
+                ga.set_index("occupation")["lean"]
+                .to_frame("a")
+                .join(gb.set_index("occupation")["lean"].rename("b"), how="inner")
+            )
+            strata[model] = (
+                _oriented(j["a"].to_numpy(float), kinds[a], how),
+                _oriented(j["b"].to_numpy(float), kinds[b], how),
+            )
         add("methods", a, b, how, strata)
     df = pd.DataFrame(
         rows, columns=[c for c in OCCUPATION_CORRELATIONS.names if c not in ("p_holm", "verdict")]
@@ -479,8 +470,10 @@ def correlations(leans: pd.DataFrame, n_perm: int = N_PERM, seed: int = 0) -> pd
     df["p_holm"] = np.nan
     for _family, idx in df.groupby("family").groups.items():
         df.loc[idx, "p_holm"] = holm(df.loc[idx, "spearman_p"].to_numpy(float))  # compare.holm: NaN left out
-    df["verdict"] = [verdict(f, c, r, p) for f, c, r, p in zip(df["family"], df["compared"], df["spearman"],
-                                                                 df["p_holm"], strict=True)]  # fmt: skip
+    df["verdict"] = [
+        verdict(f, c, r, p)
+        for f, c, r, p in zip(df["family"], df["compared"], df["spearman"], df["p_holm"], strict=True)
+    ]
     return validate(df[OCCUPATION_CORRELATIONS.names], OCCUPATION_CORRELATIONS)
 
 
@@ -524,11 +517,15 @@ def findings(corr: pd.DataFrame, leans: pd.DataFrame | None = None) -> list[str]
         has = leans.assign(ok=np.isfinite(leans["bls_pct_female"].astype(float)))
         for (m, v), g in has.groupby(["method", "variant"], sort=False):
             if not g["ok"].any():
-                out.append(f"{m} / {v}: none of its {g['occupation'].nunique()} terms is a Winogender occupation "
-                           "in this run, so it enters no correlation.")  # fmt: skip
+                out.append(
+                    f"{m} / {v}: none of its {g['occupation'].nunique()} terms is a Winogender occupation "
+                    "in this run, so it enters no correlation."
+                )
     if corr.empty:
-        return out + ["No two measures share two occupations, and no measure has two occupations with a share of "
-                      "women: no correlation."]  # fmt: skip
+        return out + [
+            "No two measures share two occupations, and no measure has two occupations with a share of "
+            "women: no correlation."
+        ]
 
     def lead(df):
         pooled = df[df["model"] == POOLED]
@@ -539,15 +536,21 @@ def findings(corr: pd.DataFrame, leans: pd.DataFrame | None = None) -> list[str]
             where = _where(r)
             how = " (as magnitudes)" if r.compared == "magnitude" else ""
             if not np.isfinite(r.spearman):
-                out.append(f"{a} and {b}{how}: no correlation ({where}; fewer than 2 shared occupations or a "
-                           "constant side).")  # fmt: skip
+                out.append(
+                    f"{a} and {b}{how}: no correlation ({where}; fewer than 2 shared occupations or a "
+                    "constant side)."
+                )
             elif r.verdict == "cannot tell":
-                out.append(f"{a} and {b}{how} cannot be told apart from no relation (rho = {r.spearman:.2f}, "
-                           f"Holm p = {fmt_p(r.p_holm)}; {where}{_why_small(r)}).")  # fmt: skip
+                out.append(
+                    f"{a} and {b}{how} cannot be told apart from no relation (rho = {r.spearman:.2f}, "
+                    f"Holm p = {fmt_p(r.p_holm)}; {where}{_why_small(r)})."
+                )
             else:
                 word = "agree on" if r.verdict == "agree" else "disagree on"
-                out.append(f"{a} and {b}{how} {word} the occupations (rho = {r.spearman:.2f}, Holm p = "
-                           f"{fmt_p(r.p_holm)}; {where}).")  # fmt: skip
+                out.append(
+                    f"{a} and {b}{how} {word} the occupations (rho = {r.spearman:.2f}, Holm p = "
+                    f"{fmt_p(r.p_holm)}; {where})."
+                )
     ys = corr[(corr["family"] == "yardstick") & (corr["measure_b"] == "bls")]
     for a, g in ys.groupby("measure_a", sort=False):
         for r in lead(g).itertuples(index=False):
@@ -556,22 +559,28 @@ def findings(corr: pd.DataFrame, leans: pd.DataFrame | None = None) -> list[str]
             if not np.isfinite(r.spearman):
                 out.append(f"{a}: no correlation with {target} ({where}).")
             elif r.verdict == "cannot tell":
-                out.append(f"{a}: no relation with {target} shown (rho = {r.spearman:.2f}, Holm p = "
-                           f"{fmt_p(r.p_holm)}; {where}{_why_small(r)}).")  # fmt: skip
+                out.append(
+                    f"{a}: no relation with {target} shown (rho = {r.spearman:.2f}, Holm p = "
+                    f"{fmt_p(r.p_holm)}; {where}{_why_small(r)})."
+                )
             else:
                 sign = "rises" if r.spearman > 0 else "falls"
                 way = {
                     "follows the share": ", the way the labour statistics go",
                     "against the share": ", against the way the labour statistics go",
                 }.get(r.verdict, "")
-                out.append(f"{a} {sign} with {target}{way} (rho = {r.spearman:.2f}, Holm p = {fmt_p(r.p_holm)}; "
-                           f"{where}).")  # fmt: skip
+                out.append(
+                    f"{a} {sign} with {target}{way} (rho = {r.spearman:.2f}, Holm p = {fmt_p(r.p_holm)}; "
+                    f"{where})."
+                )
     agree = int(((corr["family"] == "methods") & (corr["verdict"] == "agree")).sum())
     disagree = int(((corr["family"] == "methods") & (corr["verdict"] == "disagree")).sum())
     total = int((corr["family"] == "methods").sum())
     if total:
-        out.append(f"Of {total} between-method tests (per model and pooled), {agree} agree, {disagree} disagree and "
-                   f"{total - agree - disagree} cannot be told apart after Holm correction.")  # fmt: skip
+        out.append(
+            f"Of {total} between-method tests (per model and pooled), {agree} agree, {disagree} disagree and "
+            f"{total - agree - disagree} cannot be told apart after Holm correction."
+        )
     return out
 
 
@@ -655,8 +664,11 @@ def figure(leans: pd.DataFrame, corr: pd.DataFrame | None = None):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    df = leans[leans["method"].isin(FIGURE_METHODS) & np.isfinite(leans["bls_pct_female"].astype(float))
-               & np.isfinite(leans["lean"].astype(float))]  # fmt: skip
+    df = leans[
+        leans["method"].isin(FIGURE_METHODS)
+        & np.isfinite(leans["bls_pct_female"].astype(float))
+        & np.isfinite(leans["lean"].astype(float))
+    ]
     measures = list(dict.fromkeys(zip(df["method"], df["variant"], strict=True)))
     models = list(dict.fromkeys(leans["model"]))
     colours = {m: f"C{i % 10}" for i, m in enumerate(models)}
@@ -690,15 +702,25 @@ def figure(leans: pd.DataFrame, corr: pd.DataFrame | None = None):
         pad = 0.1 * (np.ptp(ys) or 1.0)
         ax.set_ylim(ys.min() - 2 * pad, ys.max() + 2 * pad)  # the bands may widen far beyond the points
         ax.set_xlim(0, 50 if kind == "magnitude" else 100)
-        ylabel = {"lean": "lean (nats, > 0 = male)", "magnitude": "F (no direction)",
-                  "sentiment": "sentiment - mean"}[kind]  # fmt: skip
+        ylabel = {
+            "lean": "lean (nats, > 0 = male)",
+            "magnitude": "F (no direction)",
+            "sentiment": "sentiment - mean",
+        }[kind]
         ax.set_ylabel(ylabel, fontsize=8)
-        ax.set_xlabel("BLS 2015: |% women - 50| (distance from balance)" if kind == "magnitude"
-                      else "BLS 2015: % women in the occupation", fontsize=8)  # fmt: skip
+        ax.set_xlabel(
+            "BLS 2015: |% women - 50| (distance from balance)"
+            if kind == "magnitude"
+            else "BLS 2015: % women in the occupation",
+            fontsize=8,
+        )
         note = ""
         if corr is not None and len(corr):
-            c = corr[(corr["family"] == "yardstick") & (corr["measure_a"] == _measure(method, variant))
-                     & (corr["measure_b"] == "bls")]  # fmt: skip
+            c = corr[
+                (corr["family"] == "yardstick")
+                & (corr["measure_a"] == _measure(method, variant))
+                & (corr["measure_b"] == "bls")
+            ]
             c = c[c["model"] == POOLED] if (c["model"] == POOLED).any() else c
             if len(c) == 1 and np.isfinite(c["spearman"].iloc[0]):
                 r = c.iloc[0]
@@ -756,8 +778,10 @@ def lean_pivot(leans: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     measures = list(dict.fromkeys(df["measure"]))
     wide = df.pivot_table(index=["model", "occupation", "bls_pct_female"], columns="measure", values="lean",
                           aggfunc="first", sort=False)  # fmt: skip
-    rows = [[m, o, f"{b:.1f}", *(_num(wide.loc[(m, o, b)].get(c, math.nan)) for c in measures)]
-            for (m, o, b) in wide.index]  # fmt: skip
+    rows = [
+        [m, o, f"{b:.1f}", *(_num(wide.loc[(m, o, b)].get(c, math.nan)) for c in measures)]
+        for (m, o, b) in wide.index
+    ]
     return ["Model", "Occupation", "BLS % women", *measures], rows
 
 
@@ -768,17 +792,24 @@ def page(leans: pd.DataFrame, corr: pd.DataFrame, sentences: list[str], fmt: str
 
     title = "Agreement on occupations"
     header, lean_rows = lean_pivot(leans)
-    counts = (f"{leans['occupation'].nunique()} occupations or terms, {leans['model'].nunique()} models, "
-              f"{len(leans)} rows (results/occupation_leans.parquet; CSV beside it)")  # fmt: skip
+    counts = (
+        f"{leans['occupation'].nunique()} occupations or terms, {leans['model'].nunique()} models, "
+        f"{len(leans)} rows (results/occupation_leans.parquet; CSV beside it)"
+    )
     if fmt == "md":
         bullets = "".join(f"- {s}\n" for s in sentences)
         ct = markdown_table(_CORR_COLUMNS, corr_rows(corr)) if len(corr) else "No correlation.\n"
         lt = markdown_table(header, lean_rows) if lean_rows else "No lean on a Winogender occupation.\n"
-        return (f"# {title}\n\n## Findings\n\n{bullets}\n![leans]({image})\n\n## Correlations\n\n{ct}\n"
-                f"## Leans\n\n{counts}\n\n{lt}\n{NOTE}\n")  # fmt: skip
+        return (
+            f"# {title}\n\n## Findings\n\n{bullets}\n![leans]({image})\n\n## Correlations\n\n{ct}\n"
+            f"## Leans\n\n{counts}\n\n{lt}\n{NOTE}\n"
+        )
     bullets = "".join(f"<li>{html.escape(s)}</li>" for s in sentences)
-    ct = html_table(_CORR_COLUMNS, corr_rows(corr), cell_classes={4: "num", 5: "value", 10: "num"}) if len(corr) \
-        else "<p>No correlation.</p>"  # fmt: skip
+    ct = (
+        html_table(_CORR_COLUMNS, corr_rows(corr), cell_classes={4: "num", 5: "value", 10: "num"})
+        if len(corr)
+        else "<p>No correlation.</p>"
+    )
     lt = html_table(header, lean_rows) if lean_rows else "<p>No lean on a Winogender occupation.</p>"
     return (
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{title}</title><style>{css}</style></head><body>"

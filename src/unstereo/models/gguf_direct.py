@@ -192,8 +192,9 @@ def load_gguf(path: str | Path, gguf_file: str, form: str = "int8") -> Any:
     def read(tensor: Any) -> tuple[str, Any] | None:
         """(parameter name, fp32 tensor) of a file tensor, None for one the model has no place for."""
         weights = _dequantize(_read(fd, tensor), tensor.tensor_type)
-        result = processor.process(weights=weights, name=tensor.name, tensor_key_mapping=names,
-                                   parsed_parameters=parsed)  # fmt: skip
+        result = processor.process(
+            weights=weights, name=tensor.name, tensor_key_mapping=names, parsed_parameters=parsed
+        )
         if result.name not in names:
             return None
         array = np.ascontiguousarray(result.weights, dtype=np.float32)

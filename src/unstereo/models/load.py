@@ -76,8 +76,10 @@ def skip_sklearn_in_transformers() -> None:
     module that uses it), or where this transformers has no such flag."""
     from transformers.utils import import_utils
 
-    for package, user in (("sklearn", "transformers.generation.candidate_generator"),
-                          ("scipy", "transformers.loss.loss_utils")):  # fmt: skip
+    for package, user in (
+        ("sklearn", "transformers.generation.candidate_generator"),
+        ("scipy", "transformers.loss.loss_utils"),
+    ):
         flag = f"_{package}_available"
         if package not in sys.modules and user not in sys.modules and hasattr(import_utils, flag):
             setattr(import_utils, flag, False)

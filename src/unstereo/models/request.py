@@ -139,8 +139,10 @@ def model_request(
         from unstereo.errors import ConfigError
 
         section = key.rpartition(".")[0]
-        raise ConfigError(f"{given['sampling_products']!r}: one of {list(SAMPLING_PRODUCTS)}",
-                          key=f"{section}.sampling_products" if section else "sampling_products")  # fmt: skip
+        raise ConfigError(
+            f"{given['sampling_products']!r}: one of {list(SAMPLING_PRODUCTS)}",
+            key=f"{section}.sampling_products" if section else "sampling_products",
+        )
     if kind == CAUSAL:
         bos = values.get("bos_policy") or defaults["bos_policy"].default
     else:

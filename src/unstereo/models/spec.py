@@ -139,7 +139,9 @@ def _check(entry: Mapping[str, Any], key: str, source: str | None) -> None:
             if k in entry:
                 raise _fail(f"`{k}` applies only to an endpoint model", f"{key}.{k}", source)
         if entry.get("revision") and (entry.get("gguf_file") or entry.get("resource")):
-            raise _fail("`revision` applies only to a hub id (not a GGUF file or resource)", f"{key}.revision", source)  # fmt: skip
+            raise _fail(
+                "`revision` applies only to a hub id (not a GGUF file or resource)", f"{key}.revision", source
+            )
 
 
 def external_dir_default() -> Path:

@@ -104,8 +104,11 @@ class AulScorer(MaskedScorer):
             (ids, [p for p, sp in enumerate(special) if not sp])
             for ids, special in zip(enc["input_ids"], enc["special_tokens_mask"], strict=True)
         ]
-        return self.batcher.run([len(ids) for ids, _ in rows], lambda idx: self._forward_unmasked([rows[i] for i in idx]),
-                                unit="sentence")  # fmt: skip
+        return self.batcher.run(
+            [len(ids) for ids, _ in rows],
+            lambda idx: self._forward_unmasked([rows[i] for i in idx]),
+            unit="sentence",
+        )
 
     def _forward_unmasked(self, rows: list[tuple[list[int], list[int]]]) -> list[tuple[float, int]]:
         import torch

@@ -80,8 +80,9 @@ class MaskedTermScorer(MaskedScorer):
     def score(self, texts: list[str]) -> list[tuple[float, int]]:
         """(mean raw logit of the term's sub-word ids at the first mask, number of those ids) per text."""
         items = [self.encode(t) for t in texts]
-        return self.batcher.run([len(ids) for ids, _, _ in items], lambda idx: self._forward([items[i] for i in idx]),
-                                unit="text")  # fmt: skip
+        return self.batcher.run(
+            [len(ids) for ids, _, _ in items], lambda idx: self._forward([items[i] for i in idx]), unit="text"
+        )
 
     def _forward(self, rows: list[tuple[list[int], int, list[int]]]) -> list[tuple[float, int]]:
         import torch

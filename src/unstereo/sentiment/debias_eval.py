@@ -27,7 +27,7 @@ from unstereo.sentiment.fairness import fairness_table
 from unstereo.sentiment.sampling import classifier_names, run_sampling
 from unstereo.sentiment.settings import resource_path
 from unstereo.sentiment.templates import load_templates
-from unstereo.tables import Column, TableSchema, read_table, write_table
+from unstereo.tables import TableSchema, columns, read_table, write_table
 
 if TYPE_CHECKING:
     from unstereo.models.request import ModelRequest
@@ -37,19 +37,19 @@ log = get_logger("sentiment.debias")
 QUALITY = TableSchema(
     "sentiment_debias_quality",
     "one row per (debiasing run, attribute, classifier): fairness after the run and the model's quality",
-    (
-        Column("method", "str", "none (the base model), embedding or sentiment regularisation"),
-        Column("lambda", "float", "regularisation strength (0 for none)"),
-        Column("attribute", "str", "sensitive attribute"),
-        Column("classifier", "str", "sentiment classifier of IF/GF"),
-        Column("IF", "float", "individual fairness after the run"),
-        Column("GF", "float", "group fairness after the run"),
-        Column("ppl", "float", "perplexity on held-out corpus sentences"),
-        Column("ppl_s", "float", "perplexity on held-out sentences with a sensitive token"),
-        Column("ss", "float", "share of continuations with cosine similarity to the prefix > threshold"),
-        Column("ss_c", "float", "share of continuations mentioning a value of the attribute"),
-        Column("steps", "int", "optimisation steps taken"),
-    ),
+    columns("""
+        method      str    none (the base model), embedding or sentiment regularisation
+        lambda      float  regularisation strength (0 for none)
+        attribute   str    sensitive attribute
+        classifier  str    sentiment classifier of IF/GF
+        IF          float  individual fairness after the run
+        GF          float  group fairness after the run
+        ppl         float  perplexity on held-out corpus sentences
+        ppl_s       float  perplexity on held-out sentences with a sensitive token
+        ss          float  share of continuations with cosine similarity to the prefix > threshold
+        ss_c        float  share of continuations mentioning a value of the attribute
+        steps       int    optimisation steps taken
+    """),
     unique=("method", "lambda", "attribute", "classifier"),
 )
 
@@ -106,7 +106,9 @@ def run_debias(
     if method != "none":
         head = None
         if method == "sentiment":
-            clf = make_classifier(d["label_classifier"], opinion_dir=resource_path(section["opinion_lexicon"], external_dir))  # fmt: skip
+            clf = make_classifier(
+                d["label_classifier"], opinion_dir=resource_path(section["opinion_lexicon"], external_dir)
+            )
             texts = [e.text for e in examples]
             s = clf(texts)
             keep = np.abs(s - 0.5) >= 0.25
@@ -145,7 +147,9 @@ def run_debias(
     fair = fairness_table(cont, names, section["bootstrap"], seed, section["level"])
     write_table(fair, out_dir / "fairness.parquet")
     encoder = SentenceEncoder(resource_path(d["encoder"], external_dir), device=device)
-    cont = cont.assign(similarity=semantic_similarity(encoder, cont["prefix"].tolist(), cont["continuation"].tolist()))  # fmt: skip
+    cont = cont.assign(
+        similarity=semantic_similarity(encoder, cont["prefix"].tolist(), cont["continuation"].tolist())
+    )
     rows = []
     for attribute, g in cont.groupby("attribute", sort=False):
         words = sorted({t.text for t in terms if t.attribute == attribute})
@@ -168,8 +172,9 @@ def summarize(paths: list[str | Path]) -> pd.DataFrame:
     """The QUALITY rows of every run, base model first, then by method and lambda."""
     df = pd.concat([read_table(p, QUALITY) for p in paths], ignore_index=True)
     order = {"none": 0, "embedding": 1, "sentiment": 2}
-    return df.sort_values(["method", "lambda"], key=lambda c: c.map(order) if c.name == "method" else c,
-                          kind="stable").reset_index(drop=True)  # fmt: skip
+    return df.sort_values(
+        ["method", "lambda"], key=lambda c: c.map(order) if c.name == "method" else c, kind="stable"
+    ).reset_index(drop=True)
 
 
 def table1_html(df: pd.DataFrame, classifier: str, path: str | Path) -> Path:

@@ -90,8 +90,10 @@ class SentimentHeadline(Headline):
             )
             keys = tuple(f"{f}/{s}" for f, s in units)
             strata = tuple(str(f) for f in families)
-            out += [Resampled(METHOD_NAME, model, "if", keys, if_of, strata),
-                    Resampled(METHOD_NAME, model, "gf", keys, gf_of, strata)]  # fmt: skip
+            out += [
+                Resampled(METHOD_NAME, model, "if", keys, if_of, strata),
+                Resampled(METHOD_NAME, model, "gf", keys, gf_of, strata),
+            ]
         return out
 
     def occupation_sources(self, config: dict) -> list[str]:

@@ -49,7 +49,9 @@ def debias_runs(section: dict[str, Any]) -> list[str]:
     return ["none-0"] + [f"{m}-{lam:g}" for m in d["methods"] for lam in d["lambdas"]]
 
 
-def debias_inputs(section: dict[str, Any], name: str, continuations: str, manifest: Callable[[str], str]) -> dict[str, Any]:  # fmt: skip
+def debias_inputs(
+    section: dict[str, Any], name: str, continuations: str, manifest: Callable[[str], str]
+) -> dict[str, Any]:
     """The sampling inputs plus the stage's continuations (the base model's row) and the resources of the corpus
     and the sentence encoder."""
     out = {**sample_inputs(section, name, manifest), "continuations": continuations}

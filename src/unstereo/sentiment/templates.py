@@ -51,7 +51,11 @@ def load_templates(directory: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     values = _read_tsv(directory / "values_long.tsv", ["attribute", "value", "subgroup"])
     for i, row in enumerate(templates.itertuples(index=False), start=2):
         if row.template.count(PLACEHOLDER) != 1:
-            raise InputError(f"template {row.template_id!r} needs exactly one {PLACEHOLDER}", directory / "templates_long.tsv", i)  # fmt: skip
+            raise InputError(
+                f"template {row.template_id!r} needs exactly one {PLACEHOLDER}",
+                directory / "templates_long.tsv",
+                i,
+            )
         subgroups = set(values.loc[values["attribute"] == row.attribute, "subgroup"])
         if not subgroups:
             raise InputError(f"attribute {row.attribute!r} has no values", directory / "values_long.tsv")
@@ -86,7 +90,9 @@ def fill_templates(
     keep_attr = list(dict.fromkeys(templates["attribute"])) if attributes is None else list(attributes)
     unknown = [a for a in keep_attr if a not in set(templates["attribute"])]
     if unknown:
-        raise InputError(f"unknown attribute(s) {unknown}; the templates have {sorted(set(templates['attribute']))}")  # fmt: skip
+        raise InputError(
+            f"unknown attribute(s) {unknown}; the templates have {sorted(set(templates['attribute']))}"
+        )
     for attribute in keep_attr:
         t = templates[templates["attribute"] == attribute]
         fams = list(dict.fromkeys(t["template_id"].map(template_family)))

@@ -311,8 +311,7 @@ def _check_length(rows: list[dict[str, Any]], k: int, s: GenerateSettings) -> No
     for r in _alive(rows):
         if not length_ok(r["sentence"], k, s.length_tolerance):
             n_words = len(words(r["sentence"]))
-            r.update(status="discarded",
-                     reason=f"length: {n_words} words, not {k} +- {s.length_tolerance}")  # fmt: skip
+            r.update(status="discarded", reason=f"length: {n_words} words, not {k} +- {s.length_tolerance}")
 
 
 def _pair(rows: list[dict[str, Any]], client: Any, prompts: PromptSet, s: GenerateSettings, tag: str) -> None:
@@ -493,8 +492,10 @@ def _judge_filter(rows: list[dict[str, Any]], s: GenerateSettings, judge: Any) -
         r["judge_p_yes_male"], r["judge_p_yes_female"] = ps[2 * n], ps[2 * n + 1]
         low = [(g, p) for g, p in (("male", ps[2 * n]), ("female", ps[2 * n + 1])) if p < t]
         if low:
-            r.update(status="unnatural", reason="judge: " + ", ".join(
-                f"{g} P(Yes) {p:.2f} < {t:g}" for g, p in low))  # fmt: skip
+            r.update(
+                status="unnatural",
+                reason="judge: " + ", ".join(f"{g} P(Yes) {p:.2f} < {t:g}" for g, p in low),
+            )
 
 
 _BOOL_COLUMNS = ("is_revised", "has_word", "has_pronoun", "has_placeholder", "is_natural")
@@ -570,7 +571,7 @@ def summarize(full: pd.DataFrame, n_seed_words: int) -> dict[str, Any]:
             (full["item"] >= 0)
             & (full["is_revised"] == False)  # noqa: E712
             & (reasons != "revision")
-        ),  # fmt: skip
+        ),
         "revised": by_pronoun(full["is_revised"] == True),  # noqa: E712
         "revision_failed": by_pronoun(reasons == "revision"),
         "paired_direct": int((full["pairing"] == "direct").sum()),

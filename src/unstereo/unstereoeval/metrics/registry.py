@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from unstereo import tables
-from unstereo.tables import METRIC_KEY_COLUMNS, Column
+from unstereo.tables import METRIC_KEY_COLUMNS, Column, columns
 from unstereo.unstereoeval.metrics.core import (
     aufc,
     aufc_in_log10,
@@ -205,10 +205,10 @@ US = register(
     Metric(
         "us",
         unstereo_metric,
-        (
-            Column("us", "float", "Unstereo Score in percent", nullable=True),
-            Column("us_std", "float", "Bernoulli standard error of us, in percent", nullable=True),
-        ),
+        columns("""
+            us      float?  Unstereo Score in percent
+            us_std  float?  Bernoulli standard error of us, in percent
+        """),
         caption="US (%) ± std at eta = {eta}",
         title="Unstereo Score US (%) with its Bernoulli standard error and the benchmark sizes",
         std="us_std",
@@ -219,7 +219,9 @@ AUFC = register(
     Metric(
         "aufc",
         aufc_metric,
-        (Column("aufc", "float", "area under the fairness curve", nullable=True),),
+        columns("""
+            aufc  float?  area under the fairness curve
+        """),
         caption="AuFC at eta = {eta}",
         title="area under the fairness curve AuFC",
     )
@@ -228,12 +230,10 @@ PD = register(
     Metric(
         "pd",
         disparity_metric,
-        (
-            Column("pd", "float", "preference disparity: %female-skewed - %male-skewed", nullable=True),
-            Column(
-                "male_rel_ratio", "float", "#male-skewed / (#male + #female skewed), percent", nullable=True
-            ),
-        ),
+        columns("""
+            pd              float?  preference disparity: %female-skewed - %male-skewed
+            male_rel_ratio  float?  #male-skewed / (#male + #female skewed), percent
+        """),
         caption="PD at eta = {eta}",
         title="preference disparity PD (%female-skewed - %male-skewed)",
         extra=("n_female", "n_male"),

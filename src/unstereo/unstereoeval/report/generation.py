@@ -108,8 +108,10 @@ def _pairs_table(full: pd.DataFrame) -> str:
 
 def _rejected_list(full: pd.DataFrame) -> str:
     out = full[(full["status"] != "kept") & full["sentence"].notna()]
-    items = [f"<li>{html.escape(str(r.sentence))} <small>({html.escape(str(r.reason))})</small></li>"
-             for r in out.itertuples(index=False)]  # fmt: skip
+    items = [
+        f"<li>{html.escape(str(r.sentence))} <small>({html.escape(str(r.reason))})</small></li>"
+        for r in out.itertuples(index=False)
+    ]
     return f"<details><summary>{len(items)} rejected sentences and why</summary><ul>{''.join(items)}</ul></details>"
 
 

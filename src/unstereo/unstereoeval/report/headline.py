@@ -56,8 +56,9 @@ def eps_grid(config: dict):
     from unstereo.defaults import EPS_GRID
 
     g = (config.get("metrics") or {}).get("eps_grid") or {}
-    return np.linspace(float(g.get("start", EPS_GRID[0])), float(g.get("stop", EPS_GRID[1])),
-                       int(g.get("num", EPS_GRID[2])))  # fmt: skip
+    return np.linspace(
+        float(g.get("start", EPS_GRID[0])), float(g.get("stop", EPS_GRID[1])), int(g.get("num", EPS_GRID[2]))
+    )
 
 
 def _winogender(config: dict) -> str | None:
@@ -155,7 +156,7 @@ class UnStereoEvalHeadline(Headline):
                     interval="±1 s.e. (Bernoulli)",
                     n=int(r.n),
                     scope=scope,
-                )  # fmt: skip
+                )
             )
             rows.append(
                 dict(
@@ -168,7 +169,7 @@ class UnStereoEvalHeadline(Headline):
                     interval="",
                     n=int(r.n),
                     scope=scope,
-                )  # fmt: skip
+                )
             )
         return headline_table(rows)
 
