@@ -116,12 +116,13 @@ def cut_at_stop(text: str, stops: tuple[str, ...]) -> tuple[str, bool]:
 
 
 #: Appended to a local model's label (:attr:`LocalBackend.model`, the LLM cache's key) when it samples with other
-#: products than fp32 (they give other samples, cached apart); bf16's depends on the CPU (:func:`product_label`).
-PRODUCT_LABELS = {"float32": "", "int8": " [int8 products]", "bfloat16": " [bf16 products]"}
+#: products than fp32 (they give other samples, cached apart); bf16's depends on the CPU, so it comes from
+#: :func:`unstereo.engine.kernels.bf16.label` (:func:`product_label`).
+PRODUCT_LABELS = {"float32": "", "int8": " [int8 products]"}
 
 
 def product_label(products: str) -> str:
-    """What :data:`PRODUCT_LABELS` appends for ``products`` on this CPU: bf16 weights widened to fp32 products (no
+    """What a model's label gains for ``products`` on this CPU: bf16 weights widened to fp32 products (no
     native bf16) sample otherwise than native bf16 products (:func:`unstereo.engine.kernels.bf16.label`)."""
     if products == "bfloat16":
         from unstereo.engine.kernels import bf16

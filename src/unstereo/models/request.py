@@ -14,8 +14,7 @@ and ``unstereo llm``) build their requests with :func:`model_request` (from the 
 :func:`unstereo.cli_options.request_from_cli`) and pass them on whole.
 
 This module imports only the standard library and :mod:`unstereo.engine.kernels` (a constant) at import time (every
-stage CLI imports it, through
-:mod:`unstereo.cli_options`).
+stage CLI imports it, through :mod:`unstereo.cli_options`).
 """
 
 from __future__ import annotations
