@@ -9,6 +9,7 @@ import click
 
 from unstereo import cli_options
 from unstereo.cli_options import EXISTING_FILE
+from unstereo.config.settings import section
 from unstereo.defaults import PAPER_BENCHMARKS
 from unstereo.io import write_text
 from unstereo.log import get_logger
@@ -16,6 +17,10 @@ from unstereo.models.registry import load_registry
 from unstereo.tables import read_table, write_table
 
 log = get_logger("unstereoeval.report.cli")
+
+#: The report section's settings (report.schema.yaml): `compare` gets them whole as ``settings`` (``--settings``,
+#: the workflow passes the section), with override flags generated from the schema (its files among them).
+SECTION = section("report")
 
 
 @click.group("report")
@@ -139,18 +144,6 @@ def generation_cmd(generate_dirs: tuple[str, ...], out_dir: str) -> None:
 @group.command("compare")
 @click.argument("metrics_file", type=EXISTING_FILE)
 @click.option(
-    "--published",
-    required=True,
-    type=EXISTING_FILE,
-    help="the paper's numbers (data/paper/published.csv)",
-)
-@click.option(
-    "--known",
-    type=EXISTING_FILE,
-    default=None,
-    help="diagnoses of known differences (data/paper/known_differences.csv)",
-)
-@click.option(
     "--clean",
     type=EXISTING_FILE,
     default=None,
@@ -170,15 +163,8 @@ def generation_cmd(generate_dirs: tuple[str, ...], out_dir: str) -> None:
     "properties",
     "properties.json of `benchmarks card` (repeatable): adds Table 7 to the comparison",
 )
-@click.option(
-    "--strict",
-    is_flag=True,
-    help="exit with status 1 when a cell is off and unexplained, or a known difference explains no cell",
-)
-@cli_options.registry
-def compare_cmd(
-    metrics_file, published, known, clean, output, csv_out, summary_out, properties, strict, registry
-) -> None:
+@SECTION.command("published", "known_differences", "registry", "strict")
+def compare_cmd(metrics_file, clean, output, csv_out, summary_out, properties, settings) -> None:
     """Compare every published number with the reproduced cell; write reproduction.md (and the cells as CSV)."""
     from unstereo.unstereoeval.report.compare import (
         compare,
@@ -191,8 +177,8 @@ def compare_cmd(
     )
     from unstereo.unstereoeval.report.table_builders import paper_tables
 
-    reg = load_registry(registry)
-    pub, kn = load_published(published), load_known(known)
+    reg = load_registry(settings.registry)
+    pub, kn = load_published(settings.published), load_known(settings.known_differences)
     metrics = read_table(metrics_file, "metrics")
     extra = {}
     if properties:
@@ -232,7 +218,7 @@ def compare_cmd(
     for k in stale.itertuples(index=False):
         log.warning("known difference explains no cell: table %s, %s, %s (expects %s)", k.table, k.row, k.column,
                     k.reproduced)  # fmt: skip
-    if strict and (unexplained or len(stale)):
+    if settings.strict and (unexplained or len(stale)):
         raise click.ClickException(
             f"{unexplained} published number(s) not reproduced and unexplained, {len(stale)} known difference(s) "
             f"that explain no cell; see {output}"
