@@ -344,7 +344,9 @@ class Section:
                     kwargs["settings"] = self.build(raw, given)
                 except ConfigError as exc:
                     path = (exc.key or "").removeprefix(f"{self.name}.")
-                    where = f"{self.settings[path].flag}: " if path in given else "--settings: "
+                    # the flag of the key, or of the array it is an item of (etas.0 -> --etas)
+                    flag = next((p for p in given if path == p or path.startswith(p + ".")), None)
+                    where = f"{self.settings[flag].flag}: " if flag else "--settings: "
                     raise click.UsageError(where + str(exc)) from exc
                 return f(*args, **kwargs)
 

@@ -288,9 +288,9 @@ def test_cli_metrics_tables_figures(tmp_path):
             str(tmp_path / "pairs.parquet"),
             "-o",
             str(tmp_path / "m.parquet"),
-            "--eta",
+            "--etas",
             "inf",
-            "--eta",
+            "--etas",
             "0.5",
             "--curves",
             str(tmp_path / "c.parquet"),
@@ -319,8 +319,9 @@ def test_cli_metrics_rejects_a_bad_eta(tmp_path):
 
     _tiny_files(tmp_path)
     args = ["metrics", str(tmp_path / "scores.parquet"), "--pairs", str(tmp_path / "pairs.parquet")]
-    run = CliRunner().invoke(cli, [*args, "-o", str(tmp_path / "m.parquet"), "--eta", "-1"])
-    assert run.exit_code != 0 and "eta must be a number >= 0" in run.output
+    run = CliRunner().invoke(cli, [*args, "-o", str(tmp_path / "m.parquet"), "--etas", "-1"])
+    # the schema's bound (common.schema.yaml: a number >= 0 or inf), the flag and the key named
+    assert run.exit_code == 2 and "--etas: config key 'metrics.etas" in run.output
 
 
 # ------------------------------------------------------------------------------ full reproduction (reference)
