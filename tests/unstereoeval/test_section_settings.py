@@ -56,7 +56,9 @@ def test_corpus_spill_limit_takes_any_positive_value(tmp_path):
 
 # --------------------------------------------------------------------------------------------------- benchmarks
 def _templates(path: Path) -> Path:
-    path.write_text("id,template\n1,{pronoun} walked.\n2,{pronoun} sat.\n3,{pronoun} ran.\n", encoding="utf-8")
+    path.write_text(
+        "id,template\n1,{pronoun} walked.\n2,{pronoun} sat.\n3,{pronoun} ran.\n", encoding="utf-8"
+    )
     return path
 
 
@@ -139,7 +141,16 @@ def test_metrics_grid_keys_are_flags(tmp_path):
     # the curve's thresholds are linspace(start, stop, num): the schema's 101 points, 3 from the section
     # (0, 1, 2), the flag's stop 4 over it (0, 2, 4)
     curves = tmp_path / "c.parquet"
-    args = ["metrics", *_tiny_scores(tmp_path), "-o", tmp_path / "m.parquet", "--curves", curves, "--etas", "inf"]
+    args = [
+        "metrics",
+        *_tiny_scores(tmp_path),
+        "-o",
+        tmp_path / "m.parquet",
+        "--curves",
+        curves,
+        "--etas",
+        "inf",
+    ]
     _invoke(*args)
     assert len(pd.read_parquet(curves)) == 101
     section = '{"eps_grid": {"start": 0, "stop": 2, "num": 3}}'

@@ -160,5 +160,7 @@ def test_the_corpus_benchmarks_metrics_and_report_rules_pass_settings(commands, 
             seen[name] = seen.get(name, True) and "--settings" in rest
     assert all(seen.values()), f"without --settings: {sorted(n for n, ok in seen.items() if not ok)}"
     assert request.node.callspec.id in {c.name for c in CONFIGS}
-    if request.node.callspec.id == "config.yaml":  # the shipped config runs every one of them (paper included)
+    if (
+        request.node.callspec.id == "config.yaml"
+    ):  # the shipped config runs every one of them (paper included)
         assert set(seen) == SECTION_COMMANDS

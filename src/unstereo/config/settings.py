@@ -66,7 +66,11 @@ def _types(schema: Mapping[str, Any]) -> list[str]:
     a number or ``inf``)."""
     t = schema.get("type")
     if t is None and isinstance(schema.get("anyOf"), list):
-        return list(dict.fromkeys(k for branch in schema["anyOf"] if isinstance(branch, Mapping) for k in _types(branch)))
+        return list(
+            dict.fromkeys(
+                k for branch in schema["anyOf"] if isinstance(branch, Mapping) for k in _types(branch)
+            )
+        )
     t = t or []
     return [t] if isinstance(t, str) else list(t)
 

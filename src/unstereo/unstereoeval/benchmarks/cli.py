@@ -101,7 +101,9 @@ def _source(settings, name: str | None, paths: list[str], flags: dict):
     given = SOURCE.given(flags, SOURCE_KEYS)
     entry = dict((settings.sources or {}).get(name) or {})
     if "kind" not in entry and "kind" not in given:
-        raise click.UsageError(f"--kind is required (or benchmarks.sources.{name or 'NAME'}.kind in --settings)")
+        raise click.UsageError(
+            f"--kind is required (or benchmarks.sources.{name or 'NAME'}.kind in --settings)"
+        )
     try:
         return SOURCE.build({**entry, "path": paths}, given)
     except ConfigError as exc:
