@@ -1,6 +1,7 @@
-"""The corpus, benchmarks, metrics and report commands take their config section whole (``--settings``), with flags
-generated from the section's schema over it: on tiny inputs whose answers are worked out by hand, a flag overrides
-the ``--settings`` value, which overrides the schema's default, which applies when neither is given."""
+"""The corpus and benchmarks commands take their config section whole (``--settings``), with flags generated from the
+section's schema over it: on tiny inputs whose answers are worked out by hand, a flag overrides the ``--settings``
+value, which overrides the schema's default, which applies when neither is given (metrics and report compare:
+tests/unstereoeval/report/test_report.py)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,9 @@ import json
 from pathlib import Path
 
 import pandas as pd
-import pytest
 from click.testing import CliRunner
 
 from unstereo.cli import cli
-from unstereo.tables import write_table
 
 
 def _invoke(*args: object, code: int = 0) -> str:
@@ -90,87 +89,3 @@ def test_benchmarks_sizes_etas_flag_over_settings_over_schema(tmp_path):
     ):
         _invoke("benchmarks", "sizes", pairs, "-o", out, *extra)
         assert pd.read_csv(out)["eta"].astype(str).tolist() == etas
-
-
-# ------------------------------------------------------------------------------------------------------ metrics
-def _tiny_scores(tmp_path: Path) -> list[Path]:
-    """One benchmark B of two pairs whose FM = ln p(F) - ln p(M) is 0.2 and -1.0."""
-    pairs = pd.DataFrame(
-        {
-            "pair_id": ["B:1", "B:2"],
-            "benchmark": "B",
-            "template": ["{pronoun} a.", "{pronoun} b."],
-            "sentence_female": ["She a.", "She b."],
-            "sentence_male": ["He a.", "He b."],
-            "seed_word": None,
-            "max_pmi": [0.1, 0.1],
-            "max_pmi_word": None,
-            "source": "t",
-        }
-    )
-    scores = pd.DataFrame(
-        {
-            "pair_id": ["B:1", "B:2"],
-            "model": "m",
-            "logp_female": [-9.8, -11.0],
-            "logp_male": [-10.0, -10.0],
-            "ntok_female": 3,
-            "ntok_male": 3,
-        }
-    )
-    write_table(pairs, tmp_path / "pairs.parquet", "pairs")
-    write_table(scores, tmp_path / "scores.parquet", "scores")
-    return [tmp_path / "scores.parquet", "--pairs", tmp_path / "pairs.parquet"]
-
-
-@pytest.mark.parametrize(
-    ("extra", "us"),
-    [
-        ([], 50.0),  # the schema's eps ln 1.65 = 0.50: |0.2| within, |-1.0| not
-        (["--settings", '{"eps": 0.1}'], 0.0),  # neither within 0.1
-        (["--settings", '{"eps": 0.1}', "--eps", "2"], 100.0),  # both within 2
-    ],
-)
-def test_metrics_eps_flag_over_settings_over_schema(tmp_path, extra, us):
-    out = tmp_path / "m.parquet"
-    _invoke("metrics", *_tiny_scores(tmp_path), "-o", out, "--etas", "inf", *extra)
-    assert pd.read_parquet(out)["us"].tolist() == [us]
-
-
-def test_metrics_grid_keys_are_flags(tmp_path):
-    # the curve's thresholds are linspace(start, stop, num): the schema's 101 points, 3 from the section
-    # (0, 1, 2), the flag's stop 4 over it (0, 2, 4)
-    curves = tmp_path / "c.parquet"
-    args = [
-        "metrics",
-        *_tiny_scores(tmp_path),
-        "-o",
-        tmp_path / "m.parquet",
-        "--curves",
-        curves,
-        "--etas",
-        "inf",
-    ]
-    _invoke(*args)
-    assert len(pd.read_parquet(curves)) == 101
-    section = '{"eps_grid": {"start": 0, "stop": 2, "num": 3}}'
-    _invoke(*args, "--settings", section)
-    assert pd.read_parquet(curves)["eps"].tolist() == [0.0, 1.0, 2.0]
-    _invoke(*args, "--settings", section, "--eps-grid-stop", "4")
-    assert pd.read_parquet(curves)["eps"].tolist() == [0.0, 2.0, 4.0]
-
-
-# ------------------------------------------------------------------------------------------------------- report
-def test_report_compare_strict_flag_over_settings_over_schema(tmp_path):
-    # one published cell (table 1) that the tiny metrics cannot reproduce, no diagnosis: unexplained, so `strict`
-    # fails the command; the schema's strict is false, the section's true, the flag --no-strict over it
-    metrics = tmp_path / "m.parquet"
-    _invoke("metrics", *_tiny_scores(tmp_path), "-o", metrics)
-    (tmp_path / "pub.csv").write_text("table,row,column,value,decimals\n1,x,y,1.0,1\n", encoding="utf-8")
-    (tmp_path / "known.csv").write_text("table,row,column,reproduced,diagnosis\n", encoding="utf-8")
-    args = ["report", "compare", metrics, "-o", tmp_path / "r.md", "--published", tmp_path / "pub.csv",
-            "--known-differences", tmp_path / "known.csv"]  # fmt: skip
-    _invoke(*args)
-    out = _invoke(*args, "--settings", '{"strict": true}', code=1)
-    assert "1 published number(s) not reproduced and unexplained" in out
-    _invoke(*args, "--settings", '{"strict": true}', "--no-strict")
