@@ -18,8 +18,9 @@ from unstereo.tables import read_table, write_table
 
 log = get_logger("unstereoeval.report.cli")
 
-#: The report section's settings (report.schema.yaml): `compare` gets them whole as ``settings`` (``--settings``,
-#: the workflow passes the section), with override flags generated from the schema (its files among them).
+#: The report section's settings (report.schema.yaml): `compare`, `ingest`, `tables` and `figures` get them whole as
+#: ``settings`` (``--settings``; the workflow passes the section to `compare`, the others read only the registry, a
+#: path the rules give), with override flags generated from the schema (its files among them).
 SECTION = section("report")
 
 
@@ -37,8 +38,8 @@ def group() -> None:
     help="which released benchmark to read",
 )
 @cli_options.output("SCORES parquet")
-@cli_options.registry
-def ingest(results_dir: Path, benchmark: str, output: Path, registry: Path) -> None:
+@SECTION.command("registry")
+def ingest(results_dir: Path, benchmark: str, output: Path, settings) -> None:
     """Read the released per-model score files under RESULTS_DIR (``unstereo-eval/results``) into one SCORES table.
 
     Model ids come from the registry's reference_name -> id mapping (others: ``__`` -> ``/``). All rows are kept
@@ -47,7 +48,7 @@ def ingest(results_dir: Path, benchmark: str, output: Path, registry: Path) -> N
     from unstereo.models.registry import name_map
     from unstereo.unstereoeval.metrics.released import ingest_released
 
-    table = ingest_released(results_dir, benchmark, name_map(load_registry(registry)))
+    table = ingest_released(results_dir, benchmark, name_map(load_registry(settings.registry)))
     write_table(table, output, "scores")
     log.info("wrote %d rows to %s", len(table), output)
 
@@ -62,14 +63,14 @@ def ingest(results_dir: Path, benchmark: str, output: Path, registry: Path) -> N
     help="the paper's Tables 1-3 and 8-22, or a table per registered metric (US, PD, AuFC, ...) and eta and a "
     "gap table for any models",
 )
-@cli_options.registry
-def tables(metrics_file: Path, out_dir: Path, paper: bool, registry: Path) -> None:
+@SECTION.command("registry")
+def tables(metrics_file: Path, out_dir: Path, paper: bool, settings) -> None:
     """Write each table of METRICS_FILE as CSV (full precision), Markdown, LaTeX and HTML into OUT_DIR."""
     from unstereo.render.formats import write_table_files
     from unstereo.unstereoeval.report.table_builders import generic_tables, paper_tables
 
     metrics = read_table(metrics_file, "metrics")
-    reg = load_registry(registry)
+    reg = load_registry(settings.registry)
     built = paper_tables(metrics, reg) if paper else generic_tables(metrics, reg)
     for table in built.values():
         write_table_files(table, out_dir)
@@ -81,14 +82,14 @@ def tables(metrics_file: Path, out_dir: Path, paper: bool, registry: Path) -> No
 @cli_options.output("stem: writes .png .pdf .csv")
 @click.option("--eta", default="inf", show_default=True, help="which eta's curves to draw")
 @click.option("--title", default=None, help="figure title")
-@cli_options.registry
-def figures(curves_file: Path, output: Path, eta: str, title: str | None, registry: Path) -> None:
+@SECTION.command("registry")
+def figures(curves_file: Path, output: Path, eta: str, title: str | None, settings) -> None:
     """Fairness curves (US vs eps) per model and benchmark, deduplicated models dashed (the paper's Figure 6)."""
     from unstereo.unstereoeval.eta import parse_eta
     from unstereo.unstereoeval.report.figures import figure_data, plot_fairness_curves
 
     curves = read_table(curves_file)
-    data = figure_data(curves, load_registry(registry), parse_eta(eta))
+    data = figure_data(curves, load_registry(settings.registry), parse_eta(eta))
     stem = output.with_suffix("") if output.suffix in (".png", ".pdf", ".csv") else output
     paths = plot_fairness_curves(data, stem, title)
     log.info("wrote %s", ", ".join(map(str, paths)))
