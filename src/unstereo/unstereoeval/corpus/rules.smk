@@ -39,6 +39,8 @@ rule corpus_count:
     the spill limits are reached); no merge inside the job."""
     input:
         unpack(lambda wc: shard_inputs(CORPUS_SHARDS[wc.shard], EXTERNAL)),
+        # the targets when `targets` is null: every word of the pairs
+        pairs=CORPUS_PAIRS,
     output:
         runs=directory(results("corpus", "counts", "{shard}", "runs")),
         stats=results("corpus", "counts", "{shard}", "stats.json"),
@@ -65,7 +67,8 @@ rule corpus_count:
         out=lambda wc, output: Path(output.stats).parent,
         settings=lambda wc: model_rules.settings_json(CORPUS, drop=()),
     shell:
-        "unstereo corpus count {params.path} -o {params.out} --runs --settings {params.settings:q} > {log} 2>&1"
+        "unstereo corpus count {params.path} -o {params.out} --runs --pairs {input.pairs} "
+        "--settings {params.settings:q} > {log} 2>&1"
 
 
 rule corpus_merge:
