@@ -14,7 +14,6 @@ from unstereo.resources import RESOURCES
 from unstereo.resources.core import MANIFEST
 from unstereo.unstereoeval.eta import PAPER_ETAS, parse_etas
 from unstereo.unstereoeval.metrics import default_eps_grid
-from unstereo.unstereoeval.metrics.cli import DEFAULT_ETAS
 from unstereo.unstereoeval.metrics.released import BENCHMARK_DIRS
 from unstereo.unstereoeval.report.rules import PAPER_BENCHMARKS as RULES_PAPER_BENCHMARKS
 
@@ -50,7 +49,11 @@ def test_eta_default_is_the_papers_and_shared_by_both_stages():
     for stage in ("benchmarks", "metrics"):
         etas = _schema(stage)["properties"]["etas"]
         assert etas["$ref"] == "common.schema.yaml#/$defs/etas" and "default" not in etas
-    assert parse_etas(DEFAULT_ETAS) == list(PAPER_ETAS)
+    # the commands' default (no flag, no --settings): the shared definition's, followed into common.schema.yaml
+    from unstereo.config.settings import section
+
+    for stage in ("benchmarks", "metrics"):
+        assert parse_etas(section(stage).build({}).etas) == list(PAPER_ETAS)
 
 
 def test_eps_and_grid_defaults():

@@ -64,14 +64,6 @@ def _grid_callback(ctx, param, value: str):
     return parse_grid(value)
 
 
-def _default_registry() -> Path:
-    from unstereo.package_data import (
-        DATA_DIR,
-    )  # models.registry.DEFAULT_REGISTRY (models/ imports this module)
-
-    return DATA_DIR / "models.csv"
-
-
 # ------------------------------------------------------------------------------------------------ options
 batch_size = click.option(
     "--batch-size",
@@ -150,19 +142,13 @@ def reference_quirks(help: str):
     )
 
 
-def _registry(default, show_default, help: str):
-    return click.option(
-        "--registry", type=EXISTING_FILE, default=default, show_default=show_default, help=help
-    )
-
-
-registry = _registry(
-    _default_registry,
-    "the packaged models.csv",
-    "model registry CSV (ids, display names, families, paper order)",
-)
-registry_optional = _registry(
-    None, False, "model registry CSV: adds each model's display_name (as printed in the paper)"
+#: ``--registry`` of a command that reads the registry only when given (`metrics`); the report commands take the
+#: report section's ``registry`` (its schema's default, the packaged models.csv).
+registry_optional = click.option(
+    "--registry",
+    type=EXISTING_FILE,
+    default=None,
+    help="model registry CSV: adds each model's display_name (as printed in the paper)",
 )
 
 

@@ -156,3 +156,53 @@ def test_the_config_sections_build_with_their_schema_defaults():
     config = validate_config({})
     for name in method_registry.config_sections():
         assert as_dict(section(name).build({})) == config[name], name
+
+
+#: Another schema file's definitions, as the config's schema registry resolves them (``refs``): a value (the etas,
+#: numbers >= 0 or inf) and an object (a model spec).
+OTHER = {
+    "other.yaml#/$defs/etas": {
+        "type": "array",
+        "items": {"anyOf": [{"type": "number", "minimum": 0}, {"type": "string", "enum": ["inf"]}]},
+        "default": ["inf", 1.0],
+    },
+    "model.yaml": {"type": "object", "properties": {"path": {"type": "string"}}},
+}
+REFS_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "etas": {"$ref": "other.yaml#/$defs/etas", "description": "bounds"},
+        "model": {"$ref": "model.yaml", "default": {"path": "m"}},
+    },
+}
+
+
+def test_a_value_defined_in_another_file_is_followed_an_object_is_not():
+    s = Section("toy", REFS_SCHEMA, refs=OTHER.__getitem__)
+    etas = s.settings["etas"]
+    # the definition's type, items and default, under the key's own description
+    assert (etas.schema["type"], etas.default, etas.description) == ("array", ["inf", 1.0], "bounds")
+    # an object of another file stays one setting, its reference kept (no nested settings of its keys)
+    assert s.settings["model"].schema["$ref"] == "model.yaml" and list(s.settings) == ["etas", "model"]
+    # without `refs`, a reference to another file is a leaf
+    assert "type" not in Section("toy", REFS_SCHEMA).settings["etas"].schema
+
+
+def test_an_any_of_flag_takes_a_number_or_the_word_it_names():
+    from unstereo.config import validate_section
+
+    def validate(data):  # the definitions inlined: what the config's validator sees after resolving
+        inlined = {**REFS_SCHEMA, "properties": {"etas": OTHER["other.yaml#/$defs/etas"]}}
+        return validate_section("toy", inlined, data)
+
+    s = Section("toy", REFS_SCHEMA, validate=validate, refs=OTHER.__getitem__)
+    cmd, seen = _command(s, "etas")
+    # `inf` stays the word (float() would read it as a number), `0.5` is a number; nothing given: the default
+    assert _run(cmd, seen, ["--etas", "inf", "--etas", "0.5"]).etas == ["inf", 0.5]
+    assert _run(cmd, seen, []).etas == ["inf", 1.0]
+    result = CliRunner().invoke(cmd, ["--etas", "x"])
+    assert result.exit_code == 2 and "'x' is not one of inf" in result.output
+    # a bad item of a repeated flag names the flag (the schema names the item, toy.etas.1)
+    result = CliRunner().invoke(cmd, ["--etas", "inf", "--etas", "-1"])
+    assert result.exit_code == 2 and "--etas: config key 'toy.etas.1'" in result.output

@@ -144,3 +144,23 @@ def test_flags_held_finds_a_config_flag_beside_settings():
     )
     assert flags_held(cmd, args) == []
     assert flags_held(cmd, [*args, "--bootstrap", "7"]) == ["--bootstrap (fairpair.bootstrap)"]
+
+
+#: The commands of the corpus, benchmarks, metrics and report sections that read section keys (each of their rules
+#: passes the section, or the paper reproduction's own, as --settings and spells no config flag).
+SECTION_COMMANDS = {"corpus count", "corpus merge", "corpus delta", "corpus appendix", "benchmarks build",
+                    "benchmarks figure", "metrics", "report compare"}  # fmt: skip
+
+
+def test_the_corpus_benchmarks_metrics_and_report_rules_pass_settings(commands, request):
+    seen: dict[str, bool] = {}
+    for args in commands:
+        name, _, rest = resolve(args)
+        if name in SECTION_COMMANDS:
+            seen[name] = seen.get(name, True) and "--settings" in rest
+    assert all(seen.values()), f"without --settings: {sorted(n for n, ok in seen.items() if not ok)}"
+    assert request.node.callspec.id in {c.name for c in CONFIGS}
+    if (
+        request.node.callspec.id == "config.yaml"
+    ):  # the shipped config runs every one of them (paper included)
+        assert set(seen) == SECTION_COMMANDS

@@ -62,7 +62,16 @@ class Setting:
 
 
 def _types(schema: Mapping[str, Any]) -> list[str]:
-    t = schema.get("type", [])
+    """The schema's types; for an ``anyOf`` without a type of its own, its branches' (``[number, string]`` for
+    a number or ``inf``)."""
+    t = schema.get("type")
+    if t is None and isinstance(schema.get("anyOf"), list):
+        return list(
+            dict.fromkeys(
+                k for branch in schema["anyOf"] if isinstance(branch, Mapping) for k in _types(branch)
+            )
+        )
+    t = t or []
     return [t] if isinstance(t, str) else list(t)
 
 
@@ -107,6 +116,8 @@ class _SchemaValue(click.ParamType):
                 self.fail(f"{value!r} is not A:B", param, ctx)
             return [a.strip(), b.strip()]
         types = _types(self.schema)
+        if value in (_string_enum(self.schema) or ()):
+            return value  # a word the schema names (``inf``), not the number float() would read
         for kind, parse in (("integer", int), ("number", float)):
             if kind in types:
                 try:
@@ -114,11 +125,19 @@ class _SchemaValue(click.ParamType):
                 except ValueError:
                     pass
         if "string" in types or not types:
-            enum = self.schema.get("enum")
+            enum = self.schema.get("enum") or _string_enum(self.schema)
             if enum and value not in enum:
                 self.fail(f"{value!r} is not one of {', '.join(map(str, enum))}", param, ctx)
             return value
         self.fail(f"{value!r} is not of type {self.name}", param, ctx)
+
+
+def _string_enum(schema: Mapping[str, Any]) -> list[Any] | None:
+    """The enum of an ``anyOf``'s string branch (``inf`` beside the numbers of an eta)."""
+    for branch in schema.get("anyOf") or ():
+        if isinstance(branch, Mapping) and _types(branch) == ["string"]:
+            return branch.get("enum")
+    return None
 
 
 def _show(value: Any) -> str:
@@ -152,7 +171,8 @@ def _put(data: dict[str, Any], path: str, value: Any) -> None:
 
 class Section:
     """The settings of config section ``name`` declared by ``schema`` (a mapping; local ``$ref``s such as
-    ``#/$defs/pair`` are followed, a reference to another file is a leaf). ``validate(data) -> data``: fills in
+    ``#/$defs/pair`` are followed; a reference to another file's value (not an object) is followed by
+    ``refs(ref) -> schema`` where given; an object of another file is a leaf). ``validate(data) -> data``: fills in
     the defaults and raises a ConfigError naming ``name.<key>`` (default: the schema alone, without other files;
     :meth:`of` uses the config's own validation)."""
 
@@ -161,9 +181,11 @@ class Section:
         name: str,
         schema: Mapping[str, Any],
         validate: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+        refs: Callable[[str], Mapping[str, Any]] | None = None,
     ):
         self.name = name
         self.schema = schema
+        self._refs = refs
         self._validate = validate or functools.partial(_validate_alone, name, schema)
         self.settings: dict[str, Setting] = {}
         self._classes: dict[str, type] = {}
@@ -178,11 +200,17 @@ class Section:
     # ---------------------------------------------------------------------------------------------- schema
     def _resolve(self, schema: Mapping[str, Any]) -> Mapping[str, Any]:
         ref = schema.get("$ref")
-        if not isinstance(ref, str) or not ref.startswith("#/"):
+        if not isinstance(ref, str) or not (ref.startswith("#/") or self._refs is not None):
             return schema
         target: Any = self.schema
-        for step in ref[2:].split("/"):
-            target = target[step]
+        if ref.startswith("#/"):
+            for step in ref[2:].split("/"):
+                target = target[step]
+        else:  # another file's definition of a value (common.schema.yaml#/$defs/etas): its type, default, bounds
+            assert self._refs is not None
+            target = self._refs(ref)
+            if not _types(target) or "object" in _types(target):
+                return schema  # an object of another file (a model spec) stays one setting, as given
         merged = {**self._resolve(target), **{k: v for k, v in schema.items() if k != "$ref"}}
         return merged
 
@@ -271,6 +299,16 @@ class Section:
         )  # a path: the command reads it
         return click.option(setting.flag, setting.param, default=None, type=kind, help=_help(setting))
 
+    def given(self, kwargs: dict[str, Any], paths: Iterable[str]) -> dict[str, Any]:
+        """The override flags of ``paths`` (:meth:`options`) that a command's ``kwargs`` hold, popped from them:
+        dotted path -> value, for the flags given on the command line (a repeated flag as a list)."""
+        given = {}
+        for path in paths:
+            value = kwargs.pop(self.settings[path].param)
+            if value is not None and value != ():
+                given[path] = list(value) if isinstance(value, tuple) else value
+        return given
+
     def options(self, paths: Iterable[str]) -> Callable[[Any], Any]:
         """The override options of ``paths``, in that order in ``--help``."""
         chosen = [self.option(p) for p in paths]
@@ -300,11 +338,7 @@ class Section:
                 from unstereo.config import read_section_arg
 
                 raw = read_section_arg(kwargs.pop("settings", None), self.name)
-                given = {}
-                for param, path in params.items():
-                    value = kwargs.pop(param)
-                    if value is not None and value != ():
-                        given[path] = list(value) if isinstance(value, tuple) else value
+                given = self.given(kwargs, paths)
                 for path in needed:
                     if path not in given and lookup(raw, path) in (NO_DEFAULT, None):
                         flag = self.settings[path].flag
@@ -314,7 +348,9 @@ class Section:
                     kwargs["settings"] = self.build(raw, given)
                 except ConfigError as exc:
                     path = (exc.key or "").removeprefix(f"{self.name}.")
-                    where = f"{self.settings[path].flag}: " if path in given else "--settings: "
+                    # the flag of the key, or of the array it is an item of (etas.0 -> --etas)
+                    flag = next((p for p in given if path == p or path.startswith(p + ".")), None)
+                    where = f"{self.settings[flag].flag}: " if flag else "--settings: "
                     raise click.UsageError(where + str(exc)) from exc
                 return f(*args, **kwargs)
 
@@ -342,7 +378,13 @@ def _section(name: str) -> Section:
     from unstereo import config
 
     path = config.section_schema_path(name)
-    return Section(name, config.read_schema(Path(path)), functools.partial(config.load_section, name))
+    resolver = config.config_schema()[1].resolver()
+    return Section(
+        name,
+        config.read_schema(Path(path)),
+        functools.partial(config.load_section, name),
+        lambda ref: resolver.lookup(ref).contents,
+    )
 
 
 def section(name: str) -> Section:

@@ -89,7 +89,7 @@ def test_cli_build_maxpmi_filter_sizes_figure(tmp_path, capsys):
     assert len(read_table(tmp_path / "eta-inf.parquet")) == 3
     assert read_table(tmp_path / "eta-0.5.parquet")["pair_id"].tolist() == ["M:1"]
     sizes = tmp_path / "sizes.csv"
-    assert _cli(["benchmarks", "sizes", str(pairs), "--eta", "inf", "--eta", "0.5", "-o", str(sizes)]) == 0
+    assert _cli(["benchmarks", "sizes", str(pairs), "--etas", "inf", "--etas", "0.5", "-o", str(sizes)]) == 0
     assert pd.read_csv(sizes)["n"].tolist() == [3, 1]
     assert _cli(["benchmarks", "figure", str(pairs), "-o", str(tmp_path / "fig" / "figure2")]) == 0
     for suffix in (".png", ".pdf", ".csv"):

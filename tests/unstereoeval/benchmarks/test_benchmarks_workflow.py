@@ -13,7 +13,7 @@ import pytest
 import yaml
 from _paths import REPO
 
-from unstereo.unstereoeval.benchmarks.rules import build_args, eta_names, source_inputs
+from unstereo.unstereoeval.benchmarks.rules import eta_names, source_inputs, source_paths
 
 
 def test_eta_names_and_source_inputs():
@@ -27,22 +27,21 @@ def test_eta_names_and_source_inputs():
     }
 
 
-def test_build_args():
+def test_source_paths():
+    """The files of a source as `benchmarks build` takes them (the rest of the source comes from --settings):
+    relative to the resource folder (the manifest's) when the source names a resource, and --raw beside them."""
     cfg = {
         "sources": {
             "WB": {"kind": "winobias", "resource": "reference", "path": "winobias/data", "split": ["test"]},
-            "U": {"kind": "use-raw", "path": "u.csv", "natural_only": False},
+            "U": {"kind": "use-released", "path": ["u.csv.gz", "v.csv.gz"], "raw": "r.csv", "max_pairs": 50},
         },
         "reference_quirks": True,
-        "on_bad_row": "drop",
     }
-    assert build_args(cfg, "WB", "ext/reference/RESOURCE.json") == (
-        "ext/reference/winobias/data --kind winobias --split test --reference-quirks --on-bad-row drop"
-    )
-    assert build_args(cfg, "U") == "u.csv --kind use-raw --all-rows --reference-quirks --on-bad-row drop"
-    cfg["sources"]["U"]["max_pairs"] = 50
-    assert build_args(cfg, "U") == (
-        "u.csv --kind use-raw --all-rows --max-pairs 50 --sample-seed 0 --reference-quirks --on-bad-row drop"
+    assert source_paths(cfg, "WB", "ext/reference/RESOURCE.json") == "ext/reference/winobias/data"
+    assert source_paths(cfg, "U") == "u.csv.gz v.csv.gz --raw r.csv"
+    cfg["sources"]["U"]["resource"] = "reference"
+    assert source_paths(cfg, "U", "ext/reference/RESOURCE.json") == (
+        "ext/reference/u.csv.gz ext/reference/v.csv.gz --raw ext/reference/r.csv"
     )
 
 

@@ -123,7 +123,9 @@ def test_cli_count_merge_delta_appendix(tmp_path):
         assert r.exit_code == 0, r.output
     r = run(group, ["merge", str(tmp_path / "a"), str(tmp_path / "b"), "-o", str(tmp_path / "m")])
     assert r.exit_code == 0, r.output
-    r = run(group, ["delta", str(tmp_path / "m"), "-o", str(tmp_path / "d.parquet"), "--weight", "her:his=2"])
+    r = run(
+        group, ["delta", str(tmp_path / "m"), "-o", str(tmp_path / "d.parquet"), "--eq4-weights", "her:his=2"]
+    )
     assert r.exit_code == 0, r.output
     d = pd.read_parquet(tmp_path / "d.parquet")
     assert {"word", "delta", "count", "pmi_she", "pmi_he", "delta__her_his", "delta_eq4"} <= set(d.columns)

@@ -4,6 +4,7 @@ check, Figure 6, the CLI, and (with the reference data) the full reproduction of
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -288,9 +289,9 @@ def test_cli_metrics_tables_figures(tmp_path):
             str(tmp_path / "pairs.parquet"),
             "-o",
             str(tmp_path / "m.parquet"),
-            "--eta",
+            "--etas",
             "inf",
-            "--eta",
+            "--etas",
             "0.5",
             "--curves",
             str(tmp_path / "c.parquet"),
@@ -319,8 +320,76 @@ def test_cli_metrics_rejects_a_bad_eta(tmp_path):
 
     _tiny_files(tmp_path)
     args = ["metrics", str(tmp_path / "scores.parquet"), "--pairs", str(tmp_path / "pairs.parquet")]
-    run = CliRunner().invoke(cli, [*args, "-o", str(tmp_path / "m.parquet"), "--eta", "-1"])
-    assert run.exit_code != 0 and "eta must be a number >= 0" in run.output
+    run = CliRunner().invoke(cli, [*args, "-o", str(tmp_path / "m.parquet"), "--etas", "-1"])
+    # the schema's bound (common.schema.yaml: a number >= 0 or inf), the flag and the key named
+    assert run.exit_code == 2 and "--etas: config key 'metrics.etas" in run.output
+
+
+# --------------------------------------------------------------- the metrics and report sections (--settings)
+def _tiny_args(tmp_path: Path) -> list:
+    """The metrics command's inputs: one benchmark B of two pairs whose FM = ln p(F) - ln p(M) is 0.2 and -1.0."""
+    _tiny_files(tmp_path)
+    return [tmp_path / "scores.parquet", "--pairs", tmp_path / "pairs.parquet"]
+
+
+def _invoke(*args: object, code: int = 0) -> str:
+    from unstereo.cli import cli
+
+    result = CliRunner().invoke(cli, [str(a) for a in args])
+    assert result.exit_code == code, result.output
+    return result.output
+
+
+@pytest.mark.parametrize(
+    ("extra", "us"),
+    [
+        ([], 50.0),  # the schema's eps ln 1.65 = 0.50: |0.2| within, |-1.0| not
+        (["--settings", '{"eps": 0.1}'], 0.0),  # neither within 0.1
+        (["--settings", '{"eps": 0.1}', "--eps", "2"], 100.0),  # both within 2
+    ],
+)
+def test_metrics_eps_flag_over_settings_over_schema(tmp_path, extra, us):
+    out = tmp_path / "m.parquet"
+    _invoke("metrics", *_tiny_args(tmp_path), "-o", out, "--etas", "inf", *extra)
+    assert pd.read_parquet(out)["us"].tolist() == [us]
+
+
+def test_metrics_grid_keys_are_flags(tmp_path):
+    # the curve's thresholds are linspace(start, stop, num): the schema's 101 points, 3 from the section
+    # (0, 1, 2), the flag's stop 4 over it (0, 2, 4)
+    curves = tmp_path / "c.parquet"
+    args = [
+        "metrics",
+        *_tiny_args(tmp_path),
+        "-o",
+        tmp_path / "m.parquet",
+        "--curves",
+        curves,
+        "--etas",
+        "inf",
+    ]
+    _invoke(*args)
+    assert len(pd.read_parquet(curves)) == 101
+    section = '{"eps_grid": {"start": 0, "stop": 2, "num": 3}}'
+    _invoke(*args, "--settings", section)
+    assert pd.read_parquet(curves)["eps"].tolist() == [0.0, 1.0, 2.0]
+    _invoke(*args, "--settings", section, "--eps-grid-stop", "4")
+    assert pd.read_parquet(curves)["eps"].tolist() == [0.0, 2.0, 4.0]
+
+
+def test_report_compare_strict_flag_over_settings_over_schema(tmp_path):
+    # one published cell (table 1) that the tiny metrics cannot reproduce, no diagnosis: unexplained, so `strict`
+    # fails the command; the schema's strict is false, the section's true, the flag --no-strict over it
+    metrics = tmp_path / "m.parquet"
+    _invoke("metrics", *_tiny_args(tmp_path), "-o", metrics)
+    (tmp_path / "pub.csv").write_text("table,row,column,value,decimals\n1,x,y,1.0,1\n", encoding="utf-8")
+    (tmp_path / "known.csv").write_text("table,row,column,reproduced,diagnosis\n", encoding="utf-8")
+    args = ["report", "compare", metrics, "-o", tmp_path / "r.md", "--published", tmp_path / "pub.csv",
+            "--known-differences", tmp_path / "known.csv"]  # fmt: skip
+    _invoke(*args)
+    out = _invoke(*args, "--settings", '{"strict": true}', code=1)
+    assert "1 published number(s) not reproduced and unexplained" in out
+    _invoke(*args, "--settings", '{"strict": true}', "--no-strict")
 
 
 # ------------------------------------------------------------------------------ full reproduction (reference)

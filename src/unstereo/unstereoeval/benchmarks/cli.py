@@ -8,12 +8,20 @@ from pathlib import Path
 import click
 
 from unstereo import cli_options
+from unstereo.config.settings import Section, section
 from unstereo.errors import InputError
 from unstereo.log import get_logger
 from unstereo.tables import PAIRS, read_delta, read_table, write_table
 
 log = get_logger("unstereoeval.benchmarks")
-ETAS_HELP = "eta values [default: inf 1.0 0.8 0.65 0.5 0.3]"
+
+#: The benchmarks section's settings (benchmarks.schema.yaml): `build`, `sizes` and `figure` get them whole as
+#: ``settings`` (``--settings``, the workflow passes the section), with override flags generated from the schema.
+SECTION = section("benchmarks")
+#: One entry of the section's ``sources`` (its ``$defs/source``): `build` reads the entry named ``--name``, with
+#: override flags generated from the definition for its reading options (its paths are the command's arguments).
+SOURCE = Section("benchmarks.source", {**SECTION.schema["$defs"]["source"], "$defs": SECTION.schema["$defs"]})
+SOURCE_KEYS = ("kind", "split", "natural_only", "max_pairs", "sample_seed")
 
 
 def _etas(values: tuple[str, ...]) -> list[float]:
@@ -33,91 +41,73 @@ def group() -> None:
 @group.command("build")
 @click.argument("sources", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option(
-    "--kind",
-    required=True,
-    type=click.Choice(["winobias", "winogender", "use-raw", "use-released", "templates", "pairs"]),
-    help="winobias: folder with the 8 original files (or released coref__Winobias__templates.*.csv); "
-    "winogender: all_sentences.tsv (or the released template csv); use-raw: data/datasets/raw/USE-*.csv; "
-    "use-released: data/datasets/preprocessed/*.csv.gz; templates: CSV/TSV/JSONL/parquet with a template column; "
-    "pairs: an existing pair table",
+    "--name",
+    help="benchmark name and pair-id prefix (default: Winobias, Winogender, or the file stem); the source of the "
+    "section's `sources` of that name gives the options below",
 )
 @click.option(
-    "--name", help="benchmark name and pair-id prefix (default: Winobias, Winogender, or the file stem)"
-)
-@click.option(
-    "--split",
-    "splits",
-    multiple=True,
-    type=click.Choice(["dev", "test"]),
-    help="winobias splits [default: both]",
-)
-@click.option(
-    "--natural-only/--all-rows",
-    default=True,
-    show_default=True,
-    help="use-raw: keep only rows with is_natural (the released benchmark)",
-)
-@click.option(
-    "--raw", type=click.Path(exists=True, dir_okay=False), help="use-released: the raw USE file (pair ids)"
-)
-@cli_options.reference_quirks(
-    "fill with the reference code's .strip().capitalize() and quote deletion, and keep its Winobias "
-    "bracket / Winogender apostrophe artifacts"
-)
-@click.option(
-    "--on-bad-row",
-    type=click.Choice(["error", "drop"]),
-    default="error",
-    show_default=True,
-    help="error: stop naming file and line; drop: drop the row, log and count it",
+    "--raw",
+    type=click.Path(exists=True, dir_okay=False),
+    help="use-released: the raw USE file (pair ids) [default: ../raw/{dataset}.csv beside the file]",
 )
 @click.option(
     "--delta", type=click.Path(exists=True, dir_okay=False), help="also fill max_pmi from this table"
 )
-@click.option(
-    "--max-pairs",
-    type=click.IntRange(min=1),
-    help="keep a seeded uniform sample of this many pairs (in file order) [default: all]",
-)
-@click.option("--sample-seed", type=int, default=0, show_default=True, help="seed of --max-pairs")
 @cli_options.output("pair table (.parquet/.csv)")
+@SOURCE.options(SOURCE_KEYS)
+@SECTION.command("reference_quirks", "on_bad_row")
 def build_cmd(
     sources: tuple[str, ...],
-    kind: str,
     name: str | None,
-    splits: tuple[str, ...],
-    natural_only: bool,
     raw: str | None,
-    reference_quirks: bool,
-    on_bad_row: str,
     delta: str | None,
-    max_pairs: int | None,
-    sample_seed: int,
     output: Path,
+    settings,
+    **flags,
 ) -> None:
-    """Read SOURCES (one benchmark) into the pair table OUTPUT."""
+    """Read SOURCES (one benchmark) into the pair table OUTPUT. Its reading options (--kind, --split, ...) are the
+    entry of `sources` named --name in --settings, the flags over it."""
     from unstereo.unstereoeval.benchmarks.maxpmi import add_max_pmi
     from unstereo.unstereoeval.benchmarks.pairs import sample_pairs
-    from unstereo.unstereoeval.benchmarks.readers import SPLITS, build_pairs
+    from unstereo.unstereoeval.benchmarks.readers import build_pairs
 
+    source = _source(settings, name, list(sources), flags)
     pairs = build_pairs(
-        kind,
+        source.kind,
         sources,
         name,
-        splits=splits or SPLITS,
-        natural_only=natural_only,
+        splits=tuple(source.split),
+        natural_only=source.natural_only,
         raw=raw,
-        reference_quirks=reference_quirks,
-        on_bad_row=on_bad_row,
+        reference_quirks=settings.reference_quirks,
+        on_bad_row=settings.on_bad_row,
     )
     read = len(pairs)
-    pairs = sample_pairs(pairs, max_pairs, sample_seed)
+    pairs = sample_pairs(pairs, source.max_pairs, source.sample_seed)
     if len(pairs) < read:
-        log.info("kept a sample of %d of %d pairs (seed %d)", len(pairs), read, sample_seed)
+        log.info("kept a sample of %d of %d pairs (seed %d)", len(pairs), read, source.sample_seed)
     if delta:
         pairs = add_max_pmi(pairs, read_delta(delta))
     write_table(pairs, output, PAIRS)
     click.echo(f"{output}: {len(pairs)} pairs")
+
+
+def _source(settings, name: str | None, paths: list[str], flags: dict):
+    """The benchmark source ``name`` of the section (its entry of ``sources``, none when it lists no such name)
+    with the flags over it, its defaults from the source definition; ``path`` is the files given (the command's
+    paths, which the workflow resolves, as ``raw``)."""
+    from unstereo.errors import ConfigError
+
+    given = SOURCE.given(flags, SOURCE_KEYS)
+    entry = dict((settings.sources or {}).get(name) or {})
+    if "kind" not in entry and "kind" not in given:
+        raise click.UsageError(
+            f"--kind is required (or benchmarks.sources.{name or 'NAME'}.kind in --settings)"
+        )
+    try:
+        return SOURCE.build({**entry, "path": paths}, given)
+    except ConfigError as exc:
+        raise click.UsageError(f"source {name!r}: {exc}") from exc
 
 
 @group.command("maxpmi")
@@ -175,10 +165,11 @@ def filter_cmd(pairs_path: str, etas: tuple[str, ...], output: str) -> None:
         click.echo(f"{out}: {len(kept)} of {len(pairs)} pairs (eta={eta_label(eta)})")
 
 
-def _sizes(pairs_paths: tuple[str, ...], etas: tuple[str, ...]):
+def _sizes(pairs_paths: tuple[str, ...], etas: list):
     import pandas as pd
 
-    from unstereo.unstereoeval.benchmarks.eta_filter import PAPER_ETAS, eta_sizes
+    from unstereo.unstereoeval.benchmarks.eta_filter import eta_sizes
+    from unstereo.unstereoeval.eta import parse_etas, unique_labels
 
     frames = {}
     for path in pairs_paths:
@@ -189,16 +180,16 @@ def _sizes(pairs_paths: tuple[str, ...], etas: tuple[str, ...]):
             frames[name] = group
     if not frames:
         return pd.DataFrame(columns=["benchmark", "eta", "n", "fraction"])
-    return eta_sizes(frames, _etas(etas) if etas else PAPER_ETAS)
+    return eta_sizes(frames, parse_etas(unique_labels(etas)))
 
 
 @group.command("sizes")
 @click.argument("pairs_paths", metavar="PAIRS...", nargs=-1, required=True, type=click.Path(exists=True))
-@cli_options.etas(help=ETAS_HELP)
 @cli_options.output("CSV/parquet table (default: print)", required=False)
-def sizes_cmd(pairs_paths: tuple[str, ...], etas: tuple[str, ...], output: Path | None) -> None:
+@SECTION.command("etas")
+def sizes_cmd(pairs_paths: tuple[str, ...], output: Path | None, settings) -> None:
     """Benchmark size after each eta (columns benchmark, eta, n, fraction)."""
-    sizes = _sizes(pairs_paths, etas)
+    sizes = _sizes(pairs_paths, settings.etas)
     if output:
         write_table(sizes, output)
         click.echo(f"{output}: {len(sizes)} rows")
@@ -209,16 +200,16 @@ def sizes_cmd(pairs_paths: tuple[str, ...], etas: tuple[str, ...], output: Path 
 
 @group.command("figure")
 @click.argument("pairs_paths", metavar="PAIRS...", nargs=-1, required=True, type=click.Path(exists=True))
-@cli_options.etas(help=ETAS_HELP)
 @cli_options.output("output prefix: writes PREFIX.png, PREFIX.pdf and PREFIX.csv (its data)", kind="text")
-def figure_cmd(pairs_paths: tuple[str, ...], etas: tuple[str, ...], output: str) -> None:
+@SECTION.command("etas")
+def figure_cmd(pairs_paths: tuple[str, ...], output: str, settings) -> None:
     """Figure 2: benchmark size vs eta, one line per benchmark (PNG, PDF and the CSV data)."""
     from unstereo.unstereoeval.benchmarks.figure import plot_sizes
 
     prefix = Path(output)
     if prefix.suffix in (".png", ".pdf", ".csv"):
         prefix = prefix.with_suffix("")
-    for path in plot_sizes(_sizes(pairs_paths, etas), prefix):
+    for path in plot_sizes(_sizes(pairs_paths, settings.etas), prefix):
         click.echo(str(path))
 
 

@@ -29,8 +29,9 @@ def source_inputs(source: dict[str, Any], resource_manifest: Callable[[str], str
     return {"src": _as_list(source["path"]) + ([source["raw"]] if source.get("raw") else [])}
 
 
-def build_args(benchmarks_cfg: dict[str, Any], name: str, manifest: str | None = None) -> str:
-    """Source paths and options of ``unstereo benchmarks build`` for benchmark ``name``.
+def source_paths(benchmarks_cfg: dict[str, Any], name: str, manifest: str | None = None) -> str:
+    """The files of benchmark source ``name`` as ``unstereo benchmarks build`` takes them: its paths, and
+    ``--raw FILE`` where the source names one (the command reads the rest of the source from ``--settings``).
 
     ``manifest`` is the resource manifest (rule input) when the source lives in a resource: paths are relative to
     its folder.
@@ -42,18 +43,8 @@ def build_args(benchmarks_cfg: dict[str, Any], name: str, manifest: str | None =
         return str(base / path) if base is not None else path
 
     args = [where(p) for p in _as_list(source["path"])]
-    args.append(f"--kind {source['kind']}")
-    if source["kind"] == "winobias":
-        args += [f"--split {s}" for s in source.get("split", ["dev", "test"])]
-    if source["kind"] == "use-raw":
-        args.append("--natural-only" if source.get("natural_only", True) else "--all-rows")
     if source.get("raw"):
         args.append(f"--raw {where(source['raw'])}")
-    if source.get("max_pairs") is not None:
-        args.append(f"--max-pairs {source['max_pairs']} --sample-seed {source.get('sample_seed', 0)}")
-    if benchmarks_cfg.get("reference_quirks"):
-        args.append("--reference-quirks")
-    args.append(f"--on-bad-row {benchmarks_cfg.get('on_bad_row', 'error')}")
     return " ".join(args)
 
 

@@ -4,10 +4,10 @@
 import re
 
 from unstereo.unstereoeval.benchmarks.rules import (
-    build_args,
     delta_choice,
     eta_names,
     source_inputs,
+    source_paths,
 )
 
 BMCFG = config["benchmarks"]
@@ -25,6 +25,8 @@ BM_SOURCES = {
 }
 BMCFG = {**BMCFG, "sources": BM_SOURCES}
 BM_ETAS = eta_names(BMCFG)  # as in file names: inf, 1.0, 0.8, 0.65, ...
+# `benchmarks build` and `figure` get the section as --settings JSON (build reads its source's entry by --name);
+# beside it only paths (the source's files, resolved against its resource folder) and the benchmark's name.
 
 
 rule benchmarks_build:
@@ -45,9 +47,11 @@ rule benchmarks_build:
         mem_mb=2000,
         runtime=10,
     params:
-        args=lambda wc, input: build_args(BMCFG, wc.benchmark, input.get("manifest")),
+        paths=lambda wc, input: source_paths(BMCFG, wc.benchmark, input.get("manifest")),
+        settings=lambda wc: model_rules.settings_json(BMCFG, drop=()),
     shell:
-        "unstereo benchmarks build {params.args} --name {wildcards.benchmark} -o {output} > {log} 2>&1"
+        "unstereo benchmarks build {params.paths} --name {wildcards.benchmark} -o {output} "
+        "--settings {params.settings:q} > {log} 2>&1"
 
 
 rule benchmarks_maxpmi:
@@ -120,10 +124,10 @@ rule benchmarks_figure2:
         mem_mb=1500,
         runtime=5,
     params:
-        etas=" ".join(f"--eta {e}" for e in BM_ETAS),
         prefix=lambda wc, output: Path(output.png).with_suffix(""),
+        settings=lambda wc: model_rules.settings_json(BMCFG, drop=()),
     shell:
-        "unstereo benchmarks figure {input} {params.etas} -o {params.prefix} > {log} 2>&1"
+        "unstereo benchmarks figure {input} -o {params.prefix} --settings {params.settings:q} > {log} 2>&1"
 
 
 rule benchmarks_card:

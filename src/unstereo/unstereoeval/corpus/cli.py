@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from unstereo import cli_options
+from unstereo.config.settings import section
 from unstereo.errors import InputError
 
 
@@ -16,28 +17,14 @@ def group() -> None:
     """Word statistics of a corpus: windowed co-occurrence counts, PMI/delta tables, appendix A."""
 
 
+#: The corpus section's settings (corpus.schema.yaml): each command gets them whole as ``settings`` (``--settings``,
+#: the workflow passes the section), with override flags generated from the schema for the keys it reads.
+SECTION = section("corpus")
+
+
 @group.command("count")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @cli_options.output("output directory", kind="path", dest="out")
-@click.option("--window", default=10, show_default=True, help="tokens i, j co-occur when |i - j| < window")
-@click.option(
-    "--targets",
-    type=click.Path(path_type=Path),
-    help="pairs CSV (female, male) or word list; default data/gendered_pairs.csv",
-)
-@click.option(
-    "--stopwords", default="spacy", show_default=True, help="'spacy', 'none' or a file (one word a line)"
-)
-@click.option("--text-key", default="text", show_default=True, help="JSON key holding a document's text")
-@click.option("--on-bad-line", type=click.Choice(["error", "skip"]), default="error", show_default=True)
-@click.option("--chunk-mb", default=1.0, show_default=True, help="input batch size in MB")
-@click.option(
-    "--spill-types", default=2_000_000, show_default=True, help="spill to disk after this many distinct words"
-)
-@click.option(
-    "--spill-rows", default=20_000_000, show_default=True, help="spill after this many co-occurrence rows"
-)
-@click.option("--engine", type=click.Choice(["fast", "naive"]), default="fast", show_default=True)
 @click.option(
     "--unsorted",
     is_flag=True,
@@ -49,21 +36,9 @@ def group() -> None:
     help="leave the counts as runs (OUTPUT/runs/, integer word ids) for `corpus merge`, which sums them fastest: "
     "no merge inside this job (for shards; `corpus delta` wants a merged directory)",
 )
-def count_cmd(
-    inputs,
-    out,
-    window,
-    targets,
-    stopwords,
-    text_key,
-    on_bad_line,
-    chunk_mb,
-    spill_types,
-    spill_rows,
-    engine,
-    unsorted,
-    runs,
-):
+@SECTION.command("window", "targets", "pairs", "stopwords", "text_key", "on_bad_line", "chunk_mb", "spill_types",
+                 "spill_rows", "engine")  # fmt: skip
+def count_cmd(inputs, out, unsorted, runs, settings):
     """Count INPUTS (.jsonl, .jsonl.zst, .txt; one document a line) as one shard into OUTPUT/
     (unigrams.parquet, cooccurrence.parquet, stats.json; with --runs: runs/ and stats.json)."""
     from unstereo.unstereoeval.corpus.count import count_files
@@ -72,16 +47,17 @@ def count_cmd(
     count_files(
         inputs,
         out,
-        targets=load_targets(targets),
-        stopwords=load_stopwords(stopwords),
-        window=window,
-        text_key=text_key,
-        on_bad_line=on_bad_line,
-        chunk_mb=chunk_mb,
-        spill_types=spill_types,
-        spill_rows=spill_rows,
-        engine=engine,
-        stopwords_name=str(stopwords),
+        # null targets: every word of the section's pairs (corpus.schema.yaml)
+        targets=load_targets(settings.targets or settings.pairs),
+        stopwords=load_stopwords(settings.stopwords),
+        window=settings.window,
+        text_key=settings.text_key,
+        on_bad_line=settings.on_bad_line,
+        chunk_mb=settings.chunk_mb,
+        spill_types=settings.spill_types,
+        spill_rows=settings.spill_rows,
+        engine=settings.engine,
+        stopwords_name=str(settings.stopwords),
         ordered=not unsorted,
         runs=runs,
     )
@@ -90,12 +66,12 @@ def count_cmd(
 @group.command("merge")
 @click.argument("dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @cli_options.output(kind="path", dest="out")
-@click.option("--rows-per-partition", default=5_000_000, show_default=True, help="memory bound of the merge")
-def merge_cmd(dirs, out, rows_per_partition):
+@SECTION.command("merge_rows_per_partition")
+def merge_cmd(dirs, out, settings):
     """Sum the count directories DIRS into OUTPUT/."""
     from unstereo.unstereoeval.corpus.merge import merge_count_dirs
 
-    merge_count_dirs(dirs, out, rows_per_partition=rows_per_partition)
+    merge_count_dirs(dirs, out, rows_per_partition=settings.merge_rows_per_partition)
 
 
 def _weights(pairs, weight_opts):
@@ -110,30 +86,18 @@ def _weights(pairs, weight_opts):
         try:
             override[f"{f}:{m}"] = float(value)
         except ValueError as exc:
-            raise InputError(f"--weight wants FEMALE:MALE=NUMBER, not {item!r}") from exc
+            raise InputError(f"corpus.eq4_weights wants FEMALE:MALE=NUMBER, not {item!r}") from exc
     unknown = set(override) - {p.name for p in pairs}
     if unknown:
-        raise InputError(f"--weight names pairs not in the pair list: {sorted(unknown)}")
+        raise InputError(f"corpus.eq4_weights names pairs not in the pair list: {sorted(unknown)}")
     return [replace(p, weight=override.get(p.name, p.weight)) for p in pairs]
 
 
 @group.command("delta")
 @click.argument("counts", type=click.Path(path_type=Path))
 @cli_options.output("delta parquet", kind="path", dest="out")
-@click.option("--pair", default="she:he", show_default=True, help="main pair for the `delta` column")
-@click.option(
-    "--pairs",
-    "pairs_file",
-    type=click.Path(path_type=Path),
-    help="gendered pairs CSV (default data/gendered_pairs.csv)",
-)
-@click.option(
-    "--eq4-pair", multiple=True, help="pairs used by delta_eq4 (FEMALE:MALE, repeatable; default all)"
-)
-@click.option("--weight", "weight_opts", multiple=True, help="FEMALE:MALE=W overrides a pair's Eq. 4 weight")
-@click.option("--eq4-missing", type=click.Choice(["skip", "nan"]), default="skip", show_default=True)
-@click.option("--min-count", default=1, show_default=True, help="keep words with c(w) >= this")
-def delta_cmd(counts, out, pair, pairs_file, eq4_pair, weight_opts, eq4_missing, min_count):
+@SECTION.command("main_pair", "pairs", "eq4_pairs", "eq4_weights", "eq4_missing", "min_count")
+def delta_cmd(counts, out, settings):
     """PMI and delta per word from a (merged) count directory COUNTS."""
     from unstereo.tables import DELTA, write_table
     from unstereo.unstereoeval.corpus.delta import compute_delta
@@ -141,18 +105,18 @@ def delta_cmd(counts, out, pair, pairs_file, eq4_pair, weight_opts, eq4_missing,
     from unstereo.unstereoeval.lexicon import load_pairs, parse_pair
 
     uni, co, stats = read_counts(counts)
-    pairs = _weights(load_pairs(pairs_file), weight_opts)
-    eq4_pairs = [":".join(parse_pair(p)) for p in eq4_pair] or None
+    pairs = _weights(load_pairs(settings.pairs), settings.eq4_weights)
+    eq4_pairs = [":".join(parse_pair(p)) for p in settings.eq4_pairs] or None
     table = compute_delta(
         uni,
         co,
         int(stats["n_tokens"]),
         int(stats["n_pairs"]),
         pairs,
-        main_pair=parse_pair(pair),
+        main_pair=parse_pair(settings.main_pair),
         eq4_pairs=eq4_pairs,
-        eq4_missing=eq4_missing,
-        min_count=min_count,
+        eq4_missing=settings.eq4_missing,
+        min_count=settings.min_count,
     )
     write_table(table, out, DELTA)
     click.echo(
@@ -176,16 +140,14 @@ def import_delta_cmd(csv, out):
 @group.command("appendix")
 @click.argument("delta", type=click.Path(path_type=Path))
 @cli_options.output("output directory", kind="path", dest="out")
-@click.option("--pair", default="she:he", show_default=True)
-@click.option("--pairs", "pairs_file", type=click.Path(path_type=Path))
-@click.option("--bins", default=60, show_default=True)
 @click.option(
     "--words",
     type=click.Path(path_type=Path),
     help="restrict to these words (a table with a `word` column, or one word a line), e.g. an English vocabulary; "
     "Table 4's relative counts are percentages of them",
 )
-def appendix_cmd(delta, out, pair, pairs_file, bins, words):
+@SECTION.command("main_pair", "pairs", "appendix_bins")
+def appendix_cmd(delta, out, words, settings):
     """Appendix A of the paper from a corpus delta table: Table 4, Figures 4 and 5 (PNG, PDF, CSV)."""
     from unstereo.tables import read_table
     from unstereo.unstereoeval.corpus.appendix import write_appendix
@@ -198,4 +160,10 @@ def appendix_cmd(delta, out, pair, pairs_file, bins, words):
         else:
             keep = {w.strip() for w in words.read_text(encoding="utf-8").splitlines() if w.strip()}
         table = table[table["word"].isin(keep)].reset_index(drop=True)
-    write_appendix(table, load_pairs(pairs_file), out, main_pair=parse_pair(pair), bins=bins)
+    write_appendix(
+        table,
+        load_pairs(settings.pairs),
+        out,
+        main_pair=parse_pair(settings.main_pair),
+        bins=settings.appendix_bins,
+    )

@@ -13,6 +13,8 @@ from unstereo.unstereoeval.corpus.shards import (
 from unstereo.package_data import repo_path
 
 CORPUS = config["corpus"]
+# Every command gets the section as --settings JSON (unstereo.unstereoeval.corpus.cli: the keys it reads); beside it
+# only paths (a shard, the output folder, the pairs file as the rule's input).
 CORPUS_PAIRS = repo_path(CORPUS["pairs"], workflow.basedir)
 CORPUS_SHARDS = corpus_shards(CORPUS["inputs"], EXTERNAL)
 CORPUS_FILES = ["unigrams.parquet", "cooccurrence.parquet", "stats.json"]
@@ -37,6 +39,8 @@ rule corpus_count:
     the spill limits are reached); no merge inside the job."""
     input:
         unpack(lambda wc: shard_inputs(CORPUS_SHARDS[wc.shard], EXTERNAL)),
+        # the targets when `targets` is null: every word of the pairs
+        pairs=CORPUS_PAIRS,
     output:
         runs=directory(results("corpus", "counts", "{shard}", "runs")),
         stats=results("corpus", "counts", "{shard}", "stats.json"),
@@ -61,17 +65,10 @@ rule corpus_count:
     params:
         path=lambda wc: CORPUS_SHARDS[wc.shard].path,
         out=lambda wc, output: Path(output.stats).parent,
-        opts=" ".join(
-            [
-                f"--window {CORPUS['window']} --stopwords {CORPUS['stopwords']}",
-                f"--text-key {CORPUS['text_key']} --on-bad-line {CORPUS['on_bad_line']}",
-                f"--chunk-mb {CORPUS['chunk_mb']} --spill-types {CORPUS['spill_types']}",
-                f"--spill-rows {CORPUS['spill_rows']} --engine {CORPUS['engine']} --runs",
-                f"--targets {CORPUS['targets']}" if CORPUS["targets"] else "",
-            ]
-        ),
+        settings=lambda wc: model_rules.settings_json(CORPUS, drop=()),
     shell:
-        "unstereo corpus count {params.path} -o {params.out} {params.opts} > {log} 2>&1"
+        "unstereo corpus count {params.path} -o {params.out} --runs --pairs {input.pairs} "
+        "--settings {params.settings:q} > {log} 2>&1"
 
 
 rule corpus_merge:
@@ -98,9 +95,9 @@ rule corpus_merge:
     params:
         dirs=[results("corpus", "counts", shard) for shard in CORPUS_SHARDS],
         out=lambda wc, output: Path(output[0]).parent,
-        rows=CORPUS["merge_rows_per_partition"],
+        settings=lambda wc: model_rules.settings_json(CORPUS, drop=()),
     shell:
-        "unstereo corpus merge {params.dirs} -o {params.out} --rows-per-partition {params.rows} > {log} 2>&1"
+        "unstereo corpus merge {params.dirs} -o {params.out} --settings {params.settings:q} > {log} 2>&1"
 
 
 rule corpus_delta:
@@ -122,12 +119,10 @@ rule corpus_delta:
         runtime=30,
     params:
         counts=lambda wc, input: Path(input.counts[0]).parent,
-        eq4=" ".join(f"--eq4-pair {p}" for p in CORPUS["eq4_pairs"]),
-        weights=" ".join(f"--weight {w}" for w in CORPUS["eq4_weights"]),
-        opts=f"--pair {CORPUS['main_pair']} --eq4-missing {CORPUS['eq4_missing']} --min-count {CORPUS['min_count']}",
+        settings=lambda wc: model_rules.settings_json(CORPUS, drop=()),
     shell:
-        "unstereo corpus delta {params.counts} -o {output} --pairs {input.pairs} {params.opts}"
-        " {params.eq4} {params.weights} > {log} 2>&1"
+        "unstereo corpus delta {params.counts} -o {output} --pairs {input.pairs} "
+        "--settings {params.settings:q} > {log} 2>&1"
 
 
 rule released_delta:
@@ -182,9 +177,10 @@ rule corpus_appendix:
         runtime=60,
     params:
         out=lambda wc, output: Path(output[0]).parent,
-        opts=f"--pair {CORPUS['main_pair']} --bins {CORPUS['appendix_bins']}",
+        settings=lambda wc: model_rules.settings_json(CORPUS, drop=()),
     shell:
-        "unstereo corpus appendix {input.delta} -o {params.out} --pairs {input.pairs} {params.opts} > {log} 2>&1"
+        "unstereo corpus appendix {input.delta} -o {params.out} --pairs {input.pairs} "
+        "--settings {params.settings:q} > {log} 2>&1"
 
 
 if CORPUS["enabled"]:

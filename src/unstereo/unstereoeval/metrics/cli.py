@@ -7,16 +7,18 @@ import pandas as pd
 
 from unstereo import cli_options
 from unstereo.cli_options import EXISTING_FILE
-from unstereo.defaults import DEFAULT_EPS
+from unstereo.config.settings import section
 from unstereo.errors import InputError
 from unstereo.log import get_logger
 from unstereo.tables import METRICS, read_table, write_table
-from unstereo.unstereoeval.eta import PAPER_ETAS, eta_label, parse_etas
+from unstereo.unstereoeval.eta import eta_label, parse_etas
 from unstereo.unstereoeval.metrics.compute import curves_from_joined, join_scores, metrics_from_joined
 
 log = get_logger("unstereoeval.metrics.cli")
 
-DEFAULT_ETAS = tuple(eta_label(e) for e in PAPER_ETAS)
+#: The metrics section's settings (metrics.schema.yaml): the command gets them whole as ``settings``
+#: (``--settings``, the workflow passes the section), with override flags generated from the schema.
+SECTION = section("metrics")
 
 
 @click.command("metrics")
@@ -28,13 +30,6 @@ DEFAULT_ETAS = tuple(eta_label(e) for e in PAPER_ETAS)
     required=True,
 )
 @cli_options.output("METRICS parquet")
-@cli_options.etas(default=DEFAULT_ETAS)
-@cli_options.eps(DEFAULT_EPS)
-@cli_options.eps_grid
-@cli_options.reference_quirks(
-    "reproduce the published numbers: unconstrained AuFC over |FM| in log10 "
-    "(docs/methods.md#quirk-2-log10-aufc)"
-)
 @cli_options.registry_optional
 @cli_options.output(
     "also write the fairness curves (model, benchmark, eta, eps, us) to this parquet",
@@ -43,17 +38,18 @@ DEFAULT_ETAS = tuple(eta_label(e) for e in PAPER_ETAS)
     required=False,
     short=None,
 )
-def metrics(scores, pairs_files, output, etas, eps, eps_grid, reference_quirks, registry, curves) -> None:
+@SECTION.command("etas", "eps", "eps_grid.start", "eps_grid.stop", "eps_grid.num", "reference_quirks")
+def metrics(scores, pairs_files, output, registry, curves, settings) -> None:
     """Compute the UnStereoEval metrics of every model and benchmark in SCORES (SCORES parquet files).
 
     Each score row is joined with its pair (by pair_id) to get the benchmark and MaxPMI; for every eta the pairs
     with -eta <= MaxPMI <= eta are kept. Writes one METRICS row per (model, benchmark, eta).
     """
-    try:
-        eta_values = parse_etas(etas)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--eta") from exc
-    grid = eps_grid
+    import numpy as np
+
+    eta_values = parse_etas(settings.etas)  # valid: the schema checked them
+    grid = np.linspace(settings.eps_grid.start, settings.eps_grid.stop, settings.eps_grid.num)
+    eps, reference_quirks = settings.eps, settings.reference_quirks
     score_df = pd.concat([read_table(p, "scores") for p in scores], ignore_index=True)
     pair_df = pd.concat([read_table(p, "pairs") for p in pairs_files], ignore_index=True)
     if pair_df["pair_id"].duplicated().any():

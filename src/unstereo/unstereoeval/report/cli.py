@@ -9,6 +9,7 @@ import click
 
 from unstereo import cli_options
 from unstereo.cli_options import EXISTING_FILE
+from unstereo.config.settings import section
 from unstereo.defaults import PAPER_BENCHMARKS
 from unstereo.io import write_text
 from unstereo.log import get_logger
@@ -16,6 +17,11 @@ from unstereo.models.registry import load_registry
 from unstereo.tables import read_table, write_table
 
 log = get_logger("unstereoeval.report.cli")
+
+#: The report section's settings (report.schema.yaml): `compare`, `ingest`, `tables` and `figures` get them whole as
+#: ``settings`` (``--settings``; the workflow passes the section to `compare`, the others read only the registry, a
+#: path the rules give), with override flags generated from the schema (its files among them).
+SECTION = section("report")
 
 
 @click.group("report")
@@ -32,8 +38,8 @@ def group() -> None:
     help="which released benchmark to read",
 )
 @cli_options.output("SCORES parquet")
-@cli_options.registry
-def ingest(results_dir: Path, benchmark: str, output: Path, registry: Path) -> None:
+@SECTION.command("registry")
+def ingest(results_dir: Path, benchmark: str, output: Path, settings) -> None:
     """Read the released per-model score files under RESULTS_DIR (``unstereo-eval/results``) into one SCORES table.
 
     Model ids come from the registry's reference_name -> id mapping (others: ``__`` -> ``/``). All rows are kept
@@ -42,7 +48,7 @@ def ingest(results_dir: Path, benchmark: str, output: Path, registry: Path) -> N
     from unstereo.models.registry import name_map
     from unstereo.unstereoeval.metrics.released import ingest_released
 
-    table = ingest_released(results_dir, benchmark, name_map(load_registry(registry)))
+    table = ingest_released(results_dir, benchmark, name_map(load_registry(settings.registry)))
     write_table(table, output, "scores")
     log.info("wrote %d rows to %s", len(table), output)
 
@@ -57,14 +63,14 @@ def ingest(results_dir: Path, benchmark: str, output: Path, registry: Path) -> N
     help="the paper's Tables 1-3 and 8-22, or a table per registered metric (US, PD, AuFC, ...) and eta and a "
     "gap table for any models",
 )
-@cli_options.registry
-def tables(metrics_file: Path, out_dir: Path, paper: bool, registry: Path) -> None:
+@SECTION.command("registry")
+def tables(metrics_file: Path, out_dir: Path, paper: bool, settings) -> None:
     """Write each table of METRICS_FILE as CSV (full precision), Markdown, LaTeX and HTML into OUT_DIR."""
     from unstereo.render.formats import write_table_files
     from unstereo.unstereoeval.report.table_builders import generic_tables, paper_tables
 
     metrics = read_table(metrics_file, "metrics")
-    reg = load_registry(registry)
+    reg = load_registry(settings.registry)
     built = paper_tables(metrics, reg) if paper else generic_tables(metrics, reg)
     for table in built.values():
         write_table_files(table, out_dir)
@@ -76,14 +82,14 @@ def tables(metrics_file: Path, out_dir: Path, paper: bool, registry: Path) -> No
 @cli_options.output("stem: writes .png .pdf .csv")
 @click.option("--eta", default="inf", show_default=True, help="which eta's curves to draw")
 @click.option("--title", default=None, help="figure title")
-@cli_options.registry
-def figures(curves_file: Path, output: Path, eta: str, title: str | None, registry: Path) -> None:
+@SECTION.command("registry")
+def figures(curves_file: Path, output: Path, eta: str, title: str | None, settings) -> None:
     """Fairness curves (US vs eps) per model and benchmark, deduplicated models dashed (the paper's Figure 6)."""
     from unstereo.unstereoeval.eta import parse_eta
     from unstereo.unstereoeval.report.figures import figure_data, plot_fairness_curves
 
     curves = read_table(curves_file)
-    data = figure_data(curves, load_registry(registry), parse_eta(eta))
+    data = figure_data(curves, load_registry(settings.registry), parse_eta(eta))
     stem = output.with_suffix("") if output.suffix in (".png", ".pdf", ".csv") else output
     paths = plot_fairness_curves(data, stem, title)
     log.info("wrote %s", ", ".join(map(str, paths)))
@@ -139,18 +145,6 @@ def generation_cmd(generate_dirs: tuple[str, ...], out_dir: str) -> None:
 @group.command("compare")
 @click.argument("metrics_file", type=EXISTING_FILE)
 @click.option(
-    "--published",
-    required=True,
-    type=EXISTING_FILE,
-    help="the paper's numbers (data/paper/published.csv)",
-)
-@click.option(
-    "--known",
-    type=EXISTING_FILE,
-    default=None,
-    help="diagnoses of known differences (data/paper/known_differences.csv)",
-)
-@click.option(
     "--clean",
     type=EXISTING_FILE,
     default=None,
@@ -170,15 +164,8 @@ def generation_cmd(generate_dirs: tuple[str, ...], out_dir: str) -> None:
     "properties",
     "properties.json of `benchmarks card` (repeatable): adds Table 7 to the comparison",
 )
-@click.option(
-    "--strict",
-    is_flag=True,
-    help="exit with status 1 when a cell is off and unexplained, or a known difference explains no cell",
-)
-@cli_options.registry
-def compare_cmd(
-    metrics_file, published, known, clean, output, csv_out, summary_out, properties, strict, registry
-) -> None:
+@SECTION.command("published", "known_differences", "registry", "strict")
+def compare_cmd(metrics_file, clean, output, csv_out, summary_out, properties, settings) -> None:
     """Compare every published number with the reproduced cell; write reproduction.md (and the cells as CSV)."""
     from unstereo.unstereoeval.report.compare import (
         compare,
@@ -191,8 +178,8 @@ def compare_cmd(
     )
     from unstereo.unstereoeval.report.table_builders import paper_tables
 
-    reg = load_registry(registry)
-    pub, kn = load_published(published), load_known(known)
+    reg = load_registry(settings.registry)
+    pub, kn = load_published(settings.published), load_known(settings.known_differences)
     metrics = read_table(metrics_file, "metrics")
     extra = {}
     if properties:
@@ -232,7 +219,7 @@ def compare_cmd(
     for k in stale.itertuples(index=False):
         log.warning("known difference explains no cell: table %s, %s, %s (expects %s)", k.table, k.row, k.column,
                     k.reproduced)  # fmt: skip
-    if strict and (unexplained or len(stale)):
+    if settings.strict and (unexplained or len(stale)):
         raise click.ClickException(
             f"{unexplained} published number(s) not reproduced and unexplained, {len(stale)} known difference(s) "
             f"that explain no cell; see {output}"

@@ -6,10 +6,11 @@ They live here (not in the rules file) so the rules stay declarative; each takes
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from unstereo.defaults import PAPER_BENCHMARKS
-from unstereo.unstereoeval.eta import PAPER_ETAS, eta_label, eta_stem, unique_labels
+from unstereo.unstereoeval.eta import eta_stem, unique_labels
 from unstereo.unstereoeval.metrics import registry as metric_registry
 
 __all__ = [
@@ -17,21 +18,18 @@ __all__ = [
     "PAPER_BENCHMARKS_CONFIG",
     "PAPER_TABLES",
     "TABLE_FORMATS",
-    "eta_options",
     "generic_table_keys",
-    "grid_option",
     "metrics_benchmarks",
     "metrics_models",
+    "paper_metrics_settings",
     "table_descriptions",
 ]
 
 # The paper reproduction's own benchmarks (results/paper/benchmarks/), independent of the benchmarks stage's sources
-# (the default config's USE-5 is a generated one): the released files, with the reference switches, MaxPMI from the
-# released PILE delta.
+# (the default config's USE-5 is a generated one): a benchmarks section (its --settings) of the released files, with
+# the reference switches, MaxPMI from the released PILE delta; the schema's defaults for the rest (the paper's etas).
 PAPER_BENCHMARKS_CONFIG: dict[str, Any] = {
     "reference_quirks": True,
-    "on_bad_row": "error",
-    "etas": list(PAPER_ETAS),
     "sources": {
         **{
             f"USE-{k}": {
@@ -68,13 +66,10 @@ def metrics_benchmarks(config: dict) -> list[str]:
     return _names(config["metrics"].get("benchmarks")) or _names(config.get("score", {}).get("benchmarks"))
 
 
-def eta_options(config: dict) -> str:
-    return " ".join(f"--eta {eta_label(e)}" for e in config["metrics"]["etas"])
-
-
-def grid_option(config: dict) -> str:
-    g = config["metrics"]["eps_grid"]
-    return f"{g['start']}:{g['stop']}:{g['num']}"
+def paper_metrics_settings(variant: str) -> str:
+    """The metrics section (``--settings`` JSON) of the paper reproduction's ``variant``: the schema's defaults (the
+    paper's etas, eps and grid) with the reference switches on for ``metrics``, off for ``metrics_clean``."""
+    return json.dumps({"reference_quirks": variant == "metrics"})
 
 
 def generic_table_keys(config: dict) -> list[str]:

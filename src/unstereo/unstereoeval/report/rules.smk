@@ -7,17 +7,16 @@
 #          resource), with its own pair tables (results/paper/benchmarks/), so it never mixes with this config's
 #          benchmarks stage.
 
-from unstereo.unstereoeval.benchmarks.rules import build_args as benchmark_build_args
+from unstereo.unstereoeval.benchmarks.rules import source_paths as benchmark_paths
 from unstereo.unstereoeval.report.rules import (
     PAPER_BENCHMARKS,
     PAPER_BENCHMARKS_CONFIG,
     PAPER_TABLES,
     TABLE_FORMATS,
-    eta_options,
     generic_table_keys,
-    grid_option,
     metrics_benchmarks,
     metrics_models,
+    paper_metrics_settings,
     table_descriptions,
 )
 from unstereo.package_data import repo_path
@@ -30,6 +29,8 @@ GENERIC_TABLES = generic_table_keys(config)
 REGISTRY = repo_path(RCFG["registry"], workflow.basedir)
 PUBLISHED = repo_path(RCFG["published"], workflow.basedir)
 KNOWN = repo_path(RCFG["known_differences"], workflow.basedir)
+# `metrics`, `benchmarks build/figure` and `report compare` get their section as --settings JSON (the paper
+# reproduction: its own sections, unstereo.unstereoeval.report.rules); beside it only paths.
 
 
 rule metrics:
@@ -59,19 +60,11 @@ rule metrics:
         runtime=20,
     params:
         pairs=lambda wc, input: " ".join(f"--pairs {p}" for p in input.pairs),
-        etas=eta_options(config),
-        eps=MCFG["eps"],
-        grid=grid_option(config),
-        quirks=(
-            "--reference-quirks"
-            if MCFG["reference_quirks"]
-            else "--no-reference-quirks"
-        ),
         registry=REGISTRY,
+        settings=lambda wc: model_rules.settings_json(MCFG, drop=()),
     shell:
         "unstereo metrics {input.scores} {params.pairs} -o {output.metrics} --curves {output.curves} "
-        "{params.etas} --eps {params.eps} --eps-grid {params.grid} {params.quirks} "
-        "--registry {params.registry} > {log} 2>&1"
+        "--registry {params.registry} --settings {params.settings:q} > {log} 2>&1"
 
 
 rule report_tables:
@@ -161,11 +154,13 @@ rule paper_benchmark:
         mem_mb=2000,
         runtime=10,
     params:
-        args=lambda wc, input: benchmark_build_args(
+        paths=lambda wc, input: benchmark_paths(
             PAPER_BENCHMARKS_CONFIG, wc.benchmark, input.manifest
         ),
+        settings=lambda wc: model_rules.settings_json(PAPER_BENCHMARKS_CONFIG, drop=()),
     shell:
-        "(unstereo benchmarks build {params.args} --name {wildcards.benchmark} -o {output.templates} && "
+        "(unstereo benchmarks build {params.paths} --name {wildcards.benchmark} -o {output.templates} "
+        "--settings {params.settings:q} && "
         "unstereo benchmarks maxpmi {output.templates} --delta {input.delta} -o {output.pairs}) > {log} 2>&1"
 
 
@@ -244,14 +239,10 @@ rule paper_metrics:
         runtime=20,
     params:
         pairs=lambda wc, input: " ".join(f"--pairs {p}" for p in input.pairs),
-        quirks=lambda wc: (
-            "--reference-quirks"
-            if wc.variant == "metrics"
-            else "--no-reference-quirks"
-        ),
+        settings=lambda wc: paper_metrics_settings(wc.variant),
     shell:
         "unstereo metrics {input.scores} {params.pairs} -o {output.metrics} --curves {output.curves} "
-        "{params.quirks} --registry {input.registry} > {log} 2>&1"
+        "--registry {input.registry} --settings {params.settings:q} > {log} 2>&1"
 
 
 rule paper_tables:
@@ -339,10 +330,10 @@ rule paper_figure2:
         mem_mb=1500,
         runtime=5,
     params:
-        etas=" ".join(f"--eta {float(e)}" for e in PAPER_BENCHMARKS_CONFIG["etas"]),
         prefix=lambda wc, output: Path(output.png).with_suffix(""),
+        settings=lambda wc: model_rules.settings_json(PAPER_BENCHMARKS_CONFIG, drop=()),
     shell:
-        "unstereo benchmarks figure {input} {params.etas} -o {params.prefix} > {log} 2>&1"
+        "unstereo benchmarks figure {input} -o {params.prefix} --settings {params.settings:q} > {log} 2>&1"
 
 
 rule paper_reproduction:
@@ -378,16 +369,14 @@ rule paper_reproduction:
         mem_mb=2000,
         runtime=10,
     params:
-        strict="--strict" if RCFG["strict"] else "",
         properties=lambda wc, input: " ".join(
             f"--properties {p}" for p in input.properties
         ),
+        settings=lambda wc: model_rules.settings_json(RCFG, drop=()),
     shell:
         "unstereo report compare {input.metrics} --clean {input.clean} --published {input.published} "
-        "--known {input.known} --registry {input.registry} -o {output.md} --csv {output.csv} "
-        "--summary {output.summary} {params.strict} "
-        "{params.properties} "
-        "> {log} 2>&1"
+        "--known-differences {input.known} --registry {input.registry} -o {output.md} --csv {output.csv} "
+        "--summary {output.summary} {params.properties} --settings {params.settings:q} > {log} 2>&1"
 
 
 if MCFG["enabled"] and METRICS_MODELS and METRICS_BENCHMARKS:
