@@ -183,18 +183,14 @@ def _load_judge(judge_cfg: dict, cfg: dict, s, external_dir, generator=None, cli
 
 def _judge_in_form(request, products: str):
     """The judge of ``request`` as the generate stage runs it: fp32 (``float32``), or, for ``int8`` or ``bfloat16``
-    and a GGUF spec on the CPU, the file loaded straight into such layers (:mod:`unstereo.models.gguf_direct`);
-    ``products`` are those :func:`unstereo.llm.local.sampling_products` grants here."""
+    and a GGUF spec on the CPU, the file loaded straight into such layers (:func:`unstereo.models.load.load` with
+    ``direct``); ``products`` are those :func:`unstereo.llm.local.sampling_products` grants here."""
+    from unstereo.models.load import load
     from unstereo.unstereoeval.generate.judge import SenseJudge, load_judge
 
     if products == "float32":
         return load_judge(request)
-    from unstereo.models.gguf_direct import load_gguf_with_tokenizer
-
-    spec = request.spec
-    if not spec.gguf_file:
-        raise click.BadParameter(f"{products} applies to a GGUF file's judge", param_hint="--products")
-    return SenseJudge(*load_gguf_with_tokenizer(spec.path, spec.gguf_file, products))
+    return SenseJudge(*load(request, "causal", direct=products))
 
 
 class _TimedJudge:
