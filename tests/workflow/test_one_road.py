@@ -146,13 +146,14 @@ def test_flags_held_finds_a_config_flag_beside_settings():
     assert flags_held(cmd, [*args, "--bootstrap", "7"]) == ["--bootstrap (fairpair.bootstrap)"]
 
 
-#: The commands of the corpus, benchmarks, metrics and report sections that read section keys (each of their rules
+#: The commands of the corpus, benchmarks, metrics, report and robustness sections that read section keys (each of their rules
 #: passes the section, or the paper reproduction's own, as --settings and spells no config flag).
 SECTION_COMMANDS = {"corpus count", "corpus merge", "corpus delta", "corpus appendix", "benchmarks build",
-                    "benchmarks figure", "metrics", "report compare"}  # fmt: skip
+                    "benchmarks figure", "metrics", "report compare", "robustness construct", "robustness metrics",
+                    "robustness report"}  # fmt: skip
 
 
-def test_the_corpus_benchmarks_metrics_and_report_rules_pass_settings(commands, request):
+def test_the_section_commands_rules_pass_settings(commands, request):
     seen: dict[str, bool] = {}
     for args in commands:
         name, _, rest = resolve(args)
