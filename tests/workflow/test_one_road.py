@@ -5,8 +5,8 @@ a ``click.Path`` type: inputs, outputs, -o, caches, resource folders), the model
 ``--api-key-env``, ``--llm-perturb``), ``--threads`` and the job's names (``--name``, fairpair's ``--model``).
 
 Which option a section holds is the command's own reading of ``--settings``: the key each flag generated from the
-section's schema overrides (:meth:`unstereo.config.settings.Section.command`), or, for the commands still on
-:func:`unstereo.cli_options.settings`, the key of the option's name; applied to the JSON the rule passed."""
+section's schema overrides (:meth:`unstereo.config.settings.Section.command`), applied to the JSON the rule
+passed."""
 
 from __future__ import annotations
 
@@ -21,16 +21,15 @@ import click
 import pytest
 from _paths import REPO
 
-from unstereo import cli_options
 from unstereo.cli import cli as main
 from unstereo.config import read_section_arg
+from unstereo.config.settings import NO_DEFAULT, lookup
 
 CONFIGS = [REPO / "config" / "config.yaml", REPO / ".test" / "config-methods.yaml"]
 #: Non-path options allowed beside --settings: the job's threads and names, the model argument's own options.
 ALLOWED = {"threads", "name", "model_name", "api_key_env", "llm_model", "cache_path"}
 #: Where a command line ends in a rule's shell command.
 ENDS = {">", ">>", "2>&1", "|", "&&", ";"}
-_MISSING = object()
 
 
 def dry_run(config: Path) -> str:
@@ -92,11 +91,10 @@ def flags_held(cmd: click.Command, args: list[str]) -> list[str]:
         param = options[flag]
         if param.name == "settings" or param.name in ALLOWED or isinstance(param.type, click.Path):
             continue
-        if hasattr(callback, "settings_paths"):  # flags generated from the schema (unstereo.config.settings)
-            path = callback.settings_paths.get(param.name)
-        else:
-            path = cli_options.section_key(param.name, callback.settings_keys)
-        if path is not None and cli_options.lookup(data, path, _MISSING) is not _MISSING:
+        path = callback.settings_paths.get(
+            param.name
+        )  # flags generated from the schema (unstereo.config.settings)
+        if path is not None and lookup(data, path) is not NO_DEFAULT:
             held.append(f"{flag} ({section}.{path})")
     return held
 

@@ -9,7 +9,7 @@ import click
 from unstereo import cli_options
 from unstereo.config.settings import section
 from unstereo.defaults import DEFAULT_EPS
-from unstereo.unstereoeval.api import score_settings, scorer_options
+from unstereo.unstereoeval.api import score_settings, scorer_options, scorer_request
 
 #: The robustness section's settings (robustness.schema.yaml): construct, metrics and report get them whole as
 #: ``settings`` (``--settings``, the workflow passes the section), with override flags generated from the schema.
@@ -76,13 +76,10 @@ def construct(pairs: Path, output: Path, delta, release_dir, settings) -> None:
     short=None,
 )
 @scorer_options
-@cli_options.reference_quirks("Re-fill sentences from the template with the reference code's capitalize().")
 @score_settings
-def score(
-    model, pairs, output, name, cost_out, chunk_size, cache_path, no_cache, reference_quirks, **model_options
-) -> None:
+def score(model, pairs, output, name, cost_out, cache_path, no_cache, settings, **model_options) -> None:
     """Score the construction tables PAIRS (of one benchmark) under MODEL, through the score cache."""
-    request = cli_options.request_from_cli(model, model_options)
+    request = scorer_request(model, settings, model_options)
     request.apply_threads()
     from unstereo.robustness.run import score_constructions
     from unstereo.scoring.cache import resolve_cache_path
@@ -93,9 +90,9 @@ def score(
         output,
         name=name,
         cache=None if no_cache else resolve_cache_path(cache_path, output),
-        chunk_size=chunk_size,
+        chunk_size=settings.chunk_size,
         cost_out=cost_out,
-        reference_quirks=reference_quirks,
+        reference_quirks=settings.reference_quirks,
     )
     click.echo(
         f"{output}: {int(cost['texts'].sum())} sentences, {int(cost['forward_passes'].sum())} forward passes",
