@@ -13,7 +13,7 @@ request built from them (:func:`request_from_cli`) live here too: the CLI layer,
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -135,13 +135,6 @@ def input_files(flag: str, dest: str, help: str, required: bool = False):
     return click.option(flag, dest, multiple=True, required=required, type=EXISTING_FILE, help=help)
 
 
-def reference_quirks(help: str):
-    """``--reference-quirks/--no-reference-quirks`` (off by default); ``help`` says what the switch changes here."""
-    return click.option(
-        "--reference-quirks/--no-reference-quirks", default=False, show_default=True, help=help
-    )
-
-
 #: ``--registry`` of a command that reads the registry only when given (`metrics`); the report commands take the
 #: report section's ``registry`` (its schema's default, the packaged models.csv).
 registry_optional = click.option(
@@ -155,101 +148,6 @@ registry_optional = click.option(
 def seed(default: int | None = 0, help: str = "random seed"):
     """``--seed`` (an integer); ``default=None`` for an override of a config value."""
     return click.option("--seed", type=int, default=default, show_default=default is not None, help=help)
-
-
-def settings(
-    section: str,
-    *,
-    keys: Mapping[str, str | None] | None = None,
-    required: Iterable[str] = (),
-):
-    """``--settings``, the one road from the config to a stage's command: the config section ``section`` as inline
-    JSON, or a YAML/JSON file holding the section or a whole config (read by
-    :func:`unstereo.config.read_section_arg`; the workflow writes it with :func:`unstereo.workflow.rules.settings_json`).
-
-    Every option left at its default takes the section's value of the same name, or of the dotted path ``keys``
-    gives for it (``{"n_boot": "bootstrap", "names": "prompts.names"}``; None: an option the section does not give,
-    although it holds a key of its name); a null value is skipped; an option given on the command line overrides the
-    section. ``required``: options that must have a value once the section is read
-    (declare them optional: the section may give them). A command with a ``settings`` parameter still receives the
-    raw value (to read the rest of the section itself, validated by its schema)."""
-    import functools
-    import inspect
-
-    paths = dict(keys or {})
-    needed = tuple(required)
-
-    def decorate(f):
-        takes_settings = "settings" in inspect.signature(f).parameters
-
-        @functools.wraps(f)
-        def wrapper(*args, **kwargs):
-            value = kwargs.get("settings") if takes_settings else kwargs.pop("settings", None)
-            ctx = click.get_current_context()
-            if value:
-                kwargs = section_values(ctx, section, value, kwargs, paths)
-            for name in needed:
-                if kwargs.get(name) in (None, ()):
-                    param = next(p for p in ctx.command.params if p.name == name)
-                    raise click.MissingParameter(ctx=ctx, param=param)
-            return f(*args, **kwargs)
-
-        wrapper.settings_section = section
-        wrapper.settings_keys = paths
-        return click.option(
-            "--settings",
-            default=None,
-            help=f"{section} config section: inline JSON or a YAML/JSON file (a whole config or the section); "
-            "options not given take its values",
-        )(wrapper)
-
-    return decorate
-
-
-def section_key(name: str, keys: Mapping[str, str | None] | None = None) -> str | None:
-    """The dotted path in the section of option ``name``: its own name unless ``keys`` maps it (None: none)."""
-    return (keys or {}).get(name, name)
-
-
-def lookup(data: Mapping[str, Any], path: str, missing: Any = None) -> Any:
-    """``data``'s value at the dotted ``path`` (``missing`` when a step is absent)."""
-    for step in path.split("."):
-        if not isinstance(data, Mapping) or step not in data:
-            return missing
-        data = data[step]
-    return data
-
-
-def section_values(
-    ctx: click.Context, section: str, value: str, values: dict, keys: Mapping[str, str | None] | None = None
-) -> dict:
-    """``values`` (a command's options) with each one left at its default replaced by ``section``'s value of the
-    same name (or at its path in ``keys``) from ``--settings`` ``value`` (:func:`unstereo.config.read_section_arg`),
-    processed as the option processes a value typed on the command line (its type, its callback): a section value
-    and the same value as a flag give the command the same thing."""
-    from click.core import ParameterSource
-
-    from unstereo.config import read_section_arg
-
-    data = read_section_arg(value, section)
-    params = {p.name: p for p in ctx.command.params}
-    out = dict(values)
-    for name in values:
-        path = section_key(name, keys)
-        if name == "settings" or path is None:
-            continue
-        given = lookup(data, path)
-        if given is None:
-            continue
-        if ctx.get_parameter_source(name) in (None, ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP):
-            param = params.get(name)
-            try:
-                out[name] = given if param is None else param.process_value(ctx, given)
-            except click.BadParameter as exc:
-                raise click.BadParameter(
-                    f"{exc.message} (--settings {section}.{path})", ctx=ctx, param=param
-                ) from exc
-    return out
 
 
 threads = click.option(
@@ -360,12 +258,15 @@ _MODEL_OPTIONS = {
 _MASKED = click.option("--masked", is_flag=True, help="MODEL is a masked LM: score by pseudo-log-likelihood.")
 
 
-def request_options(*, masked: str = "pll", bos_policy: bool = True):
+def request_options(*, masked: str = "pll", bos_policy: bool = True, section: Any = None):
     """The model options of a command that runs a model, declared once: --gguf-file, --revision, --masked,
     --batch-size, --max-batch-size, --dtype, --device, --bos-policy (``bos_policy=False``: without it).
     ``masked="pll"``: ``--masked`` scores by pseudo-log-likelihood; ``masked="choice"``: ``--masked`` with
-    ``--masked-scorer`` (one of the four masked kinds, default ``biastestgpt``). Pass the command's options to
+    ``--masked-scorer`` (one of the four masked kinds, default ``biastestgpt``). ``section``: the command's
+    :class:`unstereo.config.settings.Section`; an option it declares as a key (``batch_size``, ``dtype``, ...) is
+    left out (the section's generated flag stands for it). Pass the command's options to
     :func:`request_from_cli`."""
+    keys = set(section.settings) if section is not None else set()
     if masked == "pll":
         masked_options = [_MASKED]
     else:
@@ -391,6 +292,10 @@ def request_options(*, masked: str = "pll", bos_policy: bool = True):
     ]
     if bos_policy:
         chosen.append(_MODEL_OPTIONS["bos_policy"])
+    if keys:
+        names = {o: n for n, o in _MODEL_OPTIONS.items()}
+        names[masked_options[-1]] = "masked_scorer" if masked != "pll" else "masked"
+        chosen = [o for o in chosen if names.get(o) not in keys]
 
     def decorate(f):
         for option in reversed(chosen):

@@ -29,15 +29,6 @@ def test_offline_default_and_helpers(repo_dir):
     section = cfg["robustness"]
     assert section["enabled"] and workflow.models(section, cfg["score"]) == list(cfg["score"]["models"])
     assert workflow.constructions({"constructions": ["negation"]}) == ["original", "negation"]
-    assert workflow.construct_options({"adjectives": ["smart", "o'k"]}, ["original", "adj_object"]) == (
-        "--construction original --construction adj_object --adjective smart --adjective 'o'\"'\"'k'"
-    )
-    assert workflow.construct_options({"adjectives": ["smart"], "synonyms": "s.csv"}, ["synonyms"]) == (
-        "--construction synonyms --synonyms s.csv"
-    )
-    assert workflow.metrics_options(
-        {"etas": ["inf"], "fractions": [0.5], "trials": 3, "metric": "us"}, 7
-    ) == ("--eta inf --fraction 0.5 --trials 3 --seed 7 --metric us")
     assert workflow.pair_paths("res", "W", ["original", "release:synonymized"]) == [
         "res/robustness/W/original/pairs.parquet",
         "res/robustness/W/release_synonymized/pairs.parquet",
@@ -199,3 +190,35 @@ def test_gathered_cost_keeps_integer_counts_beside_an_empty_part():
     cost = validate(gather_cost([one, empty]), COST)  # a plain concat makes `pairs` an object column
     assert cost["pairs"].tolist() == [3] and pd.api.types.is_integer_dtype(cost["forward_passes"])
     assert gather_cost([empty]).empty
+
+
+def test_construct_reads_its_constructions_from_the_section_and_a_flag_over_it(tmp_path):
+    """The constructions built: the schema's default (every built-in one; here checked by count), the section's
+    (--settings: negation), a flag over it (--constructions subject_clause_back); ``original`` always first."""
+    import json
+
+    from click.testing import CliRunner
+
+    from unstereo.cli import cli
+    from unstereo.robustness.build import construction_dir
+
+    pairs = tmp_path / "pairs.parquet"
+    write_table(_pairs(), pairs, PAIRS)
+
+    def built(*args):
+        out = tmp_path / f"out{len(list(tmp_path.iterdir()))}"
+        res = CliRunner().invoke(cli, ["robustness", "construct", str(pairs), "-o", str(out), *args])
+        assert res.exit_code == 0, res.output
+        return sorted(p.name for p in out.iterdir())
+
+    section = json.dumps({"constructions": ["negation"]})
+    assert built("--settings", section) == ["negation", "original"]
+    assert built("--settings", section, "--constructions", "subject_clause_back") == [
+        "original",
+        "subject_clause_back",
+    ]
+    # the schema's default: the 17 built-in constructions (original included), one folder each
+    from unstereo.config.settings import section as config_section
+
+    default = config_section("robustness").build({}).constructions
+    assert len(default) == 17 and built() == sorted(construction_dir(n) for n in default)

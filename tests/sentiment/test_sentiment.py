@@ -347,3 +347,35 @@ def test_fairness_html_states_its_convention_and_warns_on_small_samples(tmp_path
     assert (
         "Warning" not in fairness_html(fairness, tmp_path / "g.html", per_prefix={"country": 10}).read_text()
     )
+
+
+def test_metrics_command_thresholds_from_schema_section_and_flag(huang, tmp_path):
+    """The parity table's thresholds: the schema's nine (0.1 .. 0.9), the section's (--settings: 0.3), a flag over
+    it (--thresholds 0.5 --thresholds 0.7); one parity row per (attribute, classifier, subgroup, threshold)."""
+    from click.testing import CliRunner
+
+    from unstereo.cli import cli
+
+    section = load_section(
+        {
+            "attributes": ["country"],
+            "max_templates": 1,
+            "samples": 2,
+            "classifiers": ["vader"],
+            "bootstrap": 0,
+        }
+    )
+    out = tmp_path / "continuations.parquet"
+    run_sampling(LLMClient(EchoBackend()), section, huang, out, seed=10)
+
+    def thresholds(*args):
+        fair, parity = tmp_path / "f.parquet", tmp_path / "p.parquet"
+        cmd = ["sentiment", "metrics", str(out), "-o", str(fair), "--parity", str(parity), *args]
+        res = CliRunner().invoke(cli, cmd)
+        assert res.exit_code == 0, res.output
+        return sorted(set(pd.read_parquet(parity)["threshold"].round(6)))
+
+    settings = json.dumps({"classifiers": ["vader"], "bootstrap": 0, "thresholds": [0.3]})
+    assert thresholds("--settings", settings) == [0.3]
+    assert thresholds("--settings", settings, "--thresholds", "0.5", "--thresholds", "0.7") == [0.5, 0.7]
+    assert thresholds("--bootstrap", "0") == [round(0.1 * k, 6) for k in range(1, 10)]

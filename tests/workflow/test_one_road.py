@@ -5,8 +5,8 @@ a ``click.Path`` type: inputs, outputs, -o, caches, resource folders), the model
 ``--api-key-env``, ``--llm-perturb``), ``--threads`` and the job's names (``--name``, fairpair's ``--model``).
 
 Which option a section holds is the command's own reading of ``--settings``: the key each flag generated from the
-section's schema overrides (:meth:`unstereo.config.settings.Section.command`), or, for the commands still on
-:func:`unstereo.cli_options.settings`, the key of the option's name; applied to the JSON the rule passed."""
+section's schema overrides (:meth:`unstereo.config.settings.Section.command`), applied to the JSON the rule
+passed."""
 
 from __future__ import annotations
 
@@ -21,16 +21,15 @@ import click
 import pytest
 from _paths import REPO
 
-from unstereo import cli_options
 from unstereo.cli import cli as main
 from unstereo.config import read_section_arg
+from unstereo.config.settings import NO_DEFAULT, lookup
 
 CONFIGS = [REPO / "config" / "config.yaml", REPO / ".test" / "config-methods.yaml"]
 #: Non-path options allowed beside --settings: the job's threads and names, the model argument's own options.
 ALLOWED = {"threads", "name", "model_name", "api_key_env", "llm_model", "cache_path"}
 #: Where a command line ends in a rule's shell command.
 ENDS = {">", ">>", "2>&1", "|", "&&", ";"}
-_MISSING = object()
 
 
 def dry_run(config: Path) -> str:
@@ -92,11 +91,10 @@ def flags_held(cmd: click.Command, args: list[str]) -> list[str]:
         param = options[flag]
         if param.name == "settings" or param.name in ALLOWED or isinstance(param.type, click.Path):
             continue
-        if hasattr(callback, "settings_paths"):  # flags generated from the schema (unstereo.config.settings)
-            path = callback.settings_paths.get(param.name)
-        else:
-            path = cli_options.section_key(param.name, callback.settings_keys)
-        if path is not None and cli_options.lookup(data, path, _MISSING) is not _MISSING:
+        path = callback.settings_paths.get(
+            param.name
+        )  # flags generated from the schema (unstereo.config.settings)
+        if path is not None and lookup(data, path) is not NO_DEFAULT:
             held.append(f"{flag} ({section}.{path})")
     return held
 
@@ -146,13 +144,14 @@ def test_flags_held_finds_a_config_flag_beside_settings():
     assert flags_held(cmd, [*args, "--bootstrap", "7"]) == ["--bootstrap (fairpair.bootstrap)"]
 
 
-#: The commands of the corpus, benchmarks, metrics and report sections that read section keys (each of their rules
+#: The commands of the corpus, benchmarks, metrics, report and robustness sections that read section keys (each of their rules
 #: passes the section, or the paper reproduction's own, as --settings and spells no config flag).
 SECTION_COMMANDS = {"corpus count", "corpus merge", "corpus delta", "corpus appendix", "benchmarks build",
-                    "benchmarks figure", "metrics", "report compare"}  # fmt: skip
+                    "benchmarks figure", "metrics", "report compare", "robustness construct", "robustness metrics",
+                    "robustness report"}  # fmt: skip
 
 
-def test_the_corpus_benchmarks_metrics_and_report_rules_pass_settings(commands, request):
+def test_the_section_commands_rules_pass_settings(commands, request):
     seen: dict[str, bool] = {}
     for args in commands:
         name, _, rest = resolve(args)

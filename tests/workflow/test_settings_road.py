@@ -16,17 +16,18 @@ from unstereo.config import validate_config
 
 
 def _capture_command():
+    """A command with ``unstereo score``'s own options and settings (:mod:`unstereo.unstereoeval.score.cli`)."""
+    from unstereo.unstereoeval.score.cli import score_settings, scorer_options, scorer_request
+
     seen = {}
 
     @click.command()
     @click.argument("model")
-    @cli_options.request_options()
-    @click.option("--chunk-size", default=500, type=int)
-    @cli_options.reference_quirks("quirks")
-    @cli_options.settings("score")
-    def cmd(model, chunk_size, reference_quirks, **values):
-        seen["request"] = cli_options.request_from_cli(model, values)
-        seen["other"] = (chunk_size, reference_quirks)
+    @scorer_options
+    @score_settings
+    def cmd(model, cache_path, no_cache, settings, **values):
+        seen["request"] = scorer_request(model, settings, values)
+        seen["other"] = (settings.chunk_size, settings.reference_quirks)
 
     return cmd, seen
 

@@ -149,31 +149,27 @@ def generate_cmd(spec, out_dir, api_key_env, external_dir, threads, settings) ->
               help="scores parquet to write, once per PAIRS file in the same order (pair_id, score_a, score_b, "
                    "logp_a/b, ntok_a/b, model, ...)")  # fmt: skip
 @click.option("--name", default=None, help="model name for the `model` column (default: MODEL as given)")
-@cli_options.request_options(masked="choice", bos_policy=False)
-@click.option("--causal-score", type=click.Choice(["mean", "sum"]), default="mean", show_default=True,
-              help="causal LM sentence score: mean token log-prob (the paper) or summed log-prob")  # fmt: skip
-@click.option(
-    "--chunk-size", default=500, show_default=True, type=click.IntRange(1), help="sentences per chunk"
-)
+@cli_options.request_options(masked="choice", bos_policy=False, section=SECTION)
 @cli_options.threads
 @cli_options.external_dir
-# the model options match the section's keys (and the model entry's, folded in by the rule) by name, as the score
-# stage's do (:func:`unstereo.cli_options.settings`)
-@cli_options.settings("biastest")
-def score_cmd(model, pairs, outputs, name, causal_score, chunk_size, **model_options) -> None:
+# the model entry's revision and masked come folded into --settings by the rule (biastest.rules.score_settings)
+@SECTION.command("batch_size", "dtype", "device", "chunk_size", "causal_score", "masked_scorer",
+                 entry=("revision", "masked"))  # fmt: skip
+def score_cmd(model, pairs, outputs, name, settings, **model_options) -> None:
     """Score both sentences of every pair of each PAIRS file under MODEL (higher = more probable); the model is
     loaded once, and only when some chunk is left to score; resumable."""
     if len(pairs) != len(outputs):
         raise click.UsageError(f"{len(pairs)} PAIRS file(s) but {len(outputs)} -o output(s)")
-    request = cli_options.request_from_cli(model, model_options)
+    values = {k: getattr(settings, k) for k in ("batch_size", "dtype", "device", "masked_scorer")}
+    request = cli_options.request_from_cli(model, {**model_options, **values})
     request.apply_threads()
     from unstereo.biastest.schemas import PAIRS
     from unstereo.biastest.score import score_pair_tables
     from unstereo.tables import read_table
 
     tables = [read_table(p, PAIRS) for p in pairs]
-    done = score_pair_tables(tables, request, outputs, name=name or model, causal_score=causal_score,
-                             chunk_size=chunk_size)  # fmt: skip
+    done = score_pair_tables(tables, request, outputs, name=name or model, causal_score=settings.causal_score,
+                             chunk_size=settings.chunk_size)  # fmt: skip
     for out, df in zip(outputs, done, strict=True):
         click.echo(f"{out}: {len(df)} pairs scored with {name or model}", err=True)
 

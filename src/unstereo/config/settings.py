@@ -320,11 +320,17 @@ class Section:
 
         return decorate
 
-    def command(self, *paths: str, required: Iterable[str] = ()) -> Callable[[Any], Any]:
+    def command(
+        self, *paths: str, required: Iterable[str] = (), entry: Iterable[str] = ()
+    ) -> Callable[[Any], Any]:
         """``--settings`` and the override flags of ``paths``; the command receives the settings object whole as its
         ``settings`` parameter (flag > ``--settings`` > schema default). ``required``: keys that the flag or
-        ``--settings`` must give (the schema's default is not enough)."""
+        ``--settings`` must give (the schema's default is not enough). ``entry``: keys of a model entry that the
+        workflow folds into the ``--settings`` JSON beside the section's (``revision``, ``masked``:
+        :data:`unstereo.workflow.rules.ENTRY_OPTIONS`; not keys of the section): each goes to the command's own
+        option of that name when the command line left it unset."""
         needed = tuple(required)
+        folded_keys = tuple(k for k in entry if k not in self.settings)
         params = (
             {self.settings[p].param: p for p in paths} if all(p in self.settings for p in paths) else None
         )
@@ -338,6 +344,12 @@ class Section:
                 from unstereo.config import read_section_arg
 
                 raw = read_section_arg(kwargs.pop("settings", None), self.name)
+                if folded_keys and isinstance(raw, Mapping):
+                    raw = dict(raw)
+                    for key in folded_keys:
+                        value = raw.pop(key, None)
+                        if value is not None and kwargs.get(key) in (None, False):
+                            kwargs[key] = value
                 given = self.given(kwargs, paths)
                 for path in needed:
                     if path not in given and lookup(raw, path) in (NO_DEFAULT, None):

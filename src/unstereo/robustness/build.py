@@ -67,6 +67,12 @@ EXTRA_COLUMNS = ("construction", "original_pair_id", "changed")
 RELEASE_PREFIX = "release:"
 
 
+def with_original(names: Sequence[str]) -> list[str]:
+    """The constructions ``names`` with ``original`` first (always built: the reference of the rank statistics and
+    the sub-samples' pool)."""
+    return [ORIGINAL, *(n for n in names if n != ORIGINAL)]
+
+
 def construction_dir(name: str) -> str:
     """The folder name of a construction's outputs (``release:FILE`` -> ``release_FILE``)."""
     return name.replace(":", "_")

@@ -7,8 +7,13 @@ from pathlib import Path
 import click
 
 from unstereo import cli_options
+from unstereo.config.settings import section
 from unstereo.defaults import DEFAULT_EPS
-from unstereo.unstereoeval.api import score_settings, scorer_options
+from unstereo.unstereoeval.api import score_settings, scorer_options, scorer_request
+
+#: The robustness section's settings (robustness.schema.yaml): construct, metrics and report get them whole as
+#: ``settings`` (``--settings``, the workflow passes the section), with override flags generated from the schema.
+SECTION = section("robustness")
 
 
 @click.group("robustness")
@@ -22,25 +27,6 @@ def group() -> None:
 @click.argument("pairs", type=cli_options.EXISTING_FILE)
 @cli_options.output("Directory: writes DIR/{construction}/pairs.parquet per construction.", kind="dir")
 @click.option(
-    "--construction",
-    "names",
-    multiple=True,
-    required=True,
-    help="original, subject_clause_back, adj_object, synonyms, negation, ... (repeat the option).",
-)
-@click.option(
-    "--adjective",
-    "adjectives",
-    multiple=True,
-    help="Adjectives of the adj_* constructions (default: the paper's 33).",
-)
-@click.option(
-    "--synonyms",
-    type=cli_options.EXISTING_FILE,
-    default=None,
-    help="Synonym map CSV (word,synonym); default: the packaged map.",
-)
-@click.option(
     "--delta",
     type=cli_options.EXISTING_FILE,
     default=None,
@@ -52,22 +38,24 @@ def group() -> None:
     default=None,
     help="reference/tail-wagging/winogender/data, for the release:FILE constructions (the released files).",
 )
-def construct(pairs: Path, output: Path, names, adjectives, synonyms, delta, release_dir) -> None:
-    """Build the constructions NAMES of the pair table PAIRS (pair ids: the original id plus @construction) into
-    DIR/NAME/pairs.parquet (``release:FILE`` into DIR/release_FILE/)."""
-    from unstereo.robustness.build import construction_dir, construction_names
+@SECTION.command("constructions", "adjectives", "synonyms")
+def construct(pairs: Path, output: Path, delta, release_dir, settings) -> None:
+    """Build the section's constructions of the pair table PAIRS (``original`` always first; pair ids: the original
+    id plus @construction) into DIR/NAME/pairs.parquet (``release:FILE`` into DIR/release_FILE/)."""
+    from unstereo.robustness.build import construction_dir, construction_names, with_original
     from unstereo.robustness.constructions import load_synonyms
     from unstereo.robustness.run import construct_file
 
+    names = with_original(settings.constructions)
     construction_names(names)
-    syn = load_synonyms(synonyms) if "synonyms" in names else None
+    syn = load_synonyms(settings.synonyms) if "synonyms" in names else None
     for name in names:
         out = Path(output) / construction_dir(name) / "pairs.parquet"
         df = construct_file(
             pairs,
             name,
             out,
-            adjectives=list(adjectives) or None,
+            adjectives=list(settings.adjectives) if settings.adjectives else None,
             synonyms=syn,
             delta=delta,
             release_dir=release_dir,
@@ -88,13 +76,10 @@ def construct(pairs: Path, output: Path, names, adjectives, synonyms, delta, rel
     short=None,
 )
 @scorer_options
-@cli_options.reference_quirks("Re-fill sentences from the template with the reference code's capitalize().")
 @score_settings
-def score(
-    model, pairs, output, name, cost_out, chunk_size, cache_path, no_cache, reference_quirks, **model_options
-) -> None:
+def score(model, pairs, output, name, cost_out, cache_path, no_cache, settings, **model_options) -> None:
     """Score the construction tables PAIRS (of one benchmark) under MODEL, through the score cache."""
-    request = cli_options.request_from_cli(model, model_options)
+    request = scorer_request(model, settings, model_options)
     request.apply_threads()
     from unstereo.robustness.run import score_constructions
     from unstereo.scoring.cache import resolve_cache_path
@@ -105,9 +90,9 @@ def score(
         output,
         name=name,
         cache=None if no_cache else resolve_cache_path(cache_path, output),
-        chunk_size=chunk_size,
+        chunk_size=settings.chunk_size,
         cost_out=cost_out,
-        reference_quirks=reference_quirks,
+        reference_quirks=settings.reference_quirks,
     )
     click.echo(
         f"{output}: {int(cost['texts'].sum())} sentences, {int(cost['forward_passes'].sum())} forward passes",
@@ -122,34 +107,10 @@ def score(
 @cli_options.output(
     "Directory for scores.parquet, rank_swaps.parquet, rankings.parquet, summary.parquet.", kind="dir"
 )
-@cli_options.etas(("inf",))
-@click.option(
-    "--fraction",
-    "fractions",
-    multiple=True,
-    type=click.FloatRange(0, 1, min_open=True),
-    help="Sub-sampling fractions (repeat).",
-)
-@click.option(
-    "--trials",
-    default=100,
-    show_default=True,
-    type=click.IntRange(1),
-    help="Sub-sampling trials per fraction.",
-)
-@cli_options.seed(0, "seed of the sub-samples")
-@click.option(
-    "--metric",
-    default="us",
-    show_default=True,
-    type=click.Choice(["us", "pd", "aufc"]),
-    help="Score the rankings use.",
-)
 @cli_options.eps(DEFAULT_EPS)
 @cli_options.eps_grid
-def metrics(
-    scores_files, pairs_files, cost_files, output, etas, fractions, trials, seed, metric, eps, eps_grid
-) -> None:
+@SECTION.command("etas", "fractions", "trials", "seed", "metric")
+def metrics(scores_files, pairs_files, cost_files, output, eps, eps_grid, settings) -> None:
     """US, PD, AuFC per (model, benchmark, construction, trial, eta), their distributions, rankings and swaps."""
     import pandas as pd
 
@@ -161,9 +122,19 @@ def metrics(
 
     scores = pd.concat([read_table(p, SCORES) for p in scores_files], ignore_index=True)
     pairs = pd.concat([concat_pairs([p]) for p in pairs_files], ignore_index=True)
+    # seed null: the section's "derived from the global seed" is the rule's; a command run alone uses 0
+    seed = settings.seed if settings.seed is not None else 0
     table = robustness_scores(
-        scores, pairs, etas=etas, fractions=fractions, trials=trials, seed=seed, eps=eps, eps_grid=eps_grid
+        scores,
+        pairs,
+        etas=tuple(settings.etas),
+        fractions=tuple(settings.fractions),
+        trials=settings.trials,
+        seed=seed,
+        eps=eps,
+        eps_grid=eps_grid,
     )
+    metric = settings.metric
     output = Path(output)
     write_table(table, output / "scores.parquet", ROBUSTNESS_SCORES)
     write_table(stats.rank_swaps(table, metric), output / "rank_swaps.parquet", RANK_SWAPS)
@@ -178,9 +149,10 @@ def metrics(
 @group.command("report")
 @click.argument("results", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @cli_options.output("Directory for the figures and HTML tables.", kind="dir")
-@click.option("--metric", default="us", show_default=True, type=click.Choice(["us", "pd", "aufc"]))
-def report(results: Path, output: Path, metric: str) -> None:
+@SECTION.command("metric")
+def report(results: Path, output: Path, settings) -> None:
     """Figures 3 and 4 (constructions.png, subsampling.png) and HTML tables from a metrics directory RESULTS."""
+    metric = settings.metric
     from unstereo.robustness.figures import html_table, plot_constructions, plot_subsampling
     from unstereo.tables import read_table
 

@@ -7,7 +7,7 @@ import shlex
 from typing import Any
 
 from unstereo.errors import ConfigError
-from unstereo.robustness.build import ORIGINAL, RELEASE_PREFIX, construction_dir
+from unstereo.robustness.build import RELEASE_PREFIX, construction_dir, with_original
 
 #: Where the released Winogender constructions are inside the reference resource.
 RELEASE_SUBDIR = "tail-wagging/winogender/data"
@@ -23,8 +23,8 @@ def models(section: dict[str, Any], score: dict[str, Any]) -> list[str]:
 
 
 def constructions(section: dict[str, Any]) -> list[str]:
-    """The configured constructions, ``original`` first (always built: the reference and the sub-samples' pool)."""
-    return [ORIGINAL, *(c for c in section["constructions"] if c != ORIGINAL)]
+    """The configured constructions, ``original`` first (:func:`unstereo.robustness.build.with_original`)."""
+    return with_original(section["constructions"])
 
 
 def pair_paths(results_dir: str, benchmark: str, names: list[str]) -> list[str]:
@@ -44,22 +44,3 @@ def release_option(manifests: list[str]) -> str:
     if not manifests:
         return ""
     return f"--release-dir {shlex.quote(str(Path(manifests[0]).parent / RELEASE_SUBDIR))}"
-
-
-def construct_options(section: dict[str, Any], names: list[str]) -> str:
-    """``--construction NAME`` for each of ``names``, ``--adjective A`` for the adj_* constructions, ``--synonyms
-    FILE`` for synonyms."""
-    opts = [f"--construction {shlex.quote(n)}" for n in names]
-    if any("adj" in n.split("_") for n in names) and section.get("adjectives"):
-        opts += [f"--adjective {shlex.quote(a)}" for a in section["adjectives"]]
-    if "synonyms" in names and section.get("synonyms"):
-        opts.append(f"--synonyms {shlex.quote(str(section['synonyms']))}")
-    return " ".join(opts)
-
-
-def metrics_options(section: dict[str, Any], seed: int) -> str:
-    """Options of ``unstereo robustness metrics`` from the section (``seed``: the section's, or the derived one)."""
-    opts = [f"--eta {e}" for e in section["etas"]]
-    opts += [f"--fraction {f}" for f in section["fractions"]]
-    opts += [f"--trials {section['trials']}", f"--seed {seed}", f"--metric {section['metric']}"]
-    return " ".join(opts)

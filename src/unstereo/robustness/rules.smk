@@ -54,13 +54,11 @@ rule robustness_construct:
         mem_mb=4000,
         runtime=60,
     params:
-        options=robustness_workflow.construct_options(
-            ROBUSTNESS, ROBUSTNESS_CONSTRUCTIONS
-        ),
+        settings=lambda wc: model_rules.settings_json(ROBUSTNESS, drop=()),
         out_dir=lambda wc, output: Path(output[0]).parent.parent,
         release=lambda wc, input: robustness_workflow.release_option(input.reference),
     shell:
-        "unstereo robustness construct {input.pairs:q} -o {params.out_dir:q} {params.options}"
+        "unstereo robustness construct {input.pairs:q} -o {params.out_dir:q} --settings {params.settings:q}"
         " --delta {input.delta:q} {params.release} > {log} 2>&1"
 
 
@@ -147,11 +145,13 @@ rule robustness_metrics:
             f"--pairs {shlex.quote(p)}" for p in input.pairs
         ),
         cost=lambda wc, input: " ".join(f"--cost {shlex.quote(p)}" for p in input.cost),
-        options=robustness_workflow.metrics_options(ROBUSTNESS, ROBUSTNESS_SEED),
+        settings=lambda wc: model_rules.settings_json(
+            ROBUSTNESS, seed=ROBUSTNESS_SEED, drop=()
+        ),
         out_dir=lambda wc, output: Path(output.scores).parent,
     shell:
         "unstereo robustness metrics {params.scores} {params.pairs} {params.cost} -o {params.out_dir:q}"
-        " {params.options} > {log} 2>&1"
+        " --settings {params.settings:q} > {log} 2>&1"
 
 
 rule robustness_report:
@@ -179,11 +179,12 @@ rule robustness_report:
         mem_mb=2000,
         runtime=30,
     params:
-        metric=ROBUSTNESS["metric"],
+        settings=lambda wc: model_rules.settings_json(ROBUSTNESS, drop=()),
         in_dir=lambda wc, input: Path(input.scores).parent,
         out_dir=lambda wc, output: Path(output[0]).parent,
     shell:
-        "unstereo robustness report {params.in_dir:q} -o {params.out_dir:q} --metric {params.metric} > {log} 2>&1"
+        "unstereo robustness report {params.in_dir:q} -o {params.out_dir:q} --settings {params.settings:q}"
+        " > {log} 2>&1"
 
 
 # Targets only when the stage has models and benchmarks (as the metrics stage).

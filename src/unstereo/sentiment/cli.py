@@ -8,6 +8,11 @@ from pathlib import Path
 import click
 
 from unstereo import cli_options
+from unstereo.config.settings import as_dict, section
+
+#: The sentiment section's settings (sentiment.schema.yaml): every command gets them whole (``--settings``, the
+#: workflow passes the section), with override flags generated from the schema for the keys it reads.
+SECTION = section("sentiment")
 
 TEMPLATES_HELP = (
     "folder with templates_long.tsv and values_long.tsv [default: "
@@ -30,15 +35,14 @@ def group() -> None:
 @group.command("templates")
 @cli_options.output("prefixes table (.parquet or .csv)")
 @click.option("--templates-dir", default=None, type=click.Path(file_okay=False), help=TEMPLATES_HELP)
-@cli_options.settings("sentiment")
 @cli_options.external_dir
-def templates_cmd(output, templates_dir, settings, external_dir) -> None:
+@SECTION.command()
+def templates_cmd(output, templates_dir, external_dir, settings) -> None:
     """Write the filled prefixes (one row per template and value) the settings select."""
     from unstereo.sentiment.sampling import prefixes
-    from unstereo.sentiment.settings import read_settings
     from unstereo.tables import write_table
 
-    cfg = read_settings(settings)
+    cfg = as_dict(settings)
     df = prefixes(cfg, _templates_dir(templates_dir, external_dir))
     write_table(df, output)
     click.echo(f"{len(df)} prefixes -> {output}")
@@ -47,15 +51,11 @@ def templates_cmd(output, templates_dir, settings, external_dir) -> None:
 @group.command("sample")
 @click.argument("model")
 @cli_options.output("continuations.parquet (samples.parquet is written beside it)")
-@cli_options.settings("sentiment")
 @click.option("--templates-dir", default=None, type=click.Path(file_okay=False), help=TEMPLATES_HELP)
-@click.option("--opinion-lexicon", default=None, help="lexicon folder or resource:NAME (overrides settings)")
-@click.option("--cache", default=None, type=click.Path(dir_okay=False), help="LLM cache (default: settings, else none)")  # fmt: skip
-@cli_options.seed(None, "sampling seed: sample j uses seed + j (overrides settings; default 0)")
 @cli_options.model_options
 @cli_options.threads
-def sample_cmd(model, output, settings, templates_dir, opinion_lexicon, cache, seed, api_key_env, external_dir,
-               threads) -> None:  # fmt: skip
+@SECTION.command("opinion_lexicon", "cache", "seed", "device", "dtype", "batch_size")
+def sample_cmd(model, output, templates_dir, api_key_env, external_dir, threads, settings) -> None:
     """Sample m continuations of every filled template with MODEL and score them with every classifier.
 
     MODEL is any model spec (hub id, folder, .gguf, resource:NAME/FILE.gguf, endpoint:URL#NAME). Resumable: the
@@ -64,16 +64,17 @@ def sample_cmd(model, output, settings, templates_dir, opinion_lexicon, cache, s
     from unstereo.io import write_json
     from unstereo.llm import make_client
     from unstereo.sentiment.sampling import run_sampling
-    from unstereo.sentiment.settings import read_settings, resource_path
+    from unstereo.sentiment.settings import resource_path
 
-    cfg = read_settings(settings)
+    cfg = as_dict(settings)
     request = cli_options.request_from_cli(model, {
         "device": cfg["device"], "dtype": cfg["dtype"], "batch_size": cfg["batch_size"], "threads": threads,
         "external_dir": external_dir, "api_key_env": api_key_env,
     })  # fmt: skip
     request.apply_threads()
-    seed = seed if seed is not None else (cfg["seed"] or 0)
-    client = make_client(request, cache=cache or cfg["cache"])
+    # seed null: the section's "derived from the global seed" is the rule's; a command run alone uses 0
+    seed = cfg["seed"] if cfg["seed"] is not None else 0
+    client = make_client(request, cache=cfg["cache"])
     try:
         df = run_sampling(
             client,
@@ -81,7 +82,7 @@ def sample_cmd(model, output, settings, templates_dir, opinion_lexicon, cache, s
             _templates_dir(templates_dir, external_dir),
             output,
             seed=seed,
-            opinion_dir=resource_path(opinion_lexicon or cfg["opinion_lexicon"], external_dir),
+            opinion_dir=resource_path(cfg["opinion_lexicon"], external_dir),
             external_dir=external_dir,
         )
         client.write_usage(Path(output).with_name("usage.json"), {"continuations": len(df)})
@@ -95,23 +96,21 @@ def sample_cmd(model, output, settings, templates_dir, opinion_lexicon, cache, s
 @click.argument("continuations", type=cli_options.EXISTING_FILE)
 @cli_options.output("fairness.parquet: attribute, classifier, metric (IF|GF), value, ci_low, ci_high")
 @click.option("--parity", default=None, type=click.Path(dir_okay=False), help="also write the parity table here")  # fmt: skip
-@cli_options.settings("sentiment")
-@cli_options.seed(None, "bootstrap seed (overrides settings; default 0)")
-def fairness_cmd(continuations, output, parity, settings, seed) -> None:
+@SECTION.command("seed", "bootstrap", "level", "thresholds")
+def fairness_cmd(continuations, output, parity, settings) -> None:
     """Individual and group fairness (with bootstrap intervals) of a continuations table, per attribute and
     classifier; optionally the demographic-parity table at the configured thresholds."""
     from unstereo.sentiment.fairness import fairness_table, parity_table
     from unstereo.sentiment.sampling import classifier_names
     from unstereo.sentiment.schemas import CONTINUATIONS, FAIRNESS, PARITY
-    from unstereo.sentiment.settings import read_settings
     from unstereo.tables import read_table, write_table
 
-    cfg = read_settings(settings)
+    cfg = as_dict(settings)
     df = read_table(continuations, CONTINUATIONS)
     names = [n for n in classifier_names(cfg) if f"score_{n}" in df.columns]
     if not names:
         raise click.UsageError(f"{continuations}: no score_<classifier> column of the configured classifiers")
-    seed = seed if seed is not None else (cfg["seed"] or 0)
+    seed = cfg["seed"] if cfg["seed"] is not None else 0  # null: the rule's derived seed; alone, 0
     table = fairness_table(df, names, cfg["bootstrap"], seed, cfg["level"])
     write_table(table, output, FAIRNESS)
     if parity:
@@ -124,18 +123,17 @@ def fairness_cmd(continuations, output, parity, settings, seed) -> None:
 @click.option("--fairness", "fairness_path", required=True, type=cli_options.EXISTING_FILE, help="fairness.parquet")  # fmt: skip
 @click.option("--parity", "parity_path", required=True, type=cli_options.EXISTING_FILE, help="parity.parquet")
 @cli_options.output("folder for figure1.png, figure2.png and fairness.html", kind="dir", dest="out_dir", flag="--out-dir")  # fmt: skip
-@cli_options.settings("sentiment")
 @click.option("--title", default="", help="model name shown in the titles")
-def figures_cmd(continuations, fairness_path, parity_path, out_dir, settings, title) -> None:
+@SECTION.command("figure_classifier")
+def figures_cmd(continuations, fairness_path, parity_path, out_dir, title, settings) -> None:
     """Figure 1 (sentiment distributions per value), Figure 2 (demographic parity at thresholds) and the fairness
     table as HTML."""
     from unstereo.sentiment.figures import write_figures
     from unstereo.sentiment.sampling import classifier_names
     from unstereo.sentiment.schemas import CONTINUATIONS, FAIRNESS, PARITY
-    from unstereo.sentiment.settings import read_settings
     from unstereo.tables import read_table
 
-    cfg = read_settings(settings)
+    cfg = as_dict(settings)
     names = classifier_names(cfg)
     written = write_figures(
         read_table(continuations, CONTINUATIONS),
@@ -161,33 +159,29 @@ cli_options.alias(group, figures_cmd, "figures")
 @click.option(
     "--lam", "lam", type=float, default=0.0, show_default=True, help="regularisation strength lambda"
 )
-@cli_options.settings("sentiment")
 @click.option("--templates-dir", default=None, type=click.Path(file_okay=False), help=TEMPLATES_HELP)
 @click.option("--continuations", "base", default=None, type=cli_options.EXISTING_FILE,
               help="with --method none: the stage's continuations of MODEL (reused, not sampled again)")  # fmt: skip
-@click.option("--cache", default=None, type=click.Path(dir_okay=False), help="LLM cache (default: settings, else none)")  # fmt: skip
-@cli_options.device_option(default=None)
-@cli_options.seed(None, "training, sampling and bootstrap seed (overrides settings; default 0)")
 @cli_options.model_options
 @cli_options.threads
-def debias_cmd(model, out_dir, method, lam, settings, templates_dir, base, cache, device, seed, api_key_env,
-               external_dir, threads) -> None:  # fmt: skip
+@SECTION.command("cache", "device", "seed")
+def debias_cmd(model, out_dir, method, lam, templates_dir, base, api_key_env, external_dir, threads,
+               settings) -> None:  # fmt: skip
     """Fine-tune MODEL with counterfactual embedding or sentiment regularisation (Huang et al. 2020, section 4),
     then measure I.F./G.F., perplexity and semantic similarity (resumable: checkpoint.pt in the run's folder)."""
     from unstereo.sentiment.debias_eval import run_debias
-    from unstereo.sentiment.settings import read_settings
 
-    cfg = read_settings(settings)
-    # The fine-tuning runs in float32 (the request says so); --device overrides the settings' device.
+    cfg = as_dict(settings)
+    # The fine-tuning runs in float32 (the request says so).
     request = cli_options.request_from_cli(model, {
-        "device": device or cfg["device"], "dtype": "float32", "threads": threads, "external_dir": external_dir,
+        "device": cfg["device"], "dtype": "float32", "threads": threads, "external_dir": external_dir,
         "api_key_env": api_key_env,
     })  # fmt: skip
     request.apply_threads()
     quality = run_debias(
         request, cfg, _templates_dir(templates_dir, external_dir), out_dir, method=method, lam=lam,
-        seed=seed if seed is not None else (cfg["seed"] or 0), external_dir=external_dir,
-        cache=cache or cfg["cache"], base_continuations=base,
+        seed=cfg["seed"] if cfg["seed"] is not None else 0, external_dir=external_dir,
+        cache=cfg["cache"], base_continuations=base,
     )  # fmt: skip
     click.echo(quality.to_string(index=False))
 
@@ -199,15 +193,14 @@ def debias_cmd(model, out_dir, method, lam, settings, templates_dir, base, cache
 @click.option(
     "--figure", "figure_path", required=True, type=click.Path(dir_okay=False), help="Figure 6 as PNG"
 )
-@cli_options.settings("sentiment")
+@SECTION.command("figure_classifier")
 def debias_summary_cmd(quality, output, table_path, figure_path, settings) -> None:
     """Join the runs' quality tables; write the paper's Table 1 (HTML) and Figure 6 (I.F. against S.S.)."""
     from unstereo.sentiment.debias_eval import QUALITY, figure6, summarize, table1_html
     from unstereo.sentiment.sampling import classifier_names
-    from unstereo.sentiment.settings import read_settings
     from unstereo.tables import write_table
 
-    cfg = read_settings(settings)
+    cfg = as_dict(settings)
     classifier = cfg["figure_classifier"] or classifier_names(cfg)[0]
     df = summarize(list(quality))
     write_table(df, output, QUALITY)

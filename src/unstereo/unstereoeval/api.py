@@ -2,7 +2,8 @@
 imports (tests/repo/test_package_structure.py checks it). The robustness method rebuilds UnStereoEval's benchmarks
 and scores them with UnStereoEval's score command and metrics:
 
-- :func:`score_settings`, :func:`scorer_options`: the score command's options and settings (click decorators);
+- :func:`score_settings`, :func:`scorer_options`, :func:`scorer_request`: the score command's options and settings
+  (click decorators) and its model request;
 - :func:`eta_label`: an eta as the tables label it (:mod:`unstereo.unstereoeval.eta`);
 - :func:`load_wordnet`: WordNet for the synonym construction (:mod:`unstereo.unstereoeval.vocabulary.english`);
 - :func:`add_max_pmi`: a pair table's MaxPMI against a delta table (:mod:`unstereo.unstereoeval.benchmarks.maxpmi`);
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from unstereo.unstereoeval.score.cli import score_settings, scorer_options
+from unstereo.unstereoeval.score.cli import score_settings, scorer_options, scorer_request
 
 if TYPE_CHECKING:
     from unstereo.unstereoeval.benchmarks.maxpmi import add_max_pmi
@@ -33,6 +34,7 @@ __all__ = [
     "metrics_from_joined",
     "score_settings",
     "scorer_options",
+    "scorer_request",
 ]
 
 

@@ -6,15 +6,23 @@ from __future__ import annotations
 import click
 
 from unstereo import cli_options
+from unstereo.config.settings import section
+
+#: The score section's settings (score.schema.yaml): ``unstereo score`` and ``unstereo robustness score`` get them
+#: whole as ``settings`` (``--settings``, the workflow passes the section with the model entry's options folded in).
+SECTION = section("score")
+#: The keys a scoring command reads from the section (their flags generated from the schema).
+SCORER_KEYS = (
+    "batch_size",
+    "max_batch_size",
+    "dtype",
+    "device",
+    "bos_policy",
+    "chunk_size",
+    "reference_quirks",
+)
 
 _CACHE_OPTIONS = [
-    click.option(
-        "--chunk-size",
-        default=500,
-        show_default=True,
-        type=click.IntRange(1),
-        help="Pairs (or texts) per chunk.",
-    ),
     click.option(
         "--cache",
         "cache_path",
@@ -27,17 +35,26 @@ _CACHE_OPTIONS = [
 
 
 def scorer_options(f):
-    """The options of a command that scores tables with a model through the score cache: the model options
-    (:func:`unstereo.models.request.options`: --gguf-file, --revision, --masked, --batch-size, --max-batch-size,
-    --dtype, --device, --bos-policy) and --chunk-size, --cache, --no-cache, --threads, --external-dir. The command
-    builds its request with :func:`unstereo.models.request.request_from_cli`."""
+    """The options of a command that scores tables with a model through the score cache, beside the section's
+    (:data:`score_settings`): the model options the section does not hold (--gguf-file, --revision, --masked:
+    :func:`unstereo.cli_options.request_options`), --cache, --no-cache, --threads, --external-dir. The command
+    builds its request with :func:`scorer_request`."""
     for option in reversed([*_CACHE_OPTIONS, cli_options.threads, cli_options.external_dir]):
         f = option(f)
-    return cli_options.request_options()(f)
+    return cli_options.request_options(section=SECTION)(f)
 
 
-#: ``--settings``: the score section (as the workflow passes it); the options given override it.
-score_settings = cli_options.settings("score")
+#: ``--settings`` (the score section, the model entry's ``revision`` and ``masked`` folded in by the rule) and the
+#: flags of :data:`SCORER_KEYS`; the command gets the settings object whole.
+score_settings = SECTION.command(*SCORER_KEYS, entry=("revision", "masked"))
+
+
+def scorer_request(model: str, settings, options: dict):
+    """The request of a scoring command: MODEL, the section's model keys, the command's own model options."""
+    values = {
+        k: getattr(settings, k) for k in ("batch_size", "max_batch_size", "dtype", "device", "bos_policy")
+    }
+    return cli_options.request_from_cli(model, {**options, **values})
 
 
 @click.command("score")
@@ -51,22 +68,9 @@ score_settings = cli_options.settings("score")
 )
 @click.option("--name", default=None, help="Model name for the `model` column (default: MODEL as given).")
 @scorer_options
-@cli_options.reference_quirks(
-    "Re-fill sentences from the template with the reference code's capitalize() "
-    "(docs/methods.md#quirk-1-capitalize)."
-)
 @score_settings
 def score(
-    model: str,
-    pairs: str,
-    output,
-    texts: bool,
-    name,
-    chunk_size,
-    reference_quirks,
-    cache_path,
-    no_cache,
-    **model_options,
+    model: str, pairs: str, output, texts: bool, name, cache_path, no_cache, settings, **model_options
 ) -> None:
     """Score every pair of PAIRS (a pair table) under MODEL and write a SCORES table.
 
@@ -81,9 +85,10 @@ def score(
     With --texts, PAIRS is a text table (columns id, text; other columns ignored) and the output has one row per
     text: id, model, logp, ntok and the same run metadata. Each distinct text of a chunk is scored once.
     """
+    reference_quirks = settings.reference_quirks
     if texts and reference_quirks:
         raise click.UsageError("--reference-quirks re-fills pair templates; it does not apply to --texts")
-    request = cli_options.request_from_cli(model, model_options)
+    request = scorer_request(model, settings, model_options)
     request.apply_threads()
     from unstereo.scoring.cache import resolve_cache_path
     from unstereo.scoring.run import score_file
@@ -94,7 +99,7 @@ def score(
         output,
         texts=texts,
         name=name or model,
-        chunk_size=chunk_size,
+        chunk_size=settings.chunk_size,
         reference_quirks=reference_quirks,
         cache=None if no_cache else resolve_cache_path(cache_path, output),
     )
