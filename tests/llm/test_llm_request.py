@@ -171,8 +171,8 @@ def test_sentiment_commands_build_one_request(tmp_path, resolutions, backends, m
     # the fine-tuning's request: float32 weights on the settings' device (--device overrides it)
     assert seen["request"] == ModelRequest(spec=ModelSpec(path="some/model"), device="cpu", dtype="float32")
     _stopped(["sentiment", "debias", "some/model", "-o", tmp_path / "d", "--method", "none", "--settings", settings,
-              "--device", "meta"])  # fmt: skip
-    assert seen["request"].device == "meta"
+              "--device", "cuda:1"])  # fmt: skip
+    assert seen["request"].device == "cuda:1"
     assert resolutions == ["some/model"] * 3
 
 

@@ -294,7 +294,7 @@ def test_cli_end_to_end_on_saved_tiny_models(tmp_path):
         cli,
         ["score", str(gpt2_dir), str(tmp_path / "pairs.parquet"), "-o", "x.parquet", "--batch-size", "zero"],
     )
-    assert res.exit_code != 0 and "integer >= 1 or 'auto'" in res.output
+    assert res.exit_code != 0 and "--batch-size: config key 'score.batch_size'" in res.output
 
 
 def test_empty_pair_table_gives_empty_scores(tmp_path):
