@@ -130,8 +130,9 @@ def sqlite_damage(path: Path, tables: Mapping[str, Sequence[str]] | None = None)
 
 
 @contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    """An exclusive ``flock`` on ``<path>.lock``: one process at a time checks (and sets aside) a shared file."""
+def file_lock(path: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on ``<path>.lock``: one process at a time checks (and sets aside, or builds) a shared
+    file or folder. The lock file stays (deleting it would let two processes lock two different files)."""
     import fcntl
 
     with open(path.with_name(path.name + ".lock"), "a") as fh:
@@ -160,7 +161,7 @@ def open_sqlite(path: Path | None, statements: Sequence[str]):
 
             raise InputError("is a folder; give a cache file (SQLite)", path=path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        with _file_lock(path):
+        with file_lock(path):
             why = sqlite_damage(path, schema_tables(statements)) if path.exists() else None
             if why is not None:
                 aside = set_aside(path, why)

