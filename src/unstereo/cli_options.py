@@ -264,45 +264,49 @@ def request_options(*, masked: str = "pll", bos_policy: bool = True, section: An
     ``masked="pll"``: ``--masked`` scores by pseudo-log-likelihood; ``masked="choice"``: ``--masked`` with
     ``--masked-scorer`` (one of the four masked kinds, default ``biastestgpt``). ``section``: the command's
     :class:`unstereo.config.settings.Section`; an option it declares as a key (``batch_size``, ``dtype``, ...) is
-    left out (the section's generated flag stands for it). Pass the command's options to
-    :func:`request_from_cli`."""
-    keys = set(section.settings) if section is not None else set()
+    left out (the section's generated flag stands for it; :func:`request_from_settings` reads it). Pass the
+    command's options to :func:`request_from_cli`."""
+    from unstereo.config.settings import with_options
+
     if masked == "pll":
-        masked_options = [_MASKED]
+        masked_options = [("masked", _MASKED)]
     else:
         masked_options = [
-            click.option("--masked", is_flag=True, help="MODEL is a masked LM, scored by --masked-scorer."),
-            click.option(
+            ("masked", click.option("--masked", is_flag=True, help="MODEL is a masked LM, scored by --masked-scorer.")),
+            ("masked_scorer", click.option(
                 "--masked-scorer",
                 type=click.Choice(list(MASKED_KINDS)),
                 default="biastestgpt",
                 show_default=True,
                 help="masked-LM score: the authors' (mean raw logit of the group term at one [MASK]), "
                 "pseudo-log-likelihood, CrowS-Pairs (shared tokens), All Unmasked Likelihood",
-            ),
-        ]
-    chosen = [
-        _MODEL_OPTIONS["gguf_file"],
-        _MODEL_OPTIONS["revision"],
-        *masked_options,
-        _MODEL_OPTIONS["batch_size"],
-        _MODEL_OPTIONS["max_batch_size"],
-        _MODEL_OPTIONS["dtype"],
-        _MODEL_OPTIONS["device"],
-    ]
-    if bos_policy:
-        chosen.append(_MODEL_OPTIONS["bos_policy"])
-    if keys:
-        names = {o: n for n, o in _MODEL_OPTIONS.items()}
-        names[masked_options[-1]] = "masked_scorer" if masked != "pll" else "masked"
-        chosen = [o for o in chosen if names.get(o) not in keys]
+            )),
+        ]  # fmt: skip
+    names = ["gguf_file", "revision", "batch_size", "max_batch_size", "dtype", "device"]
+    names += ["bos_policy"] if bos_policy else []
+    chosen = [(n, _MODEL_OPTIONS[n]) for n in names[:2]] + masked_options
+    chosen += [(n, _MODEL_OPTIONS[n]) for n in names[2:]]
+    held = section_model_keys(section)
+    return lambda f: with_options(f, [option for name, option in chosen if name not in held])
 
-    def decorate(f):
-        for option in reversed(chosen):
-            f = option(f)
-        return f
 
-    return decorate
+#: The request keys :func:`request_options` declares options for (a section may declare some of them instead).
+MODEL_OPTION_KEYS = ("gguf_file", "revision", "masked", "masked_scorer", "batch_size", "max_batch_size", "dtype",
+                     "device", "bos_policy")  # fmt: skip
+
+
+def section_model_keys(section: Any) -> set[str]:
+    """The model options that ``section`` (a :class:`unstereo.config.settings.Section`, or None) declares as keys."""
+    return {k for k in MODEL_OPTION_KEYS if section is not None and k in section.settings}
+
+
+def request_from_settings(
+    model: str, settings: Any, options: Mapping[str, Any], section: Any, param: str = "MODEL"
+) -> ModelRequest:
+    """:func:`request_from_cli` of a command built with ``request_options(section=section)``: the model keys the
+    section declares from its ``settings`` object, the rest from the command's own ``options``."""
+    held = {k: getattr(settings, k) for k in section_model_keys(section)}
+    return request_from_cli(model, {**options, **held}, param)
 
 
 def resolve_cli_model(

@@ -160,8 +160,7 @@ def score_cmd(model, pairs, outputs, name, settings, **model_options) -> None:
     loaded once, and only when some chunk is left to score; resumable."""
     if len(pairs) != len(outputs):
         raise click.UsageError(f"{len(pairs)} PAIRS file(s) but {len(outputs)} -o output(s)")
-    values = {k: getattr(settings, k) for k in ("batch_size", "dtype", "device", "masked_scorer")}
-    request = cli_options.request_from_cli(model, {**model_options, **values})
+    request = cli_options.request_from_settings(model, settings, model_options, SECTION)
     request.apply_threads()
     from unstereo.biastest.schemas import PAIRS
     from unstereo.biastest.score import score_pair_tables

@@ -144,6 +144,13 @@ def _show(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
+def with_options(f: Any, options: Iterable[Callable[[Any], Any]]) -> Any:
+    """``f`` decorated with click ``options``, listed in ``--help`` in the order given (decorators apply bottom-up)."""
+    for option in reversed(list(options)):
+        f = option(f)
+    return f
+
+
 def _help(setting: Setting) -> str:
     text = " ".join(setting.description.split())
     if setting.default is not NO_DEFAULT:
@@ -312,13 +319,7 @@ class Section:
     def options(self, paths: Iterable[str]) -> Callable[[Any], Any]:
         """The override options of ``paths``, in that order in ``--help``."""
         chosen = [self.option(p) for p in paths]
-
-        def decorate(f):
-            for option in reversed(chosen):
-                f = option(f)
-            return f
-
-        return decorate
+        return lambda f: with_options(f, chosen)
 
     def command(
         self, *paths: str, required: Iterable[str] = (), entry: Iterable[str] = ()

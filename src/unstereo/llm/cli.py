@@ -8,6 +8,7 @@ import json
 import click
 
 from unstereo import cli_options
+from unstereo.config.settings import with_options
 
 _CLIENT_OPTIONS = (
     click.option(
@@ -25,9 +26,7 @@ _CLIENT_OPTIONS = (
 
 
 def _client_options(f):
-    for option in reversed(_CLIENT_OPTIONS):
-        f = option(f)
-    return cli_options.model_options(f)
+    return cli_options.model_options(with_options(f, _CLIENT_OPTIONS))
 
 
 @click.group("llm")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from unstereo import cli_options
-from unstereo.config.settings import section
+from unstereo.config.settings import section, with_options
 
 #: The score section's settings (score.schema.yaml): ``unstereo score`` and ``unstereo robustness score`` get them
 #: whole as ``settings`` (``--settings``, the workflow passes the section with the model entry's options folded in).
@@ -39,8 +39,7 @@ def scorer_options(f):
     (:data:`score_settings`): the model options the section does not hold (--gguf-file, --revision, --masked:
     :func:`unstereo.cli_options.request_options`), --cache, --no-cache, --threads, --external-dir. The command
     builds its request with :func:`scorer_request`."""
-    for option in reversed([*_CACHE_OPTIONS, cli_options.threads, cli_options.external_dir]):
-        f = option(f)
+    f = with_options(f, [*_CACHE_OPTIONS, cli_options.threads, cli_options.external_dir])
     return cli_options.request_options(section=SECTION)(f)
 
 
@@ -50,11 +49,9 @@ score_settings = SECTION.command(*SCORER_KEYS, entry=("revision", "masked"))
 
 
 def scorer_request(model: str, settings, options: dict):
-    """The request of a scoring command: MODEL, the section's model keys, the command's own model options."""
-    values = {
-        k: getattr(settings, k) for k in ("batch_size", "max_batch_size", "dtype", "device", "bos_policy")
-    }
-    return cli_options.request_from_cli(model, {**options, **values})
+    """The request of a scoring command: MODEL, the section's model keys, the command's own model options
+    (:func:`unstereo.cli_options.request_from_settings`)."""
+    return cli_options.request_from_settings(model, settings, options, SECTION)
 
 
 @click.command("score")

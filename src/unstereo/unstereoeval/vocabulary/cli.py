@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from unstereo import cli_options
-from unstereo.config.settings import section
+from unstereo.config.settings import section, with_options
 from unstereo.io import write_json
 from unstereo.tables import DELTA, read_delta, read_table, write_table
 from unstereo.unstereoeval.vocabulary.english import (
@@ -67,9 +67,7 @@ def resource_options(f):
             "NLTK data directory holding corpora/wordnet (the wordnet resource).",
         ),
     ]
-    for opt in reversed(opts):
-        f = opt(f)
-    return f
+    return with_options(f, opts)
 
 
 #: ``--seed``: the base seed of the derived sample seeds (the section's ``seeds: null``); not a section key: the
