@@ -318,7 +318,11 @@ def test_settings_errors_name_the_key():
 
 
 def test_settings_json_keeps_exponent_numbers(tmp_path):
-    from unstereo.sentiment.settings import read_settings, resource_path
+    from unstereo.config import read_section_arg
+    from unstereo.sentiment.settings import resource_path
+
+    def read_settings(value):  # what the commands read: the --settings text, validated with defaults
+        return load_section(read_section_arg(value, "sentiment"))
 
     assert read_settings('{"debias": {"lr": 1e-05}}')["debias"]["lr"] == 1e-05
     (tmp_path / "s.yaml").write_text("sentiment:\n  samples: 3\n")

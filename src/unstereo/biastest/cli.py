@@ -7,7 +7,7 @@ import click
 
 import unstereo.models.request as model_request
 from unstereo import cli_options
-from unstereo.config.settings import section
+from unstereo.config.settings import command_seed, section
 
 REFERENCE_HELP = "folder of the BiasTestGPT release [default: {external-dir}/reference/biastestgpt]"
 
@@ -85,7 +85,7 @@ def pairs_cmd(spec, output, generated, external_dir, settings) -> None:
     s, release = _spec(spec, ref)
     if settings.per_spec.get(s.name):
         settings = SECTION.rebuild(lambda raw: spec_section(raw, s.name))
-    seed = settings.seed if settings.seed is not None else 0  # null: the rule's derived seed; alone, 0
+    seed = command_seed(settings)
     df = build_pairs(s, sources=list(settings.sources), reference_dir=ref, release=release, generated=generated,
                      template=settings.template, generator=settings.released.generator,
                      runs=tuple(settings.released.runs), max_pairs=settings.max_pairs_per_spec, seed=seed,
@@ -130,7 +130,7 @@ def generate_cmd(spec, out_dir, api_key_env, external_dir, threads, settings) ->
     settings_ = GenerationSettings(
         t=g.t, max_tries=g.max_tries, temperature=g.temperature, rewrite_temperature=g.rewrite_temperature,
         max_tokens=g.max_tokens, pairing=g.pairing, case_sensitive=g.case_sensitive,
-        max_attribute_terms=g.max_attribute_terms, seed=settings.seed or 0,
+        max_attribute_terms=g.max_attribute_terms, seed=command_seed(settings),
     )  # fmt: skip
     try:
         pairs, gens = generate_pairs(s, client, settings_)
@@ -194,7 +194,7 @@ def summarize_cmd(pairs_files, scores_files, out_dir, page, settings) -> None:
 
     boot = settings.bootstrap
     summary = summarize_run(pairs_files, scores_files, out_dir, rounds=boot.rounds, per_attribute=boot.per_attribute,
-                            seed=settings.seed if settings.seed is not None else 0, page=page,
+                            seed=command_seed(settings), page=page,
                             reference_quirks=settings.reference_quirks)  # fmt: skip
     whole = summary[summary["attribute"] == "*"]
     click.echo(whole[["model", "spec", "source", "n", "stereotype_score", "ci_low", "ci_high"]].to_string(index=False),

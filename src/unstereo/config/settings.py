@@ -405,6 +405,13 @@ def section(name: str) -> Section:
     return _section(name)
 
 
+def command_seed(settings: Any) -> int:
+    """The seed a command uses from its settings object: the section's ``seed``, or 0 where it is null. Null means
+    "derived from the global seed", which the workflow's rule works out and folds into ``--settings``
+    (:func:`unstereo.workflow.rules.settings_json`); a command run alone starts at 0."""
+    return settings.seed if settings.seed is not None else 0
+
+
 def as_dict(settings: Any) -> dict[str, Any]:
     """A settings object back as the section mapping (nested objects as mappings; a copy)."""
     return dataclasses.asdict(settings)

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from unstereo import cli_options
-from unstereo.config.settings import section
+from unstereo.config.settings import command_seed, section
 from unstereo.errors import InputError
 
 #: The fairpair section's settings (fairpair.schema.yaml): every command gets them whole as ``settings``
@@ -105,9 +105,8 @@ def sample_cmd(model, prompts_dir, out_dir, threads, llm_model, api_key_env, ext
               "threads": threads, "external_dir": external_dir, "api_key_env": api_key_env}  # fmt: skip
     request = cli_options.request_from_cli(model, values)
     request.apply_threads()
-    # seed null: the section's "derived from the global seed" is the rule's; a command run alone starts at 0
     sampling = SampleSettings(settings.n, settings.temperature, settings.top_p, settings.max_new_tokens, (),
-                              settings.seed if settings.seed is not None else 0)  # fmt: skip
+                              command_seed(settings))  # fmt: skip
     out = Path(out_dir)
     cache = settings.cache  # null: none here (the rule passes the shared one)
     client = make_client(request, cache=cache, concurrency=settings.concurrency)
@@ -174,8 +173,7 @@ def summary_cmd(per_prompt, output, settings) -> None:
     from unstereo.tables import read_table, write_table
 
     per = pd.concat([read_table(p, PER_PROMPT) for p in per_prompt], ignore_index=True)
-    seed = settings.seed if settings.seed is not None else 0  # as in sample_cmd
-    write_table(summarize(per, settings.bootstrap, settings.level, seed), output, SUMMARY)
+    write_table(summarize(per, settings.bootstrap, settings.level, command_seed(settings)), output, SUMMARY)
     click.echo(f"{output}: {per['model'].nunique()} model(s)", err=True)
 
 

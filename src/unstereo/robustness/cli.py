@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from unstereo import cli_options
-from unstereo.config.settings import section
+from unstereo.config.settings import command_seed, section
 from unstereo.defaults import DEFAULT_EPS
 from unstereo.unstereoeval.api import score_settings, scorer_options, scorer_request
 
@@ -122,15 +122,13 @@ def metrics(scores_files, pairs_files, cost_files, output, eps, eps_grid, settin
 
     scores = pd.concat([read_table(p, SCORES) for p in scores_files], ignore_index=True)
     pairs = pd.concat([concat_pairs([p]) for p in pairs_files], ignore_index=True)
-    # seed null: the section's "derived from the global seed" is the rule's; a command run alone uses 0
-    seed = settings.seed if settings.seed is not None else 0
     table = robustness_scores(
         scores,
         pairs,
         etas=tuple(settings.etas),
         fractions=tuple(settings.fractions),
         trials=settings.trials,
-        seed=seed,
+        seed=command_seed(settings),
         eps=eps,
         eps_grid=eps_grid,
     )

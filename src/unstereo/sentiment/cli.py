@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from unstereo import cli_options
-from unstereo.config.settings import as_dict, section
+from unstereo.config.settings import as_dict, command_seed, section
 
 #: The sentiment section's settings (sentiment.schema.yaml): every command gets them whole (``--settings``, the
 #: workflow passes the section), with override flags generated from the schema for the keys it reads.
@@ -72,8 +72,7 @@ def sample_cmd(model, output, templates_dir, api_key_env, external_dir, threads,
         "external_dir": external_dir, "api_key_env": api_key_env,
     })  # fmt: skip
     request.apply_threads()
-    # seed null: the section's "derived from the global seed" is the rule's; a command run alone uses 0
-    seed = cfg["seed"] if cfg["seed"] is not None else 0
+    seed = command_seed(settings)
     client = make_client(request, cache=cfg["cache"])
     try:
         df = run_sampling(
@@ -110,7 +109,7 @@ def fairness_cmd(continuations, output, parity, settings) -> None:
     names = [n for n in classifier_names(cfg) if f"score_{n}" in df.columns]
     if not names:
         raise click.UsageError(f"{continuations}: no score_<classifier> column of the configured classifiers")
-    seed = cfg["seed"] if cfg["seed"] is not None else 0  # null: the rule's derived seed; alone, 0
+    seed = command_seed(settings)
     table = fairness_table(df, names, cfg["bootstrap"], seed, cfg["level"])
     write_table(table, output, FAIRNESS)
     if parity:
@@ -180,7 +179,7 @@ def debias_cmd(model, out_dir, method, lam, templates_dir, base, api_key_env, ex
     request.apply_threads()
     quality = run_debias(
         request, cfg, _templates_dir(templates_dir, external_dir), out_dir, method=method, lam=lam,
-        seed=cfg["seed"] if cfg["seed"] is not None else 0, external_dir=external_dir,
+        seed=command_seed(settings), external_dir=external_dir,
         cache=cfg["cache"], base_continuations=base,
     )  # fmt: skip
     click.echo(quality.to_string(index=False))

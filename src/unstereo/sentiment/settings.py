@@ -15,12 +15,6 @@ def load_section(section: dict[str, Any] | None = None) -> dict[str, Any]:
     return config.load_section("sentiment", section)
 
 
-def read_settings(value: str | None) -> dict[str, Any]:
-    """``--settings``: inline JSON, or a YAML/JSON file holding the section (or a config with a ``sentiment`` key);
-    validated, defaults filled in."""
-    return load_section(config.read_section_arg(value, "sentiment"))
-
-
 def resource_path(text: str, external_dir: str | Path | None = None) -> Path:
     """``resource:NAME[/FILE]`` -> ``{external_dir}/NAME[/FILE]``; any other string is a path as is."""
     if text.startswith(RESOURCE_PREFIX):

@@ -305,8 +305,9 @@ def test_seed_word_csv_errors(tmp_path):
 
 
 def test_settings_from_config_section_and_errors():
+    from unstereo.config import read_section_arg
     from unstereo.errors import ConfigError
-    from unstereo.unstereoeval.generate.settings import load_section, read_settings_arg
+    from unstereo.unstereoeval.generate.settings import load_section
 
     cfg = load_section({"temperatures": {"generation": 0.5}, "max_tokens": {"semantic_filter": 3}, "seed": 7})
     assert cfg["temperatures"]["revision"] == 0.7 and cfg["k"] == [5, 10, 20] and cfg["pairing"] == "auto"
@@ -322,7 +323,7 @@ def test_settings_from_config_section_and_errors():
         load_section({"temperatures": {"bogus": 1}})
     with pytest.raises(ConfigError, match="generate.pairing"):
         load_section({"pairing": "sometimes"})
-    assert read_settings_arg('{"generate": {"k": [5]}}') == {"k": [5]}
+    assert read_section_arg('{"generate": {"k": [5]}}', "generate") == {"k": [5]}
 
 
 def test_generate_settings_take_their_defaults_and_keys_from_the_schema():

@@ -13,9 +13,3 @@ def load_section(
 ) -> dict[str, Any]:
     """Validate a ``generate`` section (a copy) and fill in every default; errors name ``generate.<key>``."""
     return config.load_section("generate", section, schema_dir)
-
-
-def read_settings_arg(value: str | None) -> dict[str, Any]:
-    """``--settings``: inline JSON, or a YAML/JSON file (a whole config with a ``generate`` key, or the section);
-    :func:`unstereo.config.read_section_arg`."""
-    return config.read_section_arg(value, "generate")
