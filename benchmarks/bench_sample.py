@@ -11,8 +11,9 @@ the N rows). Both methods get a batch of all the rows (the engine's slots = rows
 sequence, so the figure is generated tokens/s (transformers' padding after a row's end is not counted). Prints a
 markdown table row per shape (best of ``--repeats`` rounds) and the process's peak RSS. ``tiny`` is a randomly
 initialised 4-layer GPT-2 with a 32,000-word vocabulary built here (no download). ``--method`` (repeatable) runs
-only the named methods (default transformers and engine; `engine-int8` is the engine with `sampling_products: int8`):
-transformers alone takes 10+ minutes per round at n = 100 on a slow core.
+only the named methods (default transformers and engine; `engine-int8` is the engine with `sampling_products: int8`,
+`engine-unpacked` the engine's fp32 products on the plain weights, ``PACK_WEIGHTS`` off, with a check that its
+texts equal the packed ones): transformers alone takes 10+ minutes per round at n = 100 on a slow core.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from collections.abc import Callable
 
 import torch
 
+from unstereo.engine import engine as engine_module
 from unstereo.llm.local import LocalBackend
 from unstereo.llm.types import ContinuationRequest
 
@@ -38,7 +40,7 @@ PROMPTS = [
     "In the morning the farmer",
 ]
 OPENINGS = ["", "Yesterday ", "In the story, ", "Everyone knows that "]
-METHODS = ("transformers", "engine", "engine-int8")
+METHODS = ("transformers", "engine", "engine-int8", "engine-unpacked")
 DEFAULT_METHODS = ("transformers", "engine")
 
 
@@ -133,6 +135,13 @@ def run_shape(
     def engine_int8() -> int:
         return sum(r.completion_tokens for r in int8.continue_batch(reqs))
 
+    def engine_unpacked() -> int:  # the same engine with its fp32 products on the plain weights
+        engine_module.PACK_WEIGHTS = False
+        try:
+            return sum(r.completion_tokens for r in backend.continue_batch(reqs))
+        finally:
+            engine_module.PACK_WEIGHTS = True
+
     def transformers_sample() -> int:
         with torch.no_grad():
             out = model.generate(
@@ -143,9 +152,23 @@ def run_shape(
         return int((new != tok.pad_token_id).sum()) if tok.pad_token_id is not None else new.numel()
 
     engine()  # warm-up: the engine's probe, first-call allocations
+    if "engine-unpacked" in methods:  # the packed weights change no token
+        packed_texts = [r.text for r in backend.continue_batch(reqs)]
+        engine_module.PACK_WEIGHTS = False
+        try:
+            plain_texts = [r.text for r in backend.continue_batch(reqs)]
+        finally:
+            engine_module.PACK_WEIGHTS = True
+        if packed_texts != plain_texts:
+            raise SystemExit("the packed and plain weights gave different texts")
     if "engine-int8" in methods:
         engine_int8()  # warm-up: and the int8 weights, quantised once
-    fns = {"transformers": transformers_sample, "engine": engine, "engine-int8": engine_int8}
+    fns = {
+        "transformers": transformers_sample,
+        "engine": engine,
+        "engine-int8": engine_int8,
+        "engine-unpacked": engine_unpacked,
+    }
     timed = best_of(repeats, {name: fns[name] for name in methods})
     stats = backend._engine.stats if backend._engine else None
     return {name: (n_tok / sec, sec, n_tok) for name, (sec, n_tok) in timed.items()} | {
@@ -168,7 +191,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--method", action="append", choices=METHODS,
-                    help="run these (default transformers and engine; engine-int8: sampling_products int8)")  # fmt: skip
+                    help="run these (default transformers and engine; engine-int8: sampling_products int8; "
+                         "engine-unpacked: PACK_WEIGHTS off)")  # fmt: skip
     args = ap.parse_args()
     methods = tuple(args.method or DEFAULT_METHODS)
     torch.set_num_threads(args.threads)
@@ -178,10 +202,10 @@ def main() -> None:
     label = "tiny random GPT-2 (4 layers, d=128, vocab 32000)" if args.model == "tiny" else args.model
     print(f"model: {label}; top_p {args.top_p}, T=1, {args.threads} thread(s), best of {args.repeats}")
     print(
-        "| model | shape | threads | transformers tokens/s | engine tokens/s | engine int8 tokens/s | ratio |"
-        " engine prefills/steps |"
+        "| model | shape | threads | transformers tokens/s | engine tokens/s | engine int8 tokens/s |"
+        " engine unpacked tokens/s | ratio | engine prefills/steps |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for kind, rows, max_new in shapes:
         r = run_shape(model, tok, kind, rows, max_new, args.top_p, args.repeats, methods)
         rate = {name: f"{r[name][0]:.1f}" if name in r else "-" for name in METHODS}
@@ -190,7 +214,7 @@ def main() -> None:
         )
         shape = f"{rows} prompts x {max_new}" if kind == "batch" else f"n={rows} of 1 prompt x {max_new}"
         print(f"| {label.split('/')[-1]} | {shape} | {args.threads} | {rate['transformers']} | {rate['engine']} | "
-              f"{rate['engine-int8']} | "
+              f"{rate['engine-int8']} | {rate['engine-unpacked']} | "
               f"{ratio} | {r['prefills']}/{r['steps']} |", flush=True)  # fmt: skip
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak RSS of the process: {peak:.0f} MiB")

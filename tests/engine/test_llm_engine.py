@@ -130,6 +130,33 @@ def test_a_row_does_not_depend_on_the_batch_size_or_its_neighbours(models, tok):
     assert SamplingEngine(model, tok, slots=1).generate([reqs[2]])[0].tokens == tokens[1][2]
 
 
+def test_packed_weights_change_no_token_and_wait_for_room(models, tok, monkeypatch):
+    import unstereo.engine.engine as engine_module
+
+    model = models["qwen2"]
+    reqs = [EngineRequest(ids_of(tok, p), max_tokens=10, temperature=1.0, top_p=0.9, seed=s)
+            for s, p in enumerate(PROMPTS * 2)]  # fmt: skip
+    engine = SamplingEngine(model, tok, slots=5)
+    packed = engine.generate(reqs, logprobs=True)
+    # the body's linears whose packed products the probe found equal (on x86-64: all seven of each layer),
+    # packed on the first call
+    from unstereo.engine.kernels.onednn import PACKED_HEAD_ROWS, packing_works
+
+    linears = [m for m in engine.body.modules() if type(m) is torch.nn.Linear]
+    assert len(linears) == 7 * model.config.num_hidden_layers
+    assert set(engine._packed or {}) == {m for m in linears if packing_works(m.weight)}
+    assert (engine._packed_head is not None) == packing_works(engine.head.weight, PACKED_HEAD_ROWS)
+    monkeypatch.setattr(engine_module, "PACK_WEIGHTS", False)
+    plain = engine.generate(reqs, logprobs=True)
+    assert [(o.tokens, o.logprobs) for o in packed] == [(o.tokens, o.logprobs) for o in plain]
+    # no room: a body larger than the share of the memory available is not packed
+    monkeypatch.setattr(engine_module, "PACK_WEIGHTS", True)
+    monkeypatch.setattr("unstereo.engine.memory.available_bytes", lambda: 1000)
+    small = SamplingEngine(model, tok, slots=5)
+    assert [o.tokens for o in small.generate(reqs)] == [o.tokens for o in plain]
+    assert small._packed == {} and small._packed_head is None
+
+
 def test_auto_slots_take_every_row_up_to_the_memory_bound(models, tok, monkeypatch):
     import unstereo.engine.engine as engine_module
 

@@ -79,6 +79,47 @@ def test_linears_routed_while_the_block_runs_and_given_back(monkeypatch):
     assert len(calls) == 1
 
 
+def test_packed_weights_give_the_plain_products_and_one_row_keeps_the_plain_weight(monkeypatch):
+    torch.manual_seed(0)
+    # 32 -> 64 -> 32 -> 24 and an fp64 layer (a layer the probe rejects keeps its plain weight: next test; on AMD
+    # Zen 5 it rejects inputs 24 and 40 wide, off oneDNN's blocks of 16)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(32, 64),
+        torch.nn.Linear(64, 32),
+        torch.nn.Linear(32, 24),
+        torch.nn.Linear(24, 8).double(),
+    )
+    packed = onednn.packed_weights(model)
+    # fp32 only, and only where the probe finds the same products
+    assert set(packed) == {m for m in model[:3] if onednn.packing_works(m.weight)}
+    assert all(w is not m.weight for m, w in packed.items())  # copies
+    used = []
+    real = onednn.linear
+    monkeypatch.setattr(onednn, "linear", lambda x, w, b=None: used.append(w) or real(x, w, b))
+    for rows in (1, 2, 5, 32, 256, 257):
+        x = torch.randn(rows, 32)
+        with torch.inference_mode():
+            with onednn.linears_through_onednn(model):  # the plain weights through oneDNN
+                plain = model[2](model[1](model[0](x)))
+            with onednn.linears_through_onednn(model, packed=packed):
+                used.clear()
+                got = model[2](model[1](model[0](x)))
+        assert torch.equal(got, plain)  # the same products bit for bit
+        want = [packed[m] if m in packed and 2 <= rows <= 256 else m.weight for m in model[:3]]
+        assert all(a is b for a, b in zip(used, want, strict=True))
+    assert "forward" not in vars(model[0])
+
+
+def test_a_weight_whose_packed_products_differ_is_not_packed(monkeypatch):
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(32, 64)
+    # a "packed" copy one float32 step off: the probe finds it and the layer keeps its plain weight
+    monkeypatch.setattr(onednn, "pack", lambda w: w * (1 + 2.0**-20))
+    assert not onednn.packing_works(layer.weight)
+    assert onednn.packed_weights(torch.nn.Sequential(layer)) == {}
+    assert not onednn.packing_works(layer.weight.double())
+
+
 def test_fused_activation_and_product_by_hand():
     # x = [[1, -1]], rows of W = (2, 0), (0, 3), (1, 1): x W^T = [2, -3, 0].
     # SiLU(z) = z / (1 + e^-z): 2 / (1 + e^-2) = 2 x 0.88079708 = 1.76159416; -3 / (1 + e^3) = -3 x 0.04742587

@@ -47,6 +47,11 @@ AUTO_SLOTS = 128
 AUTO_MEMORY = 1 << 30
 # Float32 copies of a row's logits alive while it samples (logits, softmax, top-k, cumsum).
 _LOGIT_COPIES = 4
+#: fp32 sampling multiplies by the body's weights packed once in oneDNN's layout (:func:`.kernels.onednn.packed_weights`:
+#: the same products, faster at decode shapes), a second copy of them held while the engine lives, when it takes
+#: at most PACK_MEMORY_SHARE of the memory available at the first call. False: the plain weights (benchmarks).
+PACK_WEIGHTS = True
+PACK_MEMORY_SHARE = 0.5
 
 
 @dataclass
@@ -224,6 +229,8 @@ class SamplingEngine:
         # built on the first call that samples in int8 or bf16
         self._products_body: dict[Any, Any] | None = None
         self._int8_head: Any = None
+        self._packed: dict[Any, Any] | None = None  # built on the first fp32 call (_packed_body)
+        self._packed_head: Any = None
         config = getattr(model, "config", None)
         config = config.get_text_config() if hasattr(config, "get_text_config") else config
         self.config = config
@@ -348,7 +355,11 @@ class SamplingEngine:
         queue = list(range(len(requests)))[::-1]  # popped from the end: input order
         rows: list[_Row] = []
         done: list[_Row | None] = [None] * len(requests)
-        onednn = linears_through_onednn(self.body) if self.onednn else contextlib.nullcontext()
+        onednn = (
+            linears_through_onednn(self.body, packed=self._packed_body())
+            if self.onednn
+            else contextlib.nullcontext()
+        )
         with torch.inference_mode(), onednn, self._sampling_products(), _decode_attention_for(self.model):
 
             def admit() -> None:
@@ -399,6 +410,30 @@ class SamplingEngine:
                     self.stats.steps += 1
                 admit()
         return [EngineOutput(r.tokens, r.finish, r.logprobs if logprobs else None) for r in done]
+
+    def _packed_body(self) -> dict[Any, Any] | None:
+        """The body's packed weights for fp32 products (:data:`PACK_WEIGHTS`), and the head's (:meth:`_logits`),
+        built on the first call that has room for them; None with int8 or bf16 products, when switched off, or
+        without room."""
+        from unstereo.engine.kernels.onednn import PACKED_HEAD_ROWS, pack, packed_weights, packing_works
+        from unstereo.engine.memory import available_bytes
+
+        if self.int8 or self.bf16 or not PACK_WEIGHTS:
+            return None
+        if self._packed is None:
+            import torch
+
+            weights = [m.weight for m in self.body.modules() if type(m) is torch.nn.Linear]
+            size = sum(w.numel() * w.element_size() for w in [*weights, self.head.weight])
+            room = available_bytes()
+            if room is not None and size > PACK_MEMORY_SHARE * room:
+                log.info("weights not packed: %.1f GB against %.1f GB available", size / 1e9, room / 1e9)
+                self._packed = {}
+            else:
+                self._packed = packed_weights(self.body)
+                if packing_works(self.head.weight, PACKED_HEAD_ROWS):
+                    self._packed_head = pack(self.head.weight)
+        return self._packed or None
 
     @contextlib.contextmanager
     def _sampling_products(self):
@@ -535,13 +570,15 @@ class SamplingEngine:
         """fp32 logits ``[n, vocabulary]`` of hidden states ``[n, hidden]``: the head, its scale and soft cap."""
         import torch.nn.functional as F
 
-        from unstereo.engine.kernels.onednn import linear
+        from unstereo.engine.kernels.onednn import PACKED_HEAD_ROWS, linear, packed_linear
 
         head = self.head
         if self.int8:  # only ever called inside generate, where _sampling_products built the head's int8 form
             out = self._int8_head(hidden)
         elif self._bf16_head is not None:
             out = self._bf16_head.exact(hidden) if self._exact else self._bf16_head(hidden)
+        elif self.onednn and self._packed_head is not None and PACK_WEIGHTS:
+            out = packed_linear(hidden, head.weight, self._packed_head, head.bias, PACKED_HEAD_ROWS)
         elif self.onednn:
             out = linear(hidden, head.weight, head.bias)
         else:

@@ -31,3 +31,16 @@ def give_back_free_memory() -> bool:
         return False
     trim(0)
     return True
+
+
+def available_bytes() -> int | None:
+    """Memory the system can still give without swapping (``MemAvailable`` of ``/proc/meminfo``), None where
+    that is not known."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None

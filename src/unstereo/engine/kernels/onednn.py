@@ -148,7 +148,9 @@ def _fused_works(activation: tuple[str, str]) -> bool:
 def _routed_here(layer: Any) -> bool:
     """Whether ``layer`` runs its own forward or :func:`linear` (not a router entered inside, e.g. int8's)."""
     forward = vars(layer).get("forward")
-    return forward is None or (isinstance(forward, functools.partial) and forward.func is _forward)
+    return forward is None or (
+        isinstance(forward, functools.partial) and forward.func in (_forward, _packed_forward)
+    )
 
 
 def _gated_forward(module: Any, activation: tuple[str, str], x: Any) -> Any:
@@ -174,11 +176,94 @@ def _forward(layer: Any, x: Any) -> Any:
     return linear(x, layer.weight, layer.bias)
 
 
+# ------------------------------------------------------------------------------------- pre-packed weights
+# oneDNN multiplies in a blocked layout of the weight; given the plain ``[out, in]`` weight it lays each call's
+# weight out again, which at a decode step's 2-256 rows costs as much as a good part of the product. A copy packed
+# once (``torch.ops.mkldnn._reorder_linear_weight``, the form PyTorch's compiler freezes weights into) skips that:
+# streamed products 1.1-1.5x faster at 32 rows and 1.1-1.2x at 100 on a 2-core AMD Zen 5, the same at 1 row
+# (docs/performance.md; ``benchmarks/bench_decode_products.py --packed``). Its products equal the plain weight's
+# bit for bit at 2 rows and more (the same kernel), not at 1 row, where the plain weight takes another kernel: one
+# row keeps the plain weight, so a row's numbers do not change with the packing.
+
+#: Row counts (the product's leading dims multiplied) that take a packed weight; others take the plain one.
+PACKED_ROWS = (2, 256)
+#: The same for an LM head's packed weight: a 262k x 640 head took 0.8x the plain time at 32 rows and 1.9x at 100
+#: (AMD Zen 5), the body's shapes 0.7-0.9x at both.
+PACKED_HEAD_ROWS = (2, 64)
+#: Rows the packed layout is chosen for (oneDNN's batch-size hint: a decode step's usual batch).
+PACK_HINT = 32
+# Rows the probe multiplies at: both ends of PACKED_ROWS, the hint and odd counts between.
+_PROBE_ROWS = (2, 3, 7, 31, 32, 33, 100, 128, 255, 256)
+
+
+def pack(weight: Any) -> Any:
+    """A copy of ``weight`` (``[out, in]``, fp32 CPU) in oneDNN's blocked layout, which :func:`linear` takes in its
+    place (:data:`PACK_HINT`)."""
+    import torch
+
+    return torch.ops.mkldnn._reorder_linear_weight(weight, PACK_HINT)
+
+
+def packing_works(weight: Any, rows: tuple[int, int] = PACKED_ROWS) -> bool:
+    """Whether products with :func:`pack`'s copy of ``weight`` equal the plain weight's bit for bit at every row
+    count of :data:`_PROBE_ROWS` within ``rows`` (random inputs, with and without a bias)."""
+    import torch
+
+    if not available(weight):
+        return False
+    g = torch.Generator().manual_seed(0)
+    try:
+        packed = pack(weight)
+        bias = torch.randn(weight.shape[0], generator=g)
+        for n in (n for n in _PROBE_ROWS if rows[0] <= n <= rows[1]):
+            x = torch.randn(n, weight.shape[1], generator=g)
+            for b in (None, bias):
+                if not torch.equal(linear(x, packed, b), linear(x, weight, b)):
+                    return False
+    except Exception:  # a build without the reorder op
+        return False
+    return True
+
+
+def packed_weights(module: Any) -> dict[Any, Any]:
+    """``{layer: packed copy of its weight}`` for the plain fp32 ``nn.Linear`` layers of ``module`` whose weight
+    shape passes :func:`packing_works` (probed once per shape on one of its weights); {} when none does."""
+    import torch
+
+    layers = [
+        m
+        for m in module.modules()
+        if type(m) is torch.nn.Linear and "forward" not in vars(m) and available(m.weight)
+    ]
+    works: dict[tuple[int, ...], bool] = {}
+    for layer in layers:
+        shape = tuple(layer.weight.shape)
+        if shape not in works:
+            works[shape] = packing_works(layer.weight)
+    return {layer: pack(layer.weight) for layer in layers if works[tuple(layer.weight.shape)]}
+
+
+def packed_linear(
+    x: Any, weight: Any, packed: Any, bias: Any = None, rows: tuple[int, int] = PACKED_ROWS
+) -> Any:
+    """:func:`linear` of ``x`` by ``packed`` (:func:`pack`'s copy of ``weight``) where ``x`` has ``rows`` rows
+    (leading dims multiplied), else by ``weight``."""
+    n = x.numel() // max(1, x.shape[-1])
+    return linear(x, packed if rows[0] <= n <= rows[1] else weight, bias)
+
+
+def _packed_forward(layer: Any, packed: Any, x: Any) -> Any:
+    return packed_linear(x, layer.weight, packed, layer.bias)
+
+
 @contextlib.contextmanager
-def linears_through_onednn(module: Any, fuse_mlp: bool = False) -> Iterator[int]:
+def linears_through_onednn(
+    module: Any, fuse_mlp: bool = False, packed: dict[Any, Any] | None = None
+) -> Iterator[int]:
     """Route every plain ``nn.Linear`` of ``module`` through :func:`linear` while the block runs (yields how many),
     and with ``fuse_mlp`` every gated MLP it can fuse through :func:`_gated_forward` (:func:`gated_mlp_activation`);
-    the modules get their own ``forward`` back on exit, whatever happens inside."""
+    the modules get their own ``forward`` back on exit, whatever happens inside. ``packed``
+    (:func:`packed_weights`): those layers multiply by their packed copy at :data:`PACKED_ROWS` rows."""
     import torch
 
     mlps = []
@@ -189,8 +274,14 @@ def linears_through_onednn(module: Any, fuse_mlp: bool = False) -> Iterator[int]
         for m in module.modules()
         if type(m) is torch.nn.Linear and "forward" not in vars(m) and available(m.weight)
     ]
+    packed = packed or {}
     for layer in layers:
-        layer.forward = functools.partial(_forward, layer)
+        copy = packed.get(layer)
+        layer.forward = (
+            functools.partial(_forward, layer)
+            if copy is None
+            else functools.partial(_packed_forward, layer, copy)
+        )
     for mlp, activation in mlps:
         mlp.forward = functools.partial(_gated_forward, mlp, activation)
     try:
