@@ -13,7 +13,8 @@ What transformers' ``generate`` does per step, less its overhead, plus what it c
   first slots (a finished row's slot is filled by moving the last row), so a step runs on a view of the cache;
 - the decode step runs the model's body (its own attention and rotary code) and then the LM head on the last
   position only; with fp32 weights on the CPU the linear layers and the head run on oneDNN like the scorer's
-  (:mod:`unstereo.engine.kernels.onednn`);
+  (:mod:`unstereo.engine.kernels.onednn`), by weights packed once into oneDNN's layout where that gives the same
+  products (:data:`PACK_WEIGHTS`);
 - the tokens of all rows are drawn at once by :class:`unstereo.engine.sampler.RowSampler` with one uniform per row
   and generated token, ``u(seed, step)`` of the counter-based :func:`unstereo.engine.sampler.stream` (a row's
   numbers are worked out when it takes its slot), so a row's text depends on its prompt, settings and seed only,
@@ -49,7 +50,8 @@ AUTO_MEMORY = 1 << 30
 _LOGIT_COPIES = 4
 #: fp32 sampling multiplies by the body's weights packed once in oneDNN's layout (:func:`.kernels.onednn.packed_weights`:
 #: the same products, faster at decode shapes), a second copy of them held while the engine lives, when it takes
-#: at most PACK_MEMORY_SHARE of the memory available at the first call. False: the plain weights (benchmarks).
+#: at most PACK_MEMORY_SHARE of the memory available at the first call (the system's, or less under a Slurm job's or a
+#: container's memory limit: :func:`.memory.available_bytes`). False: the plain weights (benchmarks).
 PACK_WEIGHTS = True
 PACK_MEMORY_SHARE = 0.5
 

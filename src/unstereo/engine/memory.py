@@ -34,8 +34,14 @@ def give_back_free_memory() -> bool:
 
 
 def available_bytes() -> int | None:
-    """Memory the system can still give without swapping (``MemAvailable`` of ``/proc/meminfo``), None where
-    that is not known."""
+    """Memory this process can still take without swapping or being killed: the system's ``MemAvailable``
+    (``/proc/meminfo``), or less where the process's memory cgroup (a Slurm job's limit, a container's) leaves less
+    (:func:`cgroup_room`); None where neither is known."""
+    known = [b for b in (_meminfo_available(), cgroup_room()) if b is not None]
+    return min(known) if known else None
+
+
+def _meminfo_available() -> int | None:
     try:
         with open("/proc/meminfo") as f:
             for line in f:
@@ -43,4 +49,39 @@ def available_bytes() -> int | None:
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         return None
+    return None
+
+
+def cgroup_room(proc: str = "/proc/self/cgroup", root: str = "/sys/fs/cgroup") -> int | None:
+    """The limit of this process's memory cgroup less what the cgroup uses, in bytes; None without a limit or where
+    it cannot be read. cgroup v2 (``0::/path``: ``memory.max``, ``memory.current``) and v1 (the ``memory``
+    controller's ``memory.limit_in_bytes``, ``memory.usage_in_bytes``)."""
+    from pathlib import Path
+
+    try:
+        lines = Path(proc).read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        _, controllers, path = parts
+        if controllers == "":  # v2
+            folder, limit_name, usage_name = Path(root, path.lstrip("/")), "memory.max", "memory.current"
+        elif "memory" in controllers.split(","):  # v1
+            folder = Path(root, "memory", path.lstrip("/"))
+            limit_name, usage_name = "memory.limit_in_bytes", "memory.usage_in_bytes"
+        else:
+            continue
+        try:
+            limit, usage = (
+                (folder / limit_name).read_text().strip(),
+                (folder / usage_name).read_text().strip(),
+            )
+        except OSError:
+            continue
+        if limit == "max" or not limit.isdigit() or not usage.isdigit() or int(limit) >= 1 << 60:
+            continue  # no limit here (v1 writes "no limit" as a number near 2**63)
+        return max(0, int(limit) - int(usage))
     return None
