@@ -417,16 +417,20 @@ class SamplingEngine:
         """The body's packed weights for fp32 products (:data:`PACK_WEIGHTS`), and the head's (:meth:`_logits`),
         built on the first call that has room for them; None with int8 or bf16 products, when switched off, or
         without room."""
-        from unstereo.engine.kernels.onednn import PACKED_HEAD_ROWS, pack, packed_weights, packing_works
+        from unstereo.engine.kernels.onednn import (
+            PACKED_HEAD_ROWS,
+            pack,
+            packed_weights,
+            packing_works,
+            plain_linears,
+        )
         from unstereo.engine.memory import available_bytes
 
         if self.int8 or self.bf16 or not PACK_WEIGHTS:
             return None
         if self._packed is None:
-            import torch
-
-            weights = [m.weight for m in self.body.modules() if type(m) is torch.nn.Linear]
-            size = sum(w.numel() * w.element_size() for w in [*weights, self.head.weight])
+            weights = [m.weight for m in plain_linears(self.body)] + [self.head.weight]
+            size = sum(w.numel() * w.element_size() for w in weights)
             room = available_bytes()
             if room is not None and size > PACK_MEMORY_SHARE * room:
                 log.info("weights not packed: %.1f GB against %.1f GB available", size / 1e9, room / 1e9)

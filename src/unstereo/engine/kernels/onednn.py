@@ -102,7 +102,6 @@ def gated_mlp_activation(module: Any) -> tuple[str, str] | None:
     ``forward`` is Llama's ``down_proj(act_fn(gate_proj(x)) * up_proj(x))`` (the same bytecode, names included;
     transformers copies it into Qwen2, Mistral, Gemma-3 and the rest), nothing replaced its ``forward``, its three
     projections are plain fp32 CPU ``nn.Linear`` layers (:func:`available`) and its activation has a post-op."""
-    import torch
 
     forward = getattr(type(module), "forward", None)
     code, ref = getattr(forward, "__code__", None), _reference_gated_mlp.__code__
@@ -113,9 +112,7 @@ def gated_mlp_activation(module: Any) -> tuple[str, str] | None:
     ):
         return None
     layers = [getattr(module, n, None) for n in ("gate_proj", "up_proj", "down_proj")]
-    if not all(
-        type(m) is torch.nn.Linear and "forward" not in vars(m) and available(m.weight) for m in layers
-    ):
+    if not all(_plain_linear(m) for m in layers):
         return None
     activation = _activation(getattr(module, "act_fn", None))
     return activation if activation is not None and _fused_works(activation) else None
@@ -176,6 +173,19 @@ def _forward(layer: Any, x: Any) -> Any:
     return linear(x, layer.weight, layer.bias)
 
 
+def _plain_linear(module: Any) -> bool:
+    """Whether ``module`` is a plain ``nn.Linear`` (no subclass, no replaced ``forward``) whose weight may go
+    through oneDNN (:func:`available`)."""
+    import torch
+
+    return type(module) is torch.nn.Linear and "forward" not in vars(module) and available(module.weight)
+
+
+def plain_linears(module: Any) -> list[Any]:
+    """The layers of ``module`` that :func:`linears_through_onednn` routes (:func:`_plain_linear`)."""
+    return [m for m in module.modules() if _plain_linear(m)]
+
+
 # ------------------------------------------------------------------------------------- pre-packed weights
 # oneDNN multiplies in a blocked layout of the weight; given the plain ``[out, in]`` weight it lays each call's
 # weight out again, which at a decode step's 2-256 rows costs as much as a good part of the product. A copy packed
@@ -228,13 +238,7 @@ def packing_works(weight: Any, rows: tuple[int, int] = PACKED_ROWS) -> bool:
 def packed_weights(module: Any) -> dict[Any, Any]:
     """``{layer: packed copy of its weight}`` for the plain fp32 ``nn.Linear`` layers of ``module`` whose weight
     shape passes :func:`packing_works` (probed once per shape on one of its weights); {} when none does."""
-    import torch
-
-    layers = [
-        m
-        for m in module.modules()
-        if type(m) is torch.nn.Linear and "forward" not in vars(m) and available(m.weight)
-    ]
+    layers = plain_linears(module)
     works: dict[tuple[int, ...], bool] = {}
     for layer in layers:
         shape = tuple(layer.weight.shape)
@@ -264,16 +268,11 @@ def linears_through_onednn(
     and with ``fuse_mlp`` every gated MLP it can fuse through :func:`_gated_forward` (:func:`gated_mlp_activation`);
     the modules get their own ``forward`` back on exit, whatever happens inside. ``packed``
     (:func:`packed_weights`): those layers multiply by their packed copy at :data:`PACKED_ROWS` rows."""
-    import torch
 
     mlps = []
     if fuse_mlp:
         mlps = [(m, a) for m in module.modules() if (a := gated_mlp_activation(m)) is not None]
-    layers = [
-        m
-        for m in module.modules()
-        if type(m) is torch.nn.Linear and "forward" not in vars(m) and available(m.weight)
-    ]
+    layers = plain_linears(module)
     packed = packed or {}
     for layer in layers:
         copy = packed.get(layer)
