@@ -140,12 +140,17 @@ def test_packed_weights_change_no_token_and_wait_for_room(models, tok, monkeypat
     packed = engine.generate(reqs, logprobs=True)
     # the body's linears whose packed products the probe found equal (on x86-64: all seven of each layer),
     # packed on the first call
-    from unstereo.engine.kernels.onednn import PACKED_HEAD_ROWS, packing_works
+    from unstereo.engine.kernels.onednn import packing_works
 
     linears = [m for m in engine.body.modules() if type(m) is torch.nn.Linear]
     assert len(linears) == 7 * model.config.num_hidden_layers
     assert set(engine._packed or {}) == {m for m in linears if packing_works(m.weight)}
-    assert (engine._packed_head is not None) == packing_works(engine.head.weight, PACKED_HEAD_ROWS)
+    # the head by vocabulary blocks, each block packed where its products equal the plain block's
+    head = engine._decode_head
+    assert (
+        head is not None and head.blocks[0].start == 0 and head.blocks[-1].stop == engine.head.weight.shape[0]
+    )
+    assert (head.packed is not None) == all(packing_works(engine.head.weight[b]) for b in head.blocks)
     monkeypatch.setattr(engine_module, "PACK_WEIGHTS", False)
     plain = engine.generate(reqs, logprobs=True)
     assert [(o.tokens, o.logprobs) for o in packed] == [(o.tokens, o.logprobs) for o in plain]
@@ -154,7 +159,7 @@ def test_packed_weights_change_no_token_and_wait_for_room(models, tok, monkeypat
     monkeypatch.setattr("unstereo.engine.memory.available_bytes", lambda: 1000)
     small = SamplingEngine(model, tok, slots=5)
     assert [o.tokens for o in small.generate(reqs)] == [o.tokens for o in plain]
-    assert small._packed == {} and small._packed_head is None
+    assert small._packed == {} and small._decode_head is not None and small._decode_head.packed is None
 
 
 def test_auto_slots_take_every_row_up_to_the_memory_bound(models, tok, monkeypatch):

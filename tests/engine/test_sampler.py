@@ -155,3 +155,21 @@ def test_a_plan_takes_rows_of_every_kind_without_reading_them_per_row():
     assert plan(logits, torch.tensor([0.9, 0.68, 0.99])).tolist() == [1, 2, 1]
     with pytest.raises(ValueError, match="unknown sampling strategy"):
         RowSampler([1.0], [1.0], "cpu", "fast")
+
+
+def test_the_probabilities_go_into_the_given_buffer_and_change_no_token():
+    g = torch.Generator().manual_seed(3)
+    logits = torch.randn(6, 500, generator=g) * 4
+    u = stream(range(6), 1)[:, 0]
+    for temps, tops in (
+        ([1.0] * 6, [0.9] * 6),
+        ([0.7] * 6, [1.0] * 6),
+        ([1.0, 0.0, 0.5, 1.0, 1.0, 2.0], [0.9] * 6),
+    ):
+        sampler = RowSampler(temps, tops)
+        work = torch.full_like(logits, float("nan"))
+        assert torch.equal(sampler(logits, u, work=work), sampler(logits, u))
+        if (
+            len(set(temps)) == 1
+        ):  # one kind of row: its probabilities are softmax's own numbers, in the buffer
+            assert torch.equal(work, torch.softmax(logits / temps[0], -1))

@@ -232,7 +232,7 @@ class SamplingEngine:
         self._products_body: dict[Any, Any] | None = None
         self._int8_head: Any = None
         self._packed: dict[Any, Any] | None = None  # built on the first fp32 call (_packed_body)
-        self._packed_head: Any = None
+        self._decode_head: Any = None  # the head by vocabulary blocks (.kernels.decode_head), with it
         config = getattr(model, "config", None)
         config = config.get_text_config() if hasattr(config, "get_text_config") else config
         self.config = config
@@ -353,6 +353,7 @@ class SamplingEngine:
         cache = SlotCache(self.n_layers, self.slots_for(len(requests), length), length)
         vocab = self.head.weight.shape[0]
         logits = torch.empty((cache.slots, vocab), dtype=torch.float32)
+        work = torch.empty_like(logits)  # the sampler's probabilities, then the log-probabilities
         eos = torch.tensor(sorted(self.eos) if not ignore_eos else [], dtype=torch.long)
         queue = list(range(len(requests)))[::-1]  # popped from the end: input order
         rows: list[_Row] = []
@@ -387,10 +388,12 @@ class SamplingEngine:
             admit()
             while rows:
                 self.stats.occupancy.append((len(rows), len(queue)))
-                tokens = self._sample(logits[: len(rows)], rows)
+                tokens = self._sample(logits[: len(rows)], rows, work[: len(rows)])
                 lps = None
-                if logprobs:
-                    lp = torch.log_softmax(logits[: len(rows)], -1)
+                if logprobs:  # log_softmax's own kernel, into the buffer
+                    lp = torch.ops.aten._log_softmax.out(
+                        logits[: len(rows)], -1, False, out=work[: len(rows)]
+                    )
                     lps = lp.gather(-1, tokens[:, None])[:, 0].tolist()
                 hit_eos = torch.isin(tokens, eos).tolist() if eos.numel() else [False] * len(rows)
                 keep = []
@@ -408,38 +411,31 @@ class SamplingEngine:
                 rows[:] = [row for _, row in keep]
                 if rows:
                     hidden = self._step(cache, rows, [row.tokens[-1] for row in rows])
-                    logits[: len(rows)] = self._logits(hidden)
+                    self._logits(hidden, out=logits[: len(rows)])
                     self.stats.steps += 1
                 admit()
         return [EngineOutput(r.tokens, r.finish, r.logprobs if logprobs else None) for r in done]
 
     def _packed_body(self) -> dict[Any, Any] | None:
-        """The body's packed weights for fp32 products (:data:`PACK_WEIGHTS`), and the head's (:meth:`_logits`),
-        built on the first call that has room for them; None with int8 or bf16 products, when switched off, or
-        without room."""
-        from unstereo.engine.kernels.onednn import (
-            PACKED_HEAD_ROWS,
-            pack,
-            packed_weights,
-            packing_works,
-            plain_linears,
-        )
+        """The body's packed weights for fp32 products (:data:`PACK_WEIGHTS`), None without them; on the first call
+        also the head by vocabulary blocks (:meth:`_logits`), whose blocks are packed too when the body's are. Packed
+        only with room for the copies; never with int8 or bf16 products."""
+        from unstereo.engine.kernels.decode_head import DecodeHead
+        from unstereo.engine.kernels.onednn import packed_weights, plain_linears
         from unstereo.engine.memory import available_bytes
 
-        if self.int8 or self.bf16 or not PACK_WEIGHTS:
+        if self.int8 or self.bf16:
             return None
         if self._packed is None:
             weights = [m.weight for m in plain_linears(self.body)] + [self.head.weight]
             size = sum(w.numel() * w.element_size() for w in weights)
             room = available_bytes()
-            if room is not None and size > PACK_MEMORY_SHARE * room:
-                log.info("weights not packed: %.1f GB against %.1f GB available", size / 1e9, room / 1e9)
-                self._packed = {}
-            else:
-                self._packed = packed_weights(self.body)
-                if packing_works(self.head.weight, PACKED_HEAD_ROWS):
-                    self._packed_head = pack(self.head.weight)
-        return self._packed or None
+            pack = PACK_WEIGHTS and (room is None or size <= PACK_MEMORY_SHARE * room)
+            if PACK_WEIGHTS and not pack:
+                log.info("weights not packed: %.1f GB against %.1f GB available", size / 1e9, (room or 0) / 1e9)
+            self._packed = packed_weights(self.body) if pack else {}
+            self._decode_head = DecodeHead.build(self.head, packed=pack)
+        return (self._packed or None) if PACK_WEIGHTS else None
 
     @contextlib.contextmanager
     def _sampling_products(self):
@@ -473,8 +469,9 @@ class SamplingEngine:
             row.finish = "length"
         return row.finish is not None
 
-    def _sample(self, logits: Any, rows: list[_Row]):
-        """One token per row (:class:`.sampler.RowSampler`), with the uniform of the row's seed and its step."""
+    def _sample(self, logits: Any, rows: list[_Row], work: Any = None):
+        """One token per row (:class:`.sampler.RowSampler`), with the uniform of the row's seed and its step;
+        ``work``: a buffer of ``logits``' shape for the probabilities."""
         import torch
 
         from unstereo.engine.sampler import RowSampler
@@ -484,7 +481,7 @@ class SamplingEngine:
         u = torch.tensor(
             [r.uniforms[len(r.tokens)] if r.uniforms else 0.0 for r in rows], dtype=torch.float32
         )
-        return RowSampler(temps, top_ps, logits.device)(logits, u)
+        return RowSampler(temps, top_ps, logits.device)(logits, u, work=work)
 
     # ------------------------------------------------------------------------------------ forward passes
 
@@ -572,24 +569,26 @@ class SamplingEngine:
         )
         return last_hidden(out)
 
-    def _logits(self, hidden: Any):
-        """fp32 logits ``[n, vocabulary]`` of hidden states ``[n, hidden]``: the head, its scale and soft cap."""
+    def _logits(self, hidden: Any, out: Any = None):
+        """fp32 logits ``[n, vocabulary]`` of hidden states ``[n, hidden]``: the head, its scale and soft cap, written
+        into ``out`` when given (the step's logits buffer: no fresh tensor of that size a step)."""
         import torch.nn.functional as F
 
-        from unstereo.engine.kernels.onednn import PACKED_HEAD_ROWS, linear, packed_linear
+        from unstereo.engine.kernels.onednn import linear
 
         head = self.head
         if self.int8:  # only ever called inside generate, where _sampling_products built the head's int8 form
-            out = self._int8_head(hidden)
+            logits = self._int8_head(hidden)
         elif self._bf16_head is not None:
-            out = self._bf16_head.exact(hidden) if self._exact else self._bf16_head(hidden)
-        elif self.onednn and self._packed_head is not None and PACK_WEIGHTS:
-            out = packed_linear(hidden, head.weight, self._packed_head, head.bias, PACKED_HEAD_ROWS)
+            logits = self._bf16_head.exact(hidden) if self._exact else self._bf16_head(hidden)
+        elif self.onednn and self._decode_head is not None:
+            return self._decode_head(hidden, out, packed=PACK_WEIGHTS)
         elif self.onednn:
-            out = linear(hidden, head.weight, head.bias)
+            logits = linear(hidden, head.weight, head.bias)
         else:
-            out = F.linear(hidden, head.weight, head.bias)
-        return head.scale_and_cap_(out.float())
+            logits = F.linear(hidden, head.weight, head.bias)
+        logits = head.scale_and_cap_(logits.float())
+        return logits if out is None else out.copy_(logits)
 
 
 ATTENTION = "unstereo_decode"

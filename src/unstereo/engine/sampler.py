@@ -121,7 +121,9 @@ class RowSampler:
             p = torch.tensor([tops[i] for i in idx], device=device) if kind == "nucleus" else None
             self.groups.append((kind, rows, scale, p))
 
-    def __call__(self, logits, uniforms):
+    def __call__(self, logits, uniforms, work=None):
+        """One token per row of ``logits`` (B, V); ``work``: an fp32 buffer of that shape to hold the probabilities
+        (the engine's, kept across steps: a fresh [B, V] tensor a step costs page faults at a large vocabulary)."""
         import torch
 
         if logits.shape[0] != self.rows:
@@ -135,7 +137,7 @@ class RowSampler:
                 tok = torch.argmax(part, dim=-1)
             else:
                 u = uniforms if rows is None else uniforms[rows]
-                probs = torch.softmax(part if scale is None else part / scale[:, None], dim=-1)
+                probs = _softmax(part, scale, work if rows is None else None)
                 if kind == "full":
                     tok = _inverse_cdf(probs, None, u)
                 elif self.strategy == "sort":
@@ -148,6 +150,18 @@ class RowSampler:
                 out = torch.zeros(self.rows, dtype=torch.long, device=logits.device)
             out[rows] = tok
         return out if out is not None else torch.zeros(0, dtype=torch.long, device=logits.device)
+
+
+def _softmax(logits, scale=None, out=None):
+    """``softmax(logits / scale)`` over the last dim, into ``out`` when given (softmax's own kernel: the same
+    numbers)."""
+    import torch
+
+    if out is None:
+        return torch.softmax(logits if scale is None else logits / scale[:, None], dim=-1)
+    if scale is not None:
+        logits = torch.div(logits, scale[:, None], out=out)
+    return torch.ops.aten._softmax.out(logits, -1, False, out=out)
 
 
 def _sorted(probs):

@@ -197,9 +197,6 @@ def plain_linears(module: Any) -> list[Any]:
 
 #: Row counts (the product's leading dims multiplied) that take a packed weight; others take the plain one.
 PACKED_ROWS = (2, 256)
-#: The same for an LM head's packed weight: a 262k x 640 head took 0.8x the plain time at 32 rows and 1.9x at 100
-#: (AMD Zen 5), the body's shapes 0.7-0.9x at both.
-PACKED_HEAD_ROWS = (2, 64)
 #: Rows the packed layout is chosen for (oneDNN's batch-size hint: a decode step's usual batch).
 PACK_HINT = 32
 # Rows the probe multiplies at: both ends of PACKED_ROWS, the hint and odd counts between.

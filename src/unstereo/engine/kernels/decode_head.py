@@ -1,0 +1,72 @@
+"""The LM head of a decode step on oneDNN, a block of the vocabulary at a time, into logits the caller keeps.
+
+A decode step's head product at once gives a fresh ``[rows, vocabulary]`` fp32 tensor: 34 MB at 32 rows of
+Gemma-3's 262k words, 105 MB at 100. Above 32 MB glibc's allocator maps such a tensor anew every step and the kernel
+zeroes it page by page as the product first writes it: 8 ms a step at 32 rows, 27 ms at 100, on a 2-core AMD Zen 5
+(about 1 us a 4 KiB page; docs/performance.md). Here the head runs :data:`BLOCK` words at a time: each block's output
+(a few MB) is memory the allocator hands back at once, is scaled and capped while it is in cache, and is copied into
+the caller's logits buffer. The blocks' products equal the whole product bit for bit (oneDNN reduces each output
+over the same inputs in the same order whatever the block), and :meth:`DecodeHead.build` checks that on a probe
+before using them; the blocks' weights may be packed once (:func:`.onednn.pack`), like the body's, where that too
+gives the same products.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from unstereo.engine.kernels.lm_head import LMHead
+from unstereo.engine.kernels.onednn import PACKED_ROWS, linear, pack, packing_works
+
+#: Vocabulary words per block: 16,384 x 32 rows is 2 MiB of output. 8,192 to 32,768 timed the same (AMD Zen 5).
+BLOCK = 16384
+# Row counts the blocks are checked at against the whole product: one row (its own kernel) and decode batches.
+_PROBE_ROWS = (1, 2, 7, 32, 100)
+
+
+@dataclass
+class DecodeHead:
+    """``head``'s logits by blocks of its vocabulary (:data:`BLOCK`); ``packed``: each block's weight in oneDNN's
+    layout, taken at :data:`.onednn.PACKED_ROWS` rows (None: the plain weight's blocks at every row count)."""
+
+    head: LMHead
+    blocks: list[slice]
+    packed: list[Any] | None = None
+
+    @classmethod
+    def build(cls, head: LMHead, packed: bool = True) -> DecodeHead | None:
+        """The blocked head of ``head`` (fp32, on oneDNN), with packed blocks when ``packed`` and they give the
+        same products; None when the blocks' products differ from the whole product on the probe."""
+        import torch
+
+        vocab = head.weight.shape[0]
+        blocks = [slice(a, min(a + BLOCK, vocab)) for a in range(0, vocab, BLOCK)]
+        plain = cls(head, blocks)
+        g = torch.Generator().manual_seed(0)
+        for n in _PROBE_ROWS:
+            x = torch.randn(n, head.weight.shape[1], generator=g)
+            if not torch.equal(plain(x), head.scale_and_cap_(linear(x, head.weight, head.bias))):
+                return None
+        if not packed:
+            return plain
+        shapes = {(b.stop - b.start): head.weight[b] for b in blocks}  # a block's probe stands for its shape
+        if not all(packing_works(w) for w in shapes.values()):
+            return plain
+        return cls(head, blocks, [pack(head.weight[b]) for b in blocks])
+
+    def __call__(self, hidden: Any, out: Any = None, packed: bool = True) -> Any:
+        """fp32 logits ``[n, vocabulary]`` of ``hidden`` ``[n, hidden]``, written into ``out`` (a new tensor when
+        None) and returned; ``packed`` False: the plain blocks (benchmarks)."""
+        import torch
+
+        head, n = self.head, hidden.shape[0]
+        if out is None:
+            out = torch.empty((n, head.weight.shape[0]), dtype=torch.float32)
+        rows_packed = PACKED_ROWS[0] <= n <= PACKED_ROWS[1]
+        weights = self.packed if packed and rows_packed else None
+        for i, block in enumerate(self.blocks):
+            weight = weights[i] if weights is not None else head.weight[block]
+            bias = head.bias[block] if head.bias is not None else None
+            out[:, block] = head.scale_and_cap_(linear(hidden, weight, bias))
+        return out
