@@ -5,7 +5,7 @@
 
 Runs bench_sample's rows through ``LocalBackend.continue_batch`` (the engine; slots = rows) once as a warm-up and
 once timed, with wall-clock timers around: the body's linear layers (every oneDNN product but the head's), the LM
-head, the decode attention products (:func:`unstereo.engine.engine._decode_attention`), the sampling
+head (its products and the copies of its blocks into the step's logits), the decode attention products (:func:`unstereo.engine.engine._decode_attention`), the sampling
 (``SamplingEngine._sample``: the rows' uniforms and :func:`~unstereo.engine.sampler.sample_rows`) and the prompts'
 prefill passes (its own products excluded). "other" is the rest of the ``generate`` call: norms, rotary embedding,
 activations, cache writes, masks, module calls and the engine's Python (per-row bookkeeping, detokenising). Prints a
@@ -77,12 +77,15 @@ def profile(
     engine_mod._decode_attention = timers.wrap("attention", saved[1])
     type(eng)._sample = timers.wrap("sampling", saved[2])
     type(eng)._prefill = timers.wrap("prefill", saved[3])
+    saved_logits = type(eng)._logits  # the head by vocabulary blocks, copies into the logits buffer included
+    type(eng)._logits = timers.wrap("LM head", saved_logits)
     try:
         t0 = time.perf_counter()
         out = backend.continue_batch(reqs)
         wall = time.perf_counter() - t0
     finally:
         onednn.linear, engine_mod._decode_attention, type(eng)._sample, type(eng)._prefill = saved
+        type(eng)._logits = saved_logits
     spent = dict(timers.total)
     spent["other"] = wall - sum(spent.values())
     return spent | {"wall": wall}, eng.stats.steps, sum(r.completion_tokens for r in out)

@@ -59,4 +59,20 @@ def test_no_blocks_where_the_probe_finds_other_numbers(monkeypatch):
 
     monkeypatch.setattr(decode_head, "linear", off_in_blocks)
     head = LMHead(torch.randn(20, 16))
-    assert DecodeHead.build(head) is None
+    assert DecodeHead.build(head).blocks == [slice(0, 20)]  # the whole head, one block
+
+
+@pytest.mark.parametrize("rows", [1, 3, 40])
+def test_int8_blocks_give_the_whole_int8_products_numbers(monkeypatch, rows):
+    from unstereo.engine.kernels.int8 import Int8Linear, available
+
+    if not available(torch.zeros(1)):
+        pytest.skip("no int8 products in this PyTorch build")
+    monkeypatch.setattr(decode_head, "BLOCK", 64)
+    g = torch.Generator().manual_seed(2)
+    head = LMHead(torch.randn(150, 32, generator=g), torch.randn(150, generator=g), scale=0.5)
+    blocked = DecodeHead.build(head, int8=True)
+    assert len(blocked.blocks) == 3 and blocked.packed is None
+    x = torch.randn(rows, 32, generator=g)
+    x[:, 3] *= 60  # an outlier column: the int8 products take it in fp32
+    assert torch.equal(blocked(x), head.scale_and_cap_(Int8Linear(head.weight, head.bias)(x)))

@@ -432,25 +432,29 @@ class SamplingEngine:
             room = available_bytes()
             pack = PACK_WEIGHTS and (room is None or size <= PACK_MEMORY_SHARE * room)
             if PACK_WEIGHTS and not pack:
-                log.info("weights not packed: %.1f GB against %.1f GB available", size / 1e9, (room or 0) / 1e9)
+                log.info(
+                    "weights not packed: %.1f GB against %.1f GB available", size / 1e9, (room or 0) / 1e9
+                )
             self._packed = packed_weights(self.body) if pack else {}
             self._decode_head = DecodeHead.build(self.head, packed=pack)
         return (self._packed or None) if PACK_WEIGHTS else None
 
     @contextlib.contextmanager
     def _sampling_products(self):
-        """While sampling with ``products="int8"``: the body's linears and the head through their int8 forms; with
+        """While sampling with ``products="int8"``: the body's linears and the head (by vocabulary blocks:
+        :mod:`.kernels.decode_head`) through their int8 forms; with
         ``"bfloat16"``: the body's fp32 linears through bf16 forms (built once, on the first call)."""
         if not (self.int8 or self.bf16):
             yield
             return
         from unstereo.engine.kernels.bf16 import bf16_layers
-        from unstereo.engine.kernels.int8 import Int8Linear, int8_layers, linears_through
+        from unstereo.engine.kernels.decode_head import DecodeHead
+        from unstereo.engine.kernels.int8 import int8_layers, linears_through
 
         if self._products_body is None:
             self._products_body = int8_layers(self.body) if self.int8 else bf16_layers(self.body)
             if self.int8:
-                self._int8_head = Int8Linear(self.head.weight, self.head.bias)
+                self._int8_head = DecodeHead.build(self.head, int8=True)
         with linears_through(self._products_body):
             yield
 
@@ -578,8 +582,8 @@ class SamplingEngine:
 
         head = self.head
         if self.int8:  # only ever called inside generate, where _sampling_products built the head's int8 form
-            logits = self._int8_head(hidden)
-        elif self._bf16_head is not None:
+            return self._int8_head(hidden, out)
+        if self._bf16_head is not None:
             logits = self._bf16_head.exact(hidden) if self._exact else self._bf16_head(hidden)
         elif self.onednn and self._decode_head is not None:
             return self._decode_head(hidden, out, packed=PACK_WEIGHTS)

@@ -1,14 +1,15 @@
-"""The LM head of a decode step on oneDNN, a block of the vocabulary at a time, into logits the caller keeps.
+"""The LM head of a decode step, a block of the vocabulary at a time, into logits the caller keeps.
 
 A decode step's head product at once gives a fresh ``[rows, vocabulary]`` fp32 tensor: 34 MB at 32 rows of
 Gemma-3's 262k words, 105 MB at 100. Above 32 MB glibc's allocator maps such a tensor anew every step and the kernel
 zeroes it page by page as the product first writes it: 8 ms a step at 32 rows, 27 ms at 100, on a 2-core AMD Zen 5
-(about 1 us a 4 KiB page; docs/performance.md). Here the head runs :data:`BLOCK` words at a time: each block's output
-(a few MB) is memory the allocator hands back at once, is scaled and capped while it is in cache, and is copied into
-the caller's logits buffer. The blocks' products equal the whole product bit for bit (oneDNN reduces each output
-over the same inputs in the same order whatever the block), and :meth:`DecodeHead.build` checks that on a probe
-before using them; the blocks' weights may be packed once (:func:`.onednn.pack`), like the body's, where that too
-gives the same products.
+(about 1 us a 4 KiB page; docs/performance.md); the int8 product makes three such tensors. Here the head runs
+:data:`BLOCK` words at a time: each block's output (a few MB) is memory the allocator hands back at once, is scaled
+and capped while it is in cache, and is copied into the caller's logits buffer. A block's products are the whole
+product's columns, bit for bit (each output is reduced over the same inputs in the same order whatever the block,
+in oneDNN's fp32 products and in the int8 ones alike): :meth:`DecodeHead.build` checks that on a probe and keeps the
+head whole (one block) where it does not hold. The fp32 blocks' weights may be packed once (:func:`.onednn.pack`),
+like the body's, where that too gives the same products.
 """
 
 from __future__ import annotations
@@ -27,37 +28,44 @@ _PROBE_ROWS = (1, 2, 7, 32, 100)
 
 @dataclass
 class DecodeHead:
-    """``head``'s logits by blocks of its vocabulary (:data:`BLOCK`); ``packed``: each block's weight in oneDNN's
-    layout, taken at :data:`.onednn.PACKED_ROWS` rows (None: the plain weight's blocks at every row count)."""
+    """``head``'s logits by blocks of its vocabulary (:data:`BLOCK`, or one block: the whole head). The products:
+    ``int8``, each block's :class:`.int8.Int8Linear`; else fp32 on oneDNN, by ``packed`` (each block's weight in
+    oneDNN's layout, taken at :data:`.onednn.PACKED_ROWS` rows) or the plain weight's blocks."""
 
     head: LMHead
     blocks: list[slice]
     packed: list[Any] | None = None
+    int8: list[Any] | None = None
 
     @classmethod
-    def build(cls, head: LMHead, packed: bool = True) -> DecodeHead | None:
-        """The blocked head of ``head`` (fp32, on oneDNN), with packed blocks when ``packed`` and they give the
-        same products; None when the blocks' products differ from the whole product on the probe."""
-        import torch
+    def build(cls, head: LMHead, packed: bool = True, int8: bool = False) -> DecodeHead:
+        """The blocked head of ``head`` (fp32 weight on the CPU): fp32 products on oneDNN, with packed blocks when
+        ``packed`` and they give the same products; ``int8``: int8 products. One block where the blocks' products
+        differ from the whole product's on the probe."""
+        from unstereo.engine.kernels.int8 import Int8Linear
 
         vocab = head.weight.shape[0]
         blocks = [slice(a, min(a + BLOCK, vocab)) for a in range(0, vocab, BLOCK)]
+        if int8:
+            parts = cls(head, blocks, int8=[Int8Linear(head.weight[b], _part(head.bias, b)) for b in blocks])
+            if len(blocks) > 1 and not _same(parts, Int8Linear(head.weight, head.bias)):
+                return cls(head, [slice(0, vocab)], int8=[Int8Linear(head.weight, head.bias)])
+            return parts
         plain = cls(head, blocks)
-        g = torch.Generator().manual_seed(0)
-        for n in _PROBE_ROWS:
-            x = torch.randn(n, head.weight.shape[1], generator=g)
-            if not torch.equal(plain(x), head.scale_and_cap_(linear(x, head.weight, head.bias))):
-                return None
+        if len(blocks) > 1 and not _same(plain, lambda x: linear(x, head.weight, head.bias)):
+            plain = cls(head, [slice(0, vocab)])
         if not packed:
             return plain
-        shapes = {(b.stop - b.start): head.weight[b] for b in blocks}  # a block's probe stands for its shape
+        shapes = {
+            (b.stop - b.start): head.weight[b] for b in plain.blocks
+        }  # a block's probe stands for its shape
         if not all(packing_works(w) for w in shapes.values()):
             return plain
-        return cls(head, blocks, [pack(head.weight[b]) for b in blocks])
+        return cls(head, plain.blocks, [pack(head.weight[b]) for b in plain.blocks])
 
     def __call__(self, hidden: Any, out: Any = None, packed: bool = True) -> Any:
         """fp32 logits ``[n, vocabulary]`` of ``hidden`` ``[n, hidden]``, written into ``out`` (a new tensor when
-        None) and returned; ``packed`` False: the plain blocks (benchmarks)."""
+        None) and returned; ``packed`` False: the plain fp32 blocks (benchmarks)."""
         import torch
 
         head, n = self.head, hidden.shape[0]
@@ -66,7 +74,28 @@ class DecodeHead:
         rows_packed = PACKED_ROWS[0] <= n <= PACKED_ROWS[1]
         weights = self.packed if packed and rows_packed else None
         for i, block in enumerate(self.blocks):
-            weight = weights[i] if weights is not None else head.weight[block]
-            bias = head.bias[block] if head.bias is not None else None
-            out[:, block] = head.scale_and_cap_(linear(hidden, weight, bias))
+            if self.int8 is not None:
+                logits = self.int8[i](hidden)
+            else:
+                weight = weights[i] if weights is not None else head.weight[block]
+                logits = linear(hidden, weight, _part(head.bias, block))
+            out[:, block] = head.scale_and_cap_(logits)
         return out
+
+
+def _part(bias: Any, block: slice) -> Any:
+    return None if bias is None else bias[block]
+
+
+def _same(blocked: DecodeHead, whole: Any) -> bool:
+    """Whether ``blocked`` gives ``whole``'s products (scaled and capped) bit for bit at every probe row count
+    (random inputs, one column 40 times the others: int8's outlier path)."""
+    import torch
+
+    g = torch.Generator().manual_seed(0)
+    for n in _PROBE_ROWS:
+        x = torch.randn(n, blocked.head.weight.shape[1], generator=g)
+        x[:, 0] *= 40
+        if not torch.equal(blocked(x), blocked.head.scale_and_cap_(whole(x))):
+            return False
+    return True
