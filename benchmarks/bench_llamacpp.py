@@ -4,6 +4,7 @@ yourself (docs/performance.md has the commands) and pass the folder of its binar
 
     python benchmarks/bench_llamacpp.py --llama-bin BUILD/bin --model FILE.gguf [--shape batch:32x64]
         [--shape n:100x128] [--threads 1] [--repeats 2] [--batch-prompt-tokens 8] [--shared-prompt-tokens 5]
+        [--cache-type f32]
 
 Shapes as bench_sample.py: ``batch:PxT`` is P sequences, each with its own prompt of ``--batch-prompt-tokens``
 tokens, T new tokens each, all P in every decode step; ``n:NxT`` is one prompt of ``--shared-prompt-tokens``
@@ -52,14 +53,24 @@ def shape_label(kind: str, rows: int, max_new: int) -> str:
 
 
 def bench_args(
-    model: str, kind: str, rows: int, max_new: int, threads: int, prompt_tokens: int, repeats: int
+    model: str,
+    kind: str,
+    rows: int,
+    max_new: int,
+    threads: int,
+    prompt_tokens: int,
+    repeats: int,
+    cache_type: str | None = None,
 ) -> list[str]:
     """llama-batched-bench's arguments for one shape. The context holds every row's prompt and new tokens (a
     shared prompt, ``-pps``, is copied into each row's cache, so it counts once per row too); ``-npl`` repeated
     runs the shape ``repeats`` times in one process; ``-lv 4`` logs the loader's info (the file type) but none of
     the debug lines (graph-building ones, which could land inside the timed loop). (llama.cpp raises a smaller context to 256
-    cells per row.)"""
+    cells per row.) ``cache_type`` (``f32``, ``f16``, ...): the KV cache's keys and values in that type, else
+    llama.cpp's default (F16)."""
     args = ["-m", model, "-t", str(threads), "-c", str(rows * (prompt_tokens + max_new)), "-lv", "4"]
+    if cache_type:
+        args += ["-ctk", cache_type, "-ctv", cache_type]
     args += ["-npp", str(prompt_tokens), "-ntg", str(max_new), "-npl", ",".join([str(rows)] * repeats)]
     return [*args, "-pps"] if kind == "n" else args
 
@@ -124,6 +135,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--batch-prompt-tokens", type=int, default=BATCH_PROMPT_TOKENS)
     ap.add_argument("--shared-prompt-tokens", type=int, default=SHARED_PROMPT_TOKENS)
+    ap.add_argument(
+        "--cache-type",
+        help="the KV cache's type (f32: as the engine keeps it; default llama.cpp's own, f16)",
+    )
     args = ap.parse_args(argv)
     shapes = [parse_shape(s) for s in (args.shape or ["batch:32x64", "n:100x128"])]
     exe = binary(args.llama_bin)
@@ -136,8 +151,10 @@ def main(argv: list[str] | None = None) -> None:
     for kind, rows, max_new in shapes:
         pp = args.batch_prompt_tokens if kind == "batch" else args.shared_prompt_tokens
         best, weights = run_shape(
-            exe, bench_args(args.model, kind, rows, max_new, args.threads, pp, args.repeats)
+            exe, bench_args(args.model, kind, rows, max_new, args.threads, pp, args.repeats, args.cache_type)
         )
+        if args.cache_type:
+            weights += f", KV {args.cache_type}"
         overall = best["pl"] * best["tg"] / (best["t_pp"] + best["t_tg"])
         print(f"| {Path(args.model).name} | {weights} | {shape_label(kind, rows, max_new)} | {args.threads} | "
               f"{pp} | {best['speed_tg']:.1f} | {overall:.1f} |", flush=True)  # fmt: skip

@@ -44,6 +44,11 @@ def test_bench_args_per_shape():
     assert bench_llamacpp.bench_args("m.gguf", "n", 100, 128, 2, 5, 1) == [
         "-m", "m.gguf", "-t", "2", "-c", "13300", "-lv", "4", "-npp", "5", "-ntg", "128", "-npl", "100", "-pps",
     ]  # fmt: skip
+    # the KV cache in fp32, as the engine keeps it
+    assert bench_llamacpp.bench_args("m.gguf", "batch", 2, 4, 1, 3, 1, cache_type="f32") == [
+        "-m", "m.gguf", "-t", "1", "-c", "14", "-lv", "4", "-ctk", "f32", "-ctv", "f32", "-npp", "3", "-ntg", "4",
+        "-npl", "2",
+    ]  # fmt: skip
 
 
 def test_parse_markdown_table():
