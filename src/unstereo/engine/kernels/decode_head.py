@@ -48,17 +48,17 @@ class DecodeHead:
         blocks = [slice(a, min(a + BLOCK, vocab)) for a in range(0, vocab, BLOCK)]
         if int8:
             parts = cls(head, blocks, int8=[Int8Linear(head.weight[b], _part(head.bias, b)) for b in blocks])
-            if len(blocks) > 1 and not _same(parts, Int8Linear(head.weight, head.bias)):
-                return cls(head, [slice(0, vocab)], int8=[Int8Linear(head.weight, head.bias)])
-            return parts
+            if len(blocks) == 1:
+                return parts
+            whole = Int8Linear(head.weight, head.bias)
+            return parts if _same(parts, whole) else cls(head, [slice(0, vocab)], int8=[whole])
         plain = cls(head, blocks)
         if len(blocks) > 1 and not _same(plain, lambda x: linear(x, head.weight, head.bias)):
             plain = cls(head, [slice(0, vocab)])
         if not packed:
             return plain
-        shapes = {
-            (b.stop - b.start): head.weight[b] for b in plain.blocks
-        }  # a block's probe stands for its shape
+        # one block of each width is probed for the others
+        shapes = {(b.stop - b.start): head.weight[b] for b in plain.blocks}
         if not all(packing_works(w) for w in shapes.values()):
             return plain
         return cls(head, plain.blocks, [pack(head.weight[b]) for b in plain.blocks])
