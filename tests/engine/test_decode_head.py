@@ -76,3 +76,18 @@ def test_int8_blocks_give_the_whole_int8_products_numbers(monkeypatch, rows):
     x = torch.randn(rows, 32, generator=g)
     x[:, 3] *= 60  # an outlier column: the int8 products take it in fp32
     assert torch.equal(blocked(x), head.scale_and_cap_(Int8Linear(head.weight, head.bias)(x)))
+
+
+def test_int8_head_stays_whole_where_the_probe_finds_other_numbers(monkeypatch):
+    from unstereo.engine.kernels.int8 import Int8Linear, available
+
+    if not available(torch.zeros(1)):
+        pytest.skip("no int8 products in this PyTorch build")
+    monkeypatch.setattr(decode_head, "BLOCK", 8)
+    monkeypatch.setattr(decode_head, "_same", lambda blocked, whole: False)
+    g = torch.Generator().manual_seed(4)
+    head = LMHead(torch.randn(20, 16, generator=g))
+    blocked = DecodeHead.build(head, int8=True)
+    assert blocked.blocks == [slice(0, 20)] and len(blocked.int8) == 1
+    x = torch.randn(3, 16, generator=g)
+    assert torch.equal(blocked(x), Int8Linear(head.weight)(x))
