@@ -19,9 +19,10 @@ texts equal the packed ones): transformers alone takes 10+ minutes per round at 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import resource
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import torch
 
@@ -42,6 +43,16 @@ PROMPTS = [
 OPENINGS = ["", "Yesterday ", "In the story, ", "Everyone knows that "]
 METHODS = ("transformers", "engine", "engine-int8", "engine-unpacked")
 DEFAULT_METHODS = ("transformers", "engine")
+
+
+@contextlib.contextmanager
+def plain_weights() -> Iterator[None]:
+    """The engine's fp32 products on the plain weights (``PACK_WEIGHTS`` off) while the block runs."""
+    engine_module.PACK_WEIGHTS = False
+    try:
+        yield
+    finally:
+        engine_module.PACK_WEIGHTS = True
 
 
 def distinct_prompts(n: int) -> list[str]:
@@ -136,11 +147,8 @@ def run_shape(
         return sum(r.completion_tokens for r in int8.continue_batch(reqs))
 
     def engine_unpacked() -> int:  # the same engine with its fp32 products on the plain weights
-        engine_module.PACK_WEIGHTS = False
-        try:
+        with plain_weights():
             return sum(r.completion_tokens for r in backend.continue_batch(reqs))
-        finally:
-            engine_module.PACK_WEIGHTS = True
 
     def transformers_sample() -> int:
         with torch.no_grad():
@@ -154,11 +162,8 @@ def run_shape(
     engine()  # warm-up: the engine's probe, first-call allocations
     if "engine-unpacked" in methods:  # the packed weights change no token
         packed_texts = [r.text for r in backend.continue_batch(reqs)]
-        engine_module.PACK_WEIGHTS = False
-        try:
+        with plain_weights():
             plain_texts = [r.text for r in backend.continue_batch(reqs)]
-        finally:
-            engine_module.PACK_WEIGHTS = True
         if packed_texts != plain_texts:
             raise SystemExit("the packed and plain weights gave different texts")
     if "engine-int8" in methods:

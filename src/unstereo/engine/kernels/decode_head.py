@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from unstereo.engine.kernels.lm_head import LMHead
-from unstereo.engine.kernels.onednn import PACKED_ROWS, linear, pack, packing_works
+from unstereo.engine.kernels.onednn import linear, pack, packed_linear, packing_works
 
 #: Vocabulary words per block: 16,384 x 32 rows is 2 MiB of output. 8,192 to 32,768 timed the same (AMD Zen 5).
 BLOCK = 16384
@@ -68,17 +68,17 @@ class DecodeHead:
         None) and returned; ``packed`` False: the plain fp32 blocks (benchmarks)."""
         import torch
 
-        head, n = self.head, hidden.shape[0]
+        head = self.head
         if out is None:
-            out = torch.empty((n, head.weight.shape[0]), dtype=torch.float32)
-        rows_packed = PACKED_ROWS[0] <= n <= PACKED_ROWS[1]
-        weights = self.packed if packed and rows_packed else None
+            out = torch.empty((hidden.shape[0], head.weight.shape[0]), dtype=torch.float32)
         for i, block in enumerate(self.blocks):
+            weight, bias = head.weight[block], _part(head.bias, block)
             if self.int8 is not None:
                 logits = self.int8[i](hidden)
+            elif packed and self.packed is not None:
+                logits = packed_linear(hidden, weight, self.packed[i], bias)
             else:
-                weight = weights[i] if weights is not None else head.weight[block]
-                logits = linear(hidden, weight, _part(head.bias, block))
+                logits = linear(hidden, weight, bias)
             out[:, block] = head.scale_and_cap_(logits)
         return out
 

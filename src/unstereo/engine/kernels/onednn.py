@@ -244,13 +244,11 @@ def packed_weights(module: Any) -> dict[Any, Any]:
     return {layer: pack(layer.weight) for layer in layers if works[tuple(layer.weight.shape)]}
 
 
-def packed_linear(
-    x: Any, weight: Any, packed: Any, bias: Any = None, rows: tuple[int, int] = PACKED_ROWS
-) -> Any:
-    """:func:`linear` of ``x`` by ``packed`` (:func:`pack`'s copy of ``weight``) where ``x`` has ``rows`` rows
-    (leading dims multiplied), else by ``weight``."""
+def packed_linear(x: Any, weight: Any, packed: Any, bias: Any = None) -> Any:
+    """:func:`linear` of ``x`` by ``packed`` (:func:`pack`'s copy of ``weight``) where ``x`` has
+    :data:`PACKED_ROWS` rows (leading dims multiplied), else by ``weight``."""
     n = x.numel() // max(1, x.shape[-1])
-    return linear(x, packed if rows[0] <= n <= rows[1] else weight, bias)
+    return linear(x, packed if PACKED_ROWS[0] <= n <= PACKED_ROWS[1] else weight, bias)
 
 
 def _packed_forward(layer: Any, packed: Any, x: Any) -> Any:
