@@ -5,7 +5,7 @@
 
 Runs bench_sample's rows through ``LocalBackend.continue_batch`` (the engine; slots = rows) once as a warm-up and
 once timed, with wall-clock timers around: the body's linear layers (every oneDNN product but the head's), the LM
-head (its products and the copies of its blocks into the step's logits), the decode attention products (:func:`unstereo.engine.engine._decode_attention`), the sampling
+head (its products and the copies of its blocks into the step's logits), the decode attention products (:func:`unstereo.engine.decode_step.grouped_attention`), the sampling
 (``SamplingEngine._sample``: the rows' uniforms and :func:`~unstereo.engine.sampler.sample_rows`) and the prompts'
 prefill passes (its own products excluded). "other" is the rest of the ``generate`` call: norms, rotary embedding,
 activations, cache writes, masks, module calls and the engine's Python (per-row bookkeeping, detokenising). Prints a
@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_sample import PROMPTS, distinct_prompts, parse_shape  # noqa: E402
 
-from unstereo.engine import engine as engine_mod  # noqa: E402
+from unstereo.engine import decode_step  # noqa: E402
 from unstereo.engine.kernels import onednn  # noqa: E402
 from unstereo.llm.local import LocalBackend  # noqa: E402
 from unstereo.llm.types import ContinuationRequest  # noqa: E402
@@ -72,9 +72,9 @@ def profile(
     eng = backend._engine
     timers = Timers()
     head = eng.head.weight
-    saved = (onednn.linear, engine_mod._decode_attention, type(eng)._sample, type(eng)._prefill)
+    saved = (onednn.linear, decode_step.grouped_attention, type(eng)._sample, type(eng)._prefill)
     onednn.linear = timers.wrap(lambda x, w, *_: "LM head" if w is head else "linears", saved[0])
-    engine_mod._decode_attention = timers.wrap("attention", saved[1])
+    decode_step.grouped_attention = timers.wrap("attention", saved[1])
     type(eng)._sample = timers.wrap("sampling", saved[2])
     type(eng)._prefill = timers.wrap("prefill", saved[3])
     saved_logits = type(eng)._logits  # the head by vocabulary blocks, copies into the logits buffer included
@@ -84,7 +84,7 @@ def profile(
         out = backend.continue_batch(reqs)
         wall = time.perf_counter() - t0
     finally:
-        onednn.linear, engine_mod._decode_attention, type(eng)._sample, type(eng)._prefill = saved
+        onednn.linear, decode_step.grouped_attention, type(eng)._sample, type(eng)._prefill = saved
         type(eng)._logits = saved_logits
     spent = dict(timers.total)
     spent["other"] = wall - sum(spent.values())

@@ -144,7 +144,14 @@ def test_packed_weights_change_no_token_and_wait_for_room(models, tok, monkeypat
 
     linears = [m for m in engine.body.modules() if type(m) is torch.nn.Linear]
     assert len(linears) == 7 * model.config.num_hidden_layers
-    assert set(engine._packed or {}) == {m for m in linears if packing_works(m.weight)}
+    # the packed copies of query-key-value and gate-up fused into one each (.decode_step) where that is exact
+    fused = set()
+    for layer, f in zip(engine.body.layers, engine.decode_step.fused, strict=True):
+        a, m = layer.self_attn, layer.mlp
+        fused |= {a.q_proj, a.k_proj, a.v_proj} if f.qkv is not None else set()
+        fused |= {m.gate_proj, m.up_proj} if f.gate_up is not None else set()
+    assert not fused & set(engine._packed or {})
+    assert set(engine._packed or {}) | fused == {m for m in linears if packing_works(m.weight)}
     # the head by vocabulary blocks, each block packed where its products equal the plain block's
     head = engine._decode_head
     assert (

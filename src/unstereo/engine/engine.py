@@ -11,8 +11,9 @@ What transformers' ``generate`` does per step, less its overhead, plus what it c
 - continuous batching: a row that ends (end of sequence, a stop string, its token limit) frees its slot, and the
   next waiting request takes it at once, so the batch stays full while requests wait; the live rows are kept in the
   first slots (a finished row's slot is filled by moving the last row), so a step runs on a view of the cache;
-- the decode step runs the model's body (its own attention and rotary code) and then the LM head on the last
-  position only; with fp32 weights on the CPU the linear layers and the head run on oneDNN like the scorer's
+- the decode step runs the model's body (its own attention and rotary code; a Llama or Qwen2 body the same
+  operations without transformers' module calls, :mod:`unstereo.engine.decode_step`) and then the LM head on the
+  last position only; with fp32 weights on the CPU the linear layers and the head run on oneDNN like the scorer's
   (:mod:`unstereo.engine.kernels.onednn`), by weights packed once into oneDNN's layout where that gives the same
   products (:data:`PACK_WEIGHTS`);
 - the tokens of all rows are drawn at once by :class:`unstereo.engine.sampler.RowSampler` with one uniform per row
@@ -132,6 +133,15 @@ class SlotCache:
     def get_seq_length(self, layer_idx: int = 0) -> int:
         return self.span
 
+    def move_rows(self, src: list[int], dst: list[int], length: int) -> None:
+        """Rows ``src`` (their first ``length`` positions) into rows ``dst`` of this cache, one copy a tensor."""
+        import torch
+
+        src_rows, dst_rows = torch.tensor(src), torch.tensor(dst)
+        for tensors in (self.keys, self.values):
+            for t in tensors:
+                t[dst_rows, :, :length] = t[src_rows, :, :length]
+
     def copy_row(self, source: SlotCache, src: int, dst: int, length: int) -> None:
         """Row ``src`` of ``source`` (its first ``length`` positions) into row ``dst`` of this cache."""
         for layer in range(self.n_layers):
@@ -242,6 +252,13 @@ class SamplingEngine:
         self.window = int(window) if "sliding_attention" in types and window else None
         self.eos = eos_ids(model, tokenizer)
         self.stats = EngineStats()
+        #: decode steps without transformers' module calls, for a Llama-family fp32 body (.decode_step); None: the
+        #: body's own forward
+        self.decode_step = None
+        if parts is not None and self.dtype == torch.float32 and self.window is None:
+            from unstereo.engine.decode_step import LlamaDecodeStep
+
+            self.decode_step = LlamaDecodeStep.build(self.body, config)
 
     def row_bytes(self, length: int) -> int:
         """Memory one slot holds for rows of up to ``length`` positions: its KV cache (every layer's keys and
@@ -316,7 +333,8 @@ class SamplingEngine:
         from unstereo.engine.kernels.probe_memo import digest
 
         kernels = ("lm_head", "onednn", "quantised", "int8", "bf16")
-        modules = ("unstereo.engine.engine", "unstereo.engine.sampler", "unstereo.models.gguf_direct")
+        modules = ("unstereo.engine.engine", "unstereo.engine.decode_step", "unstereo.engine.sampler")
+        modules += ("unstereo.models.gguf_direct",)
         modules += tuple(f"unstereo.engine.kernels.{k}" for k in kernels)
         return digest(self.model, modules, extra=(f"onednn={self.onednn}",))
 
@@ -396,19 +414,16 @@ class SamplingEngine:
                     )
                     lps = lp.gather(-1, tokens[:, None])[:, 0].tolist()
                 hit_eos = torch.isin(tokens, eos).tolist() if eos.numel() else [False] * len(rows)
-                keep = []
+                ended = []
                 for j, (row, token) in enumerate(zip(rows, tokens.tolist(), strict=True)):
                     row.tokens.append(token)
                     if lps is not None:
                         row.logprobs.append(lps[j])
                     if self._ends(row, token, hit_eos[j]):
                         done[row.index] = row
-                    else:
-                        keep.append((j, row))
-                for j, (old, row) in enumerate(keep):  # the live rows to the first slots
-                    if old != j:
-                        cache.copy_row(cache, old, j, row.position)
-                rows[:] = [row for _, row in keep]
+                        ended.append(j)
+                if ended:
+                    _fill_gaps(cache, rows, ended)
                 if rows:
                     hidden = self._step(cache, rows, [row.tokens[-1] for row in rows])
                     self._logits(hidden, out=logits[: len(rows)])
@@ -436,6 +451,8 @@ class SamplingEngine:
                     "weights not packed: %.1f GB against %.1f GB available", size / 1e9, (room or 0) / 1e9
                 )
             self._packed = packed_weights(self.body) if pack else {}
+            if self.decode_step is not None:  # query-key-value and gate-up as one packed product each
+                self.decode_step.fuse(self._packed)
             self._decode_head = DecodeHead.build(self.head, packed=pack)
         return (self._packed or None) if PACK_WEIGHTS else None
 
@@ -526,17 +543,27 @@ class SamplingEngine:
         visible = keys[None, :] <= positions[:, None]  # [row, key]
         masks = self._masks(visible, positions[:, None] - keys[None, :])
         try:
-            hidden = self._body(
-                torch.tensor(tokens)[:, None],
-                {k: m[:, None, None] for k, m in masks.items()},
-                positions[:, None],
-                cache,
-            )
+            if self.decode_step is not None:
+                device = self.head.weight.device
+                hidden = self.decode_step(
+                    torch.tensor(tokens, device=device),
+                    cache.positions,
+                    cache,
+                    masks["full_attention"][:, None, None].to(device),
+                    fused=PACK_WEIGHTS and not (self.int8 or self.bf16),  # the fused copies are packed fp32
+                )
+            else:
+                hidden = self._body(
+                    torch.tensor(tokens)[:, None],
+                    {k: m[:, None, None] for k, m in masks.items()},
+                    positions[:, None],
+                    cache,
+                )[:, -1]
         finally:
             cache.positions = None
         for r in rows:
             r.position += 1
-        return hidden[:, -1]
+        return hidden
 
     def _masks(self, visible: Any, distance: Any) -> dict[str, Any]:
         """Additive masks (0 where a key is seen, the dtype's minimum elsewhere): ``full_attention`` and, for a
@@ -600,11 +627,11 @@ ATTENTION = "unstereo_decode"
 
 def _decode_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
     """Attention of one new token per row (``query`` ``[rows, heads, 1, dim]``) over a cache ``[rows, kv heads,
-    length, dim]`` with an additive mask: two batched products with the query heads grouped by their key head,
-    where ``sdpa`` first copies every key and value head once per query head (grouped-query attention). Anything
-    else (a prompt's pass, no ``scaling`` given) goes to transformers' ``sdpa``."""
-    import torch
+    length, dim]`` with an additive mask by :func:`.decode_step.grouped_attention`. Anything else (a prompt's
+    pass, no ``scaling`` given) goes to transformers' ``sdpa``."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    from unstereo.engine import decode_step
 
     rows, heads, q, dim = query.shape
     kv_heads = key.shape[1]
@@ -612,12 +639,7 @@ def _decode_attention(module, query, key, value, attention_mask, scaling=None, d
         return sdpa_attention_forward(
             module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs
         )
-    grouped = query.view(rows, kv_heads, heads // kv_heads, dim)
-    scores = (
-        torch.matmul(grouped, key.transpose(-1, -2)).mul_(scaling).add_(attention_mask)
-    )  # [r, kv, g, len]
-    probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
-    out = torch.matmul(probs, value)  # [rows, kv heads, group, dim]
+    out = decode_step.grouped_attention(query, key, value, attention_mask, scaling)
     return out.reshape(rows, 1, heads, dim), None
 
 
@@ -636,6 +658,20 @@ def _decode_attention_for(model: Any):
         yield
     finally:
         config._attn_implementation = "sdpa"
+
+
+def _fill_gaps(cache: SlotCache, rows: list[_Row], ended: list[int]) -> None:
+    """Drop the rows at indices ``ended`` (ascending) from ``rows``, keeping the live ones in the first slots: the last
+    live rows move into the ended rows' slots (their caches with them), the others stay where they are."""
+    live = len(rows) - len(ended)
+    gone = set(ended)
+    holes = [j for j in ended if j < live]
+    movers = [j for j in range(live, len(rows)) if j not in gone]
+    if holes:
+        cache.move_rows(movers, holes, max(rows[j].position for j in movers))
+        for hole, mover in zip(holes, movers, strict=True):
+            rows[hole] = rows[mover]
+    del rows[live:]
 
 
 def _draw_uniforms(rows: list[_Row]) -> None:
