@@ -14,6 +14,9 @@ initialised 4-layer GPT-2 with a 32,000-word vocabulary built here (no download)
 only the named methods (default transformers and engine; `engine-int8` is the engine with `sampling_products: int8`,
 `engine-unpacked` the engine's fp32 products on the plain weights, ``PACK_WEIGHTS`` off, with a check that its
 texts equal the packed ones): transformers alone takes 10+ minutes per round at n = 100 on a slow core.
+``--every-row-to-T``: no row ends at end of sequence (the engine samples past it; transformers'
+``min_new_tokens``): every row makes T tokens, the work llama.cpp's ``llama-batched-bench`` does
+(bench_llamacpp.py).
 """
 
 from __future__ import annotations
@@ -121,9 +124,17 @@ def parse_shape(text: str) -> tuple[str, int, int]:
 
 
 def run_shape(
-    model, tok, kind: str, rows: int, max_new: int, top_p: float, repeats: int, methods=METHODS
+    model,
+    tok,
+    kind: str,
+    rows: int,
+    max_new: int,
+    top_p: float,
+    repeats: int,
+    methods=METHODS,
+    every_row_to_t: bool = False,
 ) -> dict:
-    """Timings of ``methods`` (default both) at one shape."""
+    """Timings of ``methods`` (default both) at one shape; ``every_row_to_t``: no row ends at end of sequence."""
     prompts = distinct_prompts(rows) if kind == "batch" else [PROMPTS[0]]
     backend = LocalBackend.from_loaded(model, tok, "bench", batch_size=rows)
     int8 = (
@@ -139,6 +150,8 @@ def run_shape(
     enc = tok(prompts, return_tensors="pt", padding=True, return_token_type_ids=False).to(model.device)
     width = enc["input_ids"].shape[1]
     extra = {} if kind == "batch" else {"num_return_sequences": rows}
+    if every_row_to_t:
+        extra["min_new_tokens"] = max_new
 
     def engine() -> int:
         return sum(r.completion_tokens for r in backend.continue_batch(reqs))
@@ -160,6 +173,8 @@ def run_shape(
         return int((new != tok.pad_token_id).sum()) if tok.pad_token_id is not None else new.numel()
 
     engine()  # warm-up: the engine's probe, first-call allocations
+    if every_row_to_t and backend._engine:
+        backend._engine.eos = set()  # its rows end at their token limit only
     if "engine-unpacked" in methods:  # the packed weights change no token
         packed_texts = [r.text for r in backend.continue_batch(reqs)]
         with plain_weights():
@@ -168,6 +183,8 @@ def run_shape(
             raise SystemExit("the packed and plain weights gave different texts")
     if "engine-int8" in methods:
         engine_int8()  # warm-up: and the int8 weights, quantised once
+        if every_row_to_t and int8._engine:
+            int8._engine.eos = set()
     fns = {
         "transformers": transformers_sample,
         "engine": engine,
@@ -198,6 +215,8 @@ def main() -> None:
     ap.add_argument("--method", action="append", choices=METHODS,
                     help="run these (default transformers and engine; engine-int8: sampling_products int8; "
                          "engine-unpacked: PACK_WEIGHTS off)")  # fmt: skip
+    ap.add_argument("--every-row-to-T", dest="every_row_to_t", action="store_true",
+                    help="no row ends at end of sequence: every row makes T tokens (llama-batched-bench's work)")  # fmt: skip
     args = ap.parse_args()
     methods = tuple(args.method or DEFAULT_METHODS)
     torch.set_num_threads(args.threads)
@@ -205,14 +224,15 @@ def main() -> None:
 
     model, tok = load_model(args.model, args.device)
     label = "tiny random GPT-2 (4 layers, d=128, vocab 32000)" if args.model == "tiny" else args.model
-    print(f"model: {label}; top_p {args.top_p}, T=1, {args.threads} thread(s), best of {args.repeats}")
+    to_t = "; every row to T tokens" if args.every_row_to_t else ""
+    print(f"model: {label}; top_p {args.top_p}, T=1, {args.threads} thread(s), best of {args.repeats}{to_t}")
     print(
         "| model | shape | threads | transformers tokens/s | engine tokens/s | engine int8 tokens/s |"
         " engine unpacked tokens/s | ratio | engine prefills/steps |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
     for kind, rows, max_new in shapes:
-        r = run_shape(model, tok, kind, rows, max_new, args.top_p, args.repeats, methods)
+        r = run_shape(model, tok, kind, rows, max_new, args.top_p, args.repeats, methods, args.every_row_to_t)
         rate = {name: f"{r[name][0]:.1f}" if name in r else "-" for name in METHODS}
         ratio = (
             f"{r['engine'][0] / r['transformers'][0]:.2f}x" if {"engine", "transformers"} <= r.keys() else "-"

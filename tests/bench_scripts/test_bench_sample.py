@@ -1,4 +1,4 @@
-"""benchmarks/bench_sample.py: --method runs only the named methods."""
+"""benchmarks/bench_sample.py: --method runs only the named methods; --every-row-to-T."""
 
 import sys
 
@@ -35,3 +35,14 @@ def test_bench_sampler_times_both_strategies_on_real_steps(capsys, monkeypatch):
     bench_sampler.main()
     out = capsys.readouterr().out
     assert "| 0.5 |" in out and "6/6 of 6" in out  # the two strategies' tokens equal
+
+
+def test_every_row_to_t_makes_every_row_t_tokens():
+    model, tok = bench_sample.tiny_model(vocab=200)
+    model.generation_config.eos_token_id = list(range(100))  # half the words end a row
+    free = bench_sample.run_shape(model, tok, "batch", 2, 3, 0.9, 1, methods=("engine",))
+    assert free["engine"][2] < 2 * 3  # rows end early at those words
+    r = bench_sample.run_shape(
+        model, tok, "batch", 2, 3, 0.9, 1, ("engine", "transformers"), every_row_to_t=True
+    )
+    assert r["engine"][2] == r["transformers"][2] == 2 * 3

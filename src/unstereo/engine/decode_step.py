@@ -185,7 +185,7 @@ class LlamaDecodeStep:
             keys.view(-1, dim).index_copy_(0, slots, k.reshape(-1, dim))
             values.view(-1, dim).index_copy_(0, slots, v.reshape(-1, dim))
             out = grouped_attention(q, keys[:rows, :, :span], values[:rows, :, :span], mask, layer.scaling)
-            h = h + layer.o.forward(out.reshape(rows, heads * dim))
+            h.add_(layer.o.forward(out.reshape(rows, heads * dim)))  # h: the step's own tensor
             x = _rms(h, layer.post_norm)
             if f is not None and f.gate_up is not None:
                 gate_up = linear(x, f.gate_up, f.gate_up_bias)
@@ -193,7 +193,7 @@ class LlamaDecodeStep:
                 inner = layer.act(gate_up[:, :width]) * gate_up[:, width:]
             else:
                 inner = layer.act(layer.gate.forward(x)) * layer.up.forward(x)
-            h = h + layer.down.forward(inner)
+            h.add_(layer.down.forward(inner))
         return _rms(h, _norm(body.norm))
 
 
@@ -218,11 +218,12 @@ def _norm(norm: Any) -> tuple[Any, float]:
 
 def _rms(x: Any, norm: tuple[Any, float]) -> Any:
     """transformers' Llama RMS norm of fp32 ``x``: ``weight * (x * rsqrt(mean(x^2) + eps))``."""
-    import torch
 
     weight, eps = norm
-    variance = x.pow(2).mean(-1, keepdim=True)
-    return weight * (x * torch.rsqrt(variance + eps))
+    scale = (
+        x.pow(2).mean(-1, keepdim=True).add_(eps).rsqrt_()
+    )  # in place: the same operations, no new tensors
+    return (x * scale).mul_(weight)
 
 
 def _signed_sin(sin: Any) -> Any:
@@ -240,7 +241,7 @@ def _rotate(x: Any, cos: Any, signed_sin: Any) -> Any:
     makes three."""
     import torch
 
-    return (x * cos) + (torch.roll(x, x.shape[-1] // 2, dims=-1) * signed_sin)
+    return (x * cos).add_(torch.roll(x, x.shape[-1] // 2, dims=-1).mul_(signed_sin))
 
 
 def _cat(weights: list[Any]) -> Any:
