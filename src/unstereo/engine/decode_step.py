@@ -89,7 +89,8 @@ class LlamaDecodeStep:
     heads: int
     kv_heads: int
     head_dim: int
-    layers: list[_Layer] = field(default_factory=list)
+    layers: list[_Layer]
+    norm: tuple[Any, float]  # the final norm: (weight, eps)
     fused: list[_Fused] = field(default_factory=list)
 
     @classmethod
@@ -118,7 +119,8 @@ class LlamaDecodeStep:
         kv_heads = int(getattr(config, "num_key_value_heads", None) or heads)
         if heads % kv_heads or getattr(attn, "num_key_value_groups", None) != heads // kv_heads:
             return None
-        return cls(body, heads, kv_heads, int(attn.head_dim), [_Layer.of(layer) for layer in layers])
+        layer_parts = [_Layer.of(layer) for layer in layers]
+        return cls(body, heads, kv_heads, int(attn.head_dim), layer_parts, _norm(body.norm))
 
     def fuse(self, packed: dict[Any, Any]) -> None:
         """Concatenate and pack each layer's query-key-value and gate-up weights where their products equal the
@@ -160,7 +162,9 @@ class LlamaDecodeStep:
         cos, sin = body.rotary_emb(h, positions[:, None])  # [rows, 1, dim]
         cos, sin = cos[:, :, None], _signed_sin(sin[:, :, None])  # over the heads of [rows, heads, 1, dim]
         # where each (row, kv head) writes in a layer's cache, viewed as [slots * kv heads * length, dim]
-        slots = None
+        heads_at = torch.arange(kv_heads, device=ids.device)
+        row_at = torch.arange(rows, device=ids.device)[:, None]
+        slots = ((row_at * kv_heads + heads_at) * cache.length + positions[:, None]).reshape(-1)
         for i, layer in enumerate(self.layers):
             f = self.fused[i] if fuse else None
             x = _rms(h, layer.norm)
@@ -178,10 +182,6 @@ class LlamaDecodeStep:
             if cache.keys[i] is None:
                 cache._alloc(i, k)
             keys, values = cache.keys[i], cache.values[i]
-            if slots is None:
-                heads_at = torch.arange(kv_heads, device=ids.device)
-                row_at = torch.arange(rows, device=ids.device)[:, None]
-                slots = ((row_at * kv_heads + heads_at) * keys.shape[2] + positions[:, None]).reshape(-1)
             keys.view(-1, dim).index_copy_(0, slots, k.reshape(-1, dim))
             values.view(-1, dim).index_copy_(0, slots, v.reshape(-1, dim))
             out = grouped_attention(q, keys[:rows, :, :span], values[:rows, :, :span], mask, layer.scaling)
@@ -194,7 +194,7 @@ class LlamaDecodeStep:
             else:
                 inner = layer.act(layer.gate.forward(x)) * layer.up.forward(x)
             h.add_(layer.down.forward(inner))
-        return _rms(h, _norm(body.norm))
+        return _rms(h, self.norm)
 
 
 def grouped_attention(query: Any, key: Any, value: Any, mask: Any, scaling: float) -> Any:
@@ -258,25 +258,21 @@ def _cat_bias(layers: Sequence[Any]) -> Any:
 
 def fusing_works(layers: list[Any]) -> bool:
     """Whether the packed concatenation of ``layers``' weights (plain ``nn.Linear``, one input width) gives the
-    separate plain products' columns bit for bit at every probe row count within
-    :data:`.kernels.onednn.PACKED_ROWS` (random inputs; with their biases, and without)."""
+    separate plain products' columns bit for bit (:func:`.kernels.onednn.packed_products_equal`: random inputs at
+    the packed row counts; with their biases, and without)."""
     import torch
 
-    from unstereo.engine.kernels.onednn import _PROBE_ROWS, PACKED_ROWS, available, linear, pack
+    from unstereo.engine.kernels.onednn import available, linear, pack, packed_products_equal
 
     weights = [m.weight for m in layers]
     if not all(available(w) for w in weights) or len({w.shape[1] for w in weights}) != 1:
         return False
-    g = torch.Generator().manual_seed(0)
+
+    def separate(x: Any, bias: Any) -> Any:  # with a bias: each layer's own
+        return torch.cat([linear(x, m.weight, m.bias if bias is not None else None) for m in layers], dim=-1)
+
     try:
         packed = pack(_cat(weights))
-        bias = _cat_bias(layers)
-        for n in (n for n in _PROBE_ROWS if PACKED_ROWS[0] <= n <= PACKED_ROWS[1]):
-            x = torch.randn(n, weights[0].shape[1], generator=g)
-            for with_bias in {False, bias is not None}:
-                parts = [linear(x, m.weight, m.bias if with_bias else None) for m in layers]
-                if not torch.equal(linear(x, packed, bias if with_bias else None), torch.cat(parts, dim=-1)):
-                    return False
+        return packed_products_equal(packed, _cat_bias(layers), separate, torch.Generator().manual_seed(0))
     except Exception:  # a build without the reorder op
         return False
-    return True

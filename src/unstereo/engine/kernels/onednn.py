@@ -222,13 +222,24 @@ def packing_works(weight: Any, rows: tuple[int, int] = PACKED_ROWS) -> bool:
     try:
         packed = pack(weight)
         bias = torch.randn(weight.shape[0], generator=g)
-        for n in (n for n in _PROBE_ROWS if rows[0] <= n <= rows[1]):
-            x = torch.randn(n, weight.shape[1], generator=g)
-            for b in (None, bias):
-                if not torch.equal(linear(x, packed, b), linear(x, weight, b)):
-                    return False
+        return packed_products_equal(packed, bias, lambda x, b: linear(x, weight, b), g, rows)
     except Exception:  # a build without the reorder op
         return False
+
+
+def packed_products_equal(
+    packed: Any, bias: Any, reference: Any, generator: Any, rows: tuple[int, int] = PACKED_ROWS
+) -> bool:
+    """Whether :func:`linear` by ``packed`` (:func:`pack`'s form, ``[out, in]``) equals ``reference(x, bias)`` bit
+    for bit for random ``x`` (from ``generator``) at every row count of :data:`_PROBE_ROWS` within ``rows``, without
+    a bias and with ``bias`` (when not None); the probe of :func:`packing_works` and of products it fuses."""
+    import torch
+
+    for n in (n for n in _PROBE_ROWS if rows[0] <= n <= rows[1]):
+        x = torch.randn(n, packed.shape[1], generator=generator)
+        for b in (None, bias) if bias is not None else (None,):
+            if not torch.equal(linear(x, packed, b), reference(x, b)):
+                return False
     return True
 
 
