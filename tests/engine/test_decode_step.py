@@ -10,6 +10,7 @@ from test_llm_engine import PROMPTS, ids_of, tiny_lm, tok  # noqa: F401  (tok: a
 import unstereo.engine.decode_step as decode_step
 import unstereo.engine.engine as engine_module
 from unstereo.engine.engine import EngineRequest, SamplingEngine, SlotCache, _fill_gaps
+from unstereo.engine.kernels.onednn import packing_works
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +38,17 @@ def test_the_step_gives_the_bodys_numbers_bit_for_bit(models, tok, kind, pack, m
     engine = SamplingEngine(models[kind], tok, slots=3)
     assert engine.decode_step is not None and engine.check() is None
     fast = run(engine, reqs)
-    if pack:  # q, k, v and gate, up as one packed product each (x86-64: the probe finds them exact)
-        assert any(f.qkv is not None and f.gate_up is not None for f in engine.decode_step.fused)
+    if pack:  # q, k, v and gate, up as one packed product each where the probes find that exact on this CPU
+        first = engine.decode_step.layers[0]
+
+        def exact(parts):
+            return all(packing_works(m.weight) for m in parts) and decode_step.fusing_works(list(parts))
+
+        qkv, gate_up = exact((first.q, first.k, first.v)), exact((first.gate, first.up))
+        assert all(
+            (f.qkv is not None) == qkv and (f.gate_up is not None) == gate_up
+            for f in engine.decode_step.fused
+        )
     body = SamplingEngine(models[kind], tok, slots=3)
     body.decode_step = None  # the body's own forward (transformers' modules)
     assert run(body, reqs) == fast
@@ -58,14 +68,27 @@ def test_fused_products_only_where_the_probe_finds_them_exact(models, tok, monke
     assert run(engine, reqs) == want
     assert all(f.qkv is None and f.gate_up is None for f in engine.decode_step.fused)
     linears = {m for m in engine.body.modules() if type(m) is torch.nn.Linear}
-    assert set(engine._packed) <= linears and len(engine._packed) == len(linears)  # every separate copy kept
+    assert set(engine._packed) == {m for m in linears if packing_works(m.weight)}  # every separate copy kept
 
 
-def test_fusing_works_compares_with_the_separate_products(models):
-    attn = models["qwen2"].model.layers[0].self_attn
-    assert decode_step.fusing_works([attn.q_proj, attn.k_proj, attn.v_proj])
+def test_fusing_works_compares_with_the_separate_products(monkeypatch):
+    import unstereo.engine.kernels.onednn as onednn
+
+    layers = [torch.nn.Linear(8, n) for n in (4, 2, 2)]
+
+    def exact(x, w, b=None):  # each output the same reduction over the same inputs, whatever the width
+        return (x[:, None, :] * w[None]).sum(-1) + (0 if b is None else b)
+
+    monkeypatch.setattr(onednn, "pack", lambda w: w)
+    monkeypatch.setattr(onednn, "linear", exact)
+    assert decode_step.fusing_works(layers)
+    # products whose columns change with the weight's width: the concatenation is not the separate products
+    monkeypatch.setattr(
+        onednn, "linear", lambda x, w, b=None: exact(x, w, b) + (1e-3 if w.shape[0] > 4 else 0)
+    )
+    assert not decode_step.fusing_works(layers)
     # a layer of another input width cannot be concatenated
-    assert not decode_step.fusing_works([attn.q_proj, torch.nn.Linear(7, 4)])
+    assert not decode_step.fusing_works([layers[0], torch.nn.Linear(7, 4)])
 
 
 def test_build_takes_llama_and_qwen2_bodies_only(models):
