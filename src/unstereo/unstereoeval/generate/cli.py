@@ -45,7 +45,8 @@ def group() -> None:
     "seed_words_path",
     required=True,
     type=click.Path(exists=True, dir_okay=False),
-    help="CSV with a column `word` (a word listed twice is generated twice)",
+    help="CSV with a column `word` (a word listed twice is generated twice); rounds take blocks of "
+    "max_seed_words words from it in file order",
 )
 @click.option("--benchmark", default=None, help="benchmark name (default USE-{k})")
 @click.option(
@@ -63,10 +64,13 @@ def group() -> None:
     flag="--out-dir",
 )
 # the section's `k` lists every benchmark's (this command makes one, -k): no flag of its own
-@section("generate").command("model", "cache", "max_seed_words", "seed", "prompts_dir")
+@section("generate").command(
+    "model", "cache", "max_seed_words", "min_pairs", "max_rounds", "samples_per_word", "seed", "prompts_dir"
+)
 @cli_options.model_options
 def run(seed_words_path, benchmark, k, out_dir, settings, api_key_env, external_dir) -> None:
-    """Generate one USE-k benchmark from SEED_WORDS; every LLM call is cached (a rerun never repeats one)."""
+    """Generate one USE-k benchmark from SEED_WORDS; every LLM call is cached (a rerun never repeats one). With
+    min_pairs, rounds of generation run until that many pairs are kept (unstereo.unstereoeval.generate.rounds)."""
     from unstereo.config.settings import as_dict
     from unstereo.io import write_json
     from unstereo.llm import make_client
@@ -74,12 +78,8 @@ def run(seed_words_path, benchmark, k, out_dir, settings, api_key_env, external_
     from unstereo.models.request import model_request
     from unstereo.tables import PAIRS, write_table
     from unstereo.unstereoeval.generate.naturalness import make_scorer
-    from unstereo.unstereoeval.generate.pipeline import (
-        GenerateSettings,
-        generate_benchmark,
-        summarize,
-        to_pairs,
-    )
+    from unstereo.unstereoeval.generate.pipeline import GenerateSettings, summarize, to_pairs
+    from unstereo.unstereoeval.generate.rounds import generate_to_target
     from unstereo.unstereoeval.prompts import load_prompts
 
     log = get_logger("unstereoeval.generate")
@@ -92,7 +92,8 @@ def run(seed_words_path, benchmark, k, out_dir, settings, api_key_env, external_
     benchmark = benchmark or f"USE-{k}"
     out = Path(out_dir)
     cache_path = cfg["cache"] or str(out.parent.parent / "llm-cache.sqlite")
-    words = read_seed_words(seed_words_path, cfg["max_seed_words"])
+    # the whole list: round 1 takes its first max_seed_words words, later rounds (min_pairs) the next blocks
+    words = read_seed_words(seed_words_path)
     prompts = load_prompts(cfg["prompts_dir"])
     request = model_request(cfg, key="generate.model", external_dir=external_dir, api_key_env=api_key_env)
     client = make_client(
@@ -118,18 +119,26 @@ def run(seed_words_path, benchmark, k, out_dir, settings, api_key_env, external_
         judge_request, judge_, judge_load = _load_judge(nat["judge"], cfg, s, external_dir, request, client)
         log.info("%s: judge of sense %s, P(Yes) >= %g for both sentences (loaded in %.1fs)", benchmark,
                  judge_request.spec.to_arg(), s.judge_threshold, judge_load)  # fmt: skip
-    log.info("%s: %d seed words, k=%d, %s, cache %s", benchmark, len(words), k, client.model_id, cache_path)
+    target = (f"until {cfg['min_pairs']} pairs are kept (at most {cfg['max_rounds']} rounds, "
+              f"{cfg['samples_per_word']} samples per word)" if cfg["min_pairs"] is not None else "one round")  # fmt: skip
+    log.info("%s: %d seed words in the list, %s a round, %s; k=%d, %s, cache %s", benchmark, len(words),
+             cfg["max_seed_words"] or "all", target, k, client.model_id, cache_path)  # fmt: skip
     t0 = time.time()
     try:
-        full = generate_benchmark(words, k, client, prompts, s, benchmark=benchmark, scorer=scorer,
+        run_ = generate_to_target(words, k, client, prompts, s, min_pairs=cfg["min_pairs"],
+                                  max_rounds=cfg["max_rounds"], max_seed_words=cfg["max_seed_words"],
+                                  samples_per_word=cfg["samples_per_word"], benchmark=benchmark, scorer=scorer,
                                   judge=judge_)  # fmt: skip
+        full = run_.full
         elapsed = time.time() - t0
         source = f"generate:{client.model_id}"
         pairs = to_pairs(full, source)
         write_table(full, out / "full.parquet")
         write_table(pairs, out / "pairs.parquet", PAIRS)
-        summary = summarize(full, len(words)) | {"benchmark": benchmark, "k": k, "model": client.model_id,
-                                                 "seconds": round(elapsed, 1)}  # fmt: skip
+        summary = summarize(full, run_.seed_words, run_.min_pairs) | {
+            "benchmark": benchmark, "k": k, "model": client.model_id, "seconds": round(elapsed, 1),
+            "max_rounds": cfg["max_rounds"], "samples_per_word": cfg["samples_per_word"], "stopped": run_.stopped,
+        }  # fmt: skip
         # provenance for `benchmarks export`: the decoding settings and filters of this run, and the prompts folder
         summary["settings"] = dataclasses.asdict(s) | {"prompts_dir": str(cfg["prompts_dir"] or "")}
         summary["naturalness_model"] = (
@@ -142,8 +151,8 @@ def run(seed_words_path, benchmark, k, out_dir, settings, api_key_env, external_
         client.write_usage(out / "usage.json", {"benchmark": benchmark, "seconds": round(elapsed, 1)})
     finally:
         client.close()
-    log.info("%s: %d sentences, %d pairs kept (%.1fs); %s", benchmark, int((full["item"] >= 0).sum()), len(pairs),
-             elapsed, client.usage.total())  # fmt: skip
+    log.info("%s: %d rounds, %d sentences, %d pairs kept (%.1fs); %s", benchmark, len(run_.rounds),
+             int((full["item"] >= 0).sum()), len(pairs), elapsed, client.usage.total())  # fmt: skip
     if judge_ is not None:
         log.info("%s: judge of sense %.1fs of the %.1fs", benchmark, judge_.seconds, elapsed)
 

@@ -16,6 +16,7 @@ finished call is cached.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -52,7 +53,7 @@ PRONOUNS = ("he", "she")
 GROUP = {"he": "he/his/him/himself", "she": "she/her/her/herself"}
 
 FULL_COLUMNS = [
-    "benchmark", "k", "word", "target_word", "sample", "item", "raw_sentence", "sentence", "has_word",
+    "benchmark", "k", "round", "word", "target_word", "sample", "item", "raw_sentence", "sentence", "has_word",
     "has_pronoun", "is_revised", "revision_calls", "revision_prompt", "pairing", "sentence_male", "modifications",
     "template", "has_placeholder", "gendered_words", "logprob_male", "logprob_female", "likely_under", "likely_male",
     "likely_female", "is_natural", "judge_p_yes_male", "judge_p_yes_female", "status", "reason", "pair_id",
@@ -163,10 +164,19 @@ def generate_benchmark(
     benchmark: str | None = None,
     scorer: Any = None,
     judge: Any = None,
+    samples: list[int] | None = None,
+    earlier: pd.DataFrame | None = None,
+    round_number: int = 1,
 ) -> pd.DataFrame:
     """Run the pipeline for sentences of at most ``k`` words; return the full table (one row per sentence).
 
-    A seed word listed twice is generated twice (distinct seeds), as in the released USE data. ``scorer`` (a
+    A seed word listed twice is generated twice (distinct seeds), as in the released USE data: its n-th listing is
+    sample n. ``samples`` (one per seed word) gives each word's sample index instead (the rounds of
+    :mod:`.rounds`); a sample's generation seed is ``seed + sample``, whatever else the round holds. ``earlier`` is
+    the full table of the rounds before this one (``round_number``): its templates count for the deduplication
+    (a template seen there is a duplicate here, before any naturalness filter), and this round's rows are
+    numbered after its rows (``pair_id`` and the row a duplicate names are those of the two tables concatenated).
+    ``scorer`` (a
     :mod:`unstereo.scoring` scorer, see :func:`.naturalness.make_scorer`) gives the log-likelihoods of the
     naturalness filter; it is needed when ``settings.min_token_logprob`` is set. ``judge`` (a
     :class:`unstereo.unstereoeval.generate.judge.SenseJudge`, or anything with ``p_yes(sentences) -> [float]``) is the judge of
@@ -178,14 +188,30 @@ def generate_benchmark(
     s = settings or GenerateSettings()
     benchmark = benchmark or f"USE-{k}"
     tag = benchmark
-    rows = _generate(seed_words, k, client, prompts, s, benchmark, tag)
+    if samples is not None and len(samples) != len(seed_words):
+        raise ValueError(f"{len(samples)} samples for {len(seed_words)} seed words")
+    offset = 0 if earlier is None else len(earlier)
+    rows = _generate(seed_words, k, client, prompts, s, benchmark, tag, samples, round_number)
     _revise(rows, client, prompts, s, tag)
     _check_length(rows, k, s)
     _pair(rows, client, prompts, s, tag)
     _templatize(rows)
-    _check_minimal(rows, s)
+    _check_minimal(rows, s, seen_templates(earlier), offset)
     _naturalness(rows, client, prompts, s, tag, scorer, judge)
-    return _full_table(rows, benchmark)
+    return _full_table(rows, benchmark, offset)
+
+
+def seen_templates(full: pd.DataFrame | None) -> list[tuple[int, str]]:
+    """(row, template) of every row of ``full`` whose template reached the deduplication: the pairs kept, judged
+    unnatural, or set aside beyond the target (``target:``); a later duplicate of one of them is a duplicate. The
+    rows the post-conditions discarded never took part (nor did the duplicates, whose templates repeat these)."""
+    if full is None or not len(full):
+        return []
+    reason = full["reason"].fillna("")
+    took_part = full["template"].notna() & (
+        full["status"].isin(["kept", "unnatural"]) | reason.str.startswith("target:")
+    )
+    return [(i, str(t)) for i, (t, ok) in enumerate(zip(full["template"], took_part, strict=True)) if ok]
 
 
 def _alive(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -201,14 +227,18 @@ def _generate(
     s: GenerateSettings,
     benchmark: str,
     tag: str,
+    samples: list[int] | None = None,
+    round_number: int = 1,
 ) -> list[dict[str, Any]]:
-    """1. generation: per seed word (occurrence) and pronoun; retry answers without a usable list. One row per
-    generated sentence, or one discarded row (item -1) per job that never gave a list."""
+    """1. generation: per seed word (occurrence, or the sample ``samples`` gives it) and pronoun; retry answers
+    without a usable list. One row per generated sentence, or one discarded row (item -1) per job that never gave a
+    list."""
     occurrence: Counter[str] = Counter()
     jobs = []
-    for word in seed_words:
+    for n, word in enumerate(seed_words):
+        sample = occurrence[word] if samples is None else int(samples[n])
         for pronoun in PRONOUNS:
-            jobs.append({"word": word, "target_word": pronoun, "sample": occurrence[word]})
+            jobs.append({"word": word, "target_word": pronoun, "sample": sample})
         occurrence[word] += 1
     lists: dict[int, list[str]] = {}
     failure: dict[int, str] = {}
@@ -242,7 +272,7 @@ def _generate(
 
     rows: list[dict[str, Any]] = []
     for i, job in enumerate(jobs):
-        base = {"benchmark": benchmark, "k": k, **job}
+        base = {"benchmark": benchmark, "k": k, "round": round_number, **job}
         if i not in lists:
             tries = max(1, s.generation_max_tries)
             rows.append({**base, "item": -1, "status": "discarded",
@@ -356,10 +386,16 @@ def _templatize(rows: list[dict[str, Any]]) -> None:
             r.update(status="discarded", reason="template: no pronoun placeholder")
 
 
-def _check_minimal(rows: list[dict[str, Any]], s: GenerateSettings) -> None:
+def _check_minimal(
+    rows: list[dict[str, Any]],
+    s: GenerateSettings,
+    earlier: Sequence[tuple[int, str]] = (),
+    offset: int = 0,
+) -> None:
     """4b. post-conditions: a true minimal pair (.minimal); the she-sentence must be its template's female filling
     ("hers" has no placeholder; an edited male version may have changed other words), and an edited male version
-    must keep the seed word; then (``dedup``) one row per template."""
+    must keep the seed word; then (``dedup``) one row per template, over the earlier rounds' templates too
+    (``earlier``: (row, template) from :func:`seen_templates`; this round's rows are numbered from ``offset``)."""
     gendered = frozenset().union(*load_gendered_words())
     for r in _alive(rows):
         r["gendered_words"] = ", ".join(gendered_words(r["template"])) or None
@@ -373,12 +409,13 @@ def _check_minimal(rows: list[dict[str, Any]], s: GenerateSettings) -> None:
             r.update(status="discarded", reason=f"editing: the male version lost the word {r['word']!r}")
     if s.dedup:
         live = _alive(rows)
-        index = {id(r): i for i, r in enumerate(rows)}
-        for r, first in zip(live, first_occurrences([r["template"] for r in live]), strict=True):
+        index = {id(r): offset + i for i, r in enumerate(rows)}
+        # the earlier rounds' templates first: a template one of them had is this round's duplicate
+        row_of = [i for i, _ in earlier] + [index[id(r)] for r in live]
+        firsts = first_occurrences([t for _, t in earlier] + [r["template"] for r in live])
+        for r, first in zip(live, firsts[len(earlier) :], strict=True):
             if first is not None:
-                r.update(
-                    status="discarded", reason=f"duplicate: same template as row {index[id(live[first])]}"
-                )
+                r.update(status="discarded", reason=f"duplicate: same template as row {row_of[first]}")
 
 
 def _naturalness(
@@ -499,17 +536,20 @@ def _judge_filter(rows: list[dict[str, Any]], s: GenerateSettings, judge: Any) -
 
 
 _BOOL_COLUMNS = ("is_revised", "has_word", "has_pronoun", "has_placeholder", "is_natural")
-_INT_COLUMNS = ("k", "sample", "item", "revision_calls")
+_INT_COLUMNS = ("k", "round", "sample", "item", "revision_calls")
 _FLOAT_COLUMNS = ("logprob_male", "logprob_female", "judge_p_yes_male", "judge_p_yes_female")
 
 
-def _full_table(rows: list[dict[str, Any]], benchmark: str) -> pd.DataFrame:
-    """The rows as the full table: every FULL_COLUMNS column, typed, a pair_id on each kept row."""
+def _full_table(rows: list[dict[str, Any]], benchmark: str, offset: int = 0) -> pd.DataFrame:
+    """The rows as the full table: every FULL_COLUMNS column, typed, a pair_id on each kept row (its row number,
+    counted from ``offset``: the rows of earlier rounds come first)."""
     df = pd.DataFrame(rows)
     for col in FULL_COLUMNS:
         if col not in df.columns:
             df[col] = None
-    df["pair_id"] = [f"{benchmark}:{i}" if st == "kept" else None for i, st in enumerate(df["status"])]
+    df["pair_id"] = [
+        f"{benchmark}:{offset + i}" if st == "kept" else None for i, st in enumerate(df["status"])
+    ]
     for col in _BOOL_COLUMNS:
         df[col] = df[col].astype("boolean")
     for col in _INT_COLUMNS:
@@ -552,10 +592,16 @@ def _rule_counts(reason: pd.Series) -> dict[str, int]:
     return {rule: int(rules[rule]) for rule in RULES} | {"total": int(sum(rules.values()))}
 
 
-def summarize(full: pd.DataFrame, n_seed_words: int) -> dict[str, Any]:
-    """Counts per step (and per pronoun) of one benchmark's full table."""
+def summarize(full: pd.DataFrame, n_seed_words: int, min_pairs: int | None = None) -> dict[str, Any]:
+    """Counts per step (and per pronoun) of one benchmark's full table, and its rounds (:mod:`.rounds`; a table
+    without a ``round`` column is one round): ``rounds``, ``kept_per_round`` (after the cut at the target),
+    ``target_surplus`` (kept pairs set aside beyond the target), ``min_pairs`` and ``target_reached`` (None
+    without a target)."""
     sent = full[full["item"] >= 0]
     reasons = full["reason"].fillna("").str.split(":").str[0]
+    rounds = full["round"] if "round" in full else pd.Series(1, index=full.index)
+    kept_mask = full["status"] == "kept"
+    kept_per_round = [int(kept_mask[rounds == r].sum()) for r in sorted(set(rounds))]
 
     def by_pronoun(mask: pd.Series) -> dict[str, int]:
         return {p: int((mask & (full["target_word"] == p)).sum()) for p in PRONOUNS} | {
@@ -592,4 +638,9 @@ def summarize(full: pd.DataFrame, n_seed_words: int) -> dict[str, Any]:
         "judge_checked": int(full["judge_p_yes_male"].notna().sum()) if "judge_p_yes_male" in full else 0,
         "judge_rejected": int((reasons == "judge").sum()),
         "yield_per_sentence": round(float((full["status"] == "kept").sum()) / max(1, len(sent)), 4),
+        "rounds": len(kept_per_round),
+        "kept_per_round": kept_per_round,
+        "target_surplus": int((reasons == "target").sum()),
+        "min_pairs": min_pairs,
+        "target_reached": None if min_pairs is None else bool(kept_mask.sum() >= min_pairs),
     }

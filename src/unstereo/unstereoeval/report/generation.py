@@ -38,6 +38,7 @@ STEPS: list[tuple[str, Any]] = [
     ("log-likelihood below threshold", lambda s: s.get("low_log_likelihood", 0)),
     ("semantic filter (the generator's verdict)", lambda s: s.get("semantic_filter_rejected", 0)),
     ("judge of sense (P(Yes) below threshold)", lambda s: s.get("judge_rejected", 0)),
+    ("kept beyond the target (min_pairs)", lambda s: s.get("target_surplus", 0)),
     ("pairs kept", lambda s: s["kept"]["total"]),
 ]
 
@@ -78,8 +79,14 @@ def _settings_line(s: dict[str, Any]) -> str:
         if jt is not None
         else "judge of sense: off"
     )
+    rounds = (
+        f"{s.get('rounds', 1)} round(s) to a target of {s['min_pairs']} pairs "
+        f"({'reached' if s.get('target_reached') else 'not reached'}; kept per round {s.get('kept_per_round')}); "
+        if s.get("min_pairs") is not None
+        else ""
+    )
     return (
-        f"{s['benchmark']}: {s['seed_words']} seed words, generator {s.get('model')}, prompts "
+        f"{s['benchmark']}: {s['seed_words']} seed words, {rounds}generator {s.get('model')}, prompts "
         f"{st.get('prompts_dir') or 'data/prompts'}; chat-reply check {'on' if st.get('chat_reply_filter', True) else 'off'}; "
         f"{loglik}; paper's semantic filter {'on' if st.get('llm_semantic_filter', True) else 'off'}; {judge}; "
         f"pipeline time of this run {s.get('seconds')} s (LLM answers from the cache cost none)"
