@@ -224,10 +224,36 @@ def sampling_products_option():
         "--sampling-products",
         default="float32",
         show_default=True,
-        type=click.Choice(list(SAMPLING_PRODUCTS)),
-        help="Products of a local model's sampling on the CPU: bfloat16 (on a CPU with native bf16, else fp32) or int8 "
-        "(outlier columns in fp32) hold the weights in half or a quarter of fp32's memory and take less time, with other "
-        "samples than float32's (cached apart); scores are fp32 whatever this says.",
+        callback=_products_callback,
+        help="Products of a local model's sampling on the CPU: float32, bfloat16 (weights in bf16; native bf16 products "
+        "where the CPU has them, else widened to fp32) or int8 (outlier columns in fp32), or a comma-separated list of "
+        "them: the candidates, timed on this machine on the model's shapes, the fastest whose weights fit "
+        "--sampling-memory taken (remembered per machine). bfloat16 and int8 give other samples than float32's "
+        "(cached apart); float32's plain and packed weights (the same numbers) are always timed against each other. "
+        "Scores are fp32 whatever this says.",
+    )
+
+
+def _products_callback(ctx, param, value):
+    from unstereo.errors import ConfigError
+    from unstereo.models.request import parse_products
+
+    try:
+        return parse_products(value, param.name)
+    except ConfigError as exc:
+        raise click.BadParameter(
+            f"{value!r}: one of {list(SAMPLING_PRODUCTS)}, or a comma-separated list"
+        ) from exc
+
+
+def sampling_memory_option():
+    """``--sampling-memory``, the one declaration (with :func:`sampling_products_option`)."""
+    return click.option(
+        "--sampling-memory",
+        type=click.FloatRange(min=0, min_open=True),
+        default=None,
+        help="GB the sampled model's weights may take when its form is chosen by timing [default: 40% of the memory "
+        "available at the start]",
     )
 
 

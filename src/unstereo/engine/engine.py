@@ -208,7 +208,13 @@ class SamplingEngine:
     ``slots="auto"``: as many as a call has rows, bounded (:meth:`slots_for`)."""
 
     def __init__(
-        self, model: Any, tokenizer: Any, slots: int | str = 8, onednn: bool = True, products: str = "float32"
+        self,
+        model: Any,
+        tokenizer: Any,
+        slots: int | str = 8,
+        onednn: bool = True,
+        products: str = "float32",
+        pack: bool | None = None,
     ):
         import torch
 
@@ -242,6 +248,9 @@ class SamplingEngine:
         self._products_body: dict[Any, Any] | None = None
         self._int8_head: Any = None
         self._packed: dict[Any, Any] | None = None  # built on the first fp32 call (_packed_body)
+        #: fp32 products by packed weights: True/False as chosen (:mod:`unstereo.engine.forms`), None: with room
+        #: for the copy (:data:`PACK_MEMORY_SHARE`)
+        self.pack = pack
         self._decode_head: Any = None  # the head by vocabulary blocks (.kernels.decode_head), with it
         config = getattr(model, "config", None)
         config = config.get_text_config() if hasattr(config, "get_text_config") else config
@@ -444,9 +453,10 @@ class SamplingEngine:
         if self._packed is None:
             weights = [m.weight for m in plain_linears(self.body)] + [self.head.weight]
             size = sum(w.numel() * w.element_size() for w in weights)
-            room = available_bytes()
-            pack = PACK_WEIGHTS and (room is None or size <= PACK_MEMORY_SHARE * room)
-            if PACK_WEIGHTS and not pack:
+            room = available_bytes() if self.pack is None else None
+            fits = room is None or size <= PACK_MEMORY_SHARE * room
+            pack = PACK_WEIGHTS and (fits if self.pack is None else self.pack)
+            if PACK_WEIGHTS and not fits:
                 log.info(
                     "weights not packed: %.1f GB against %.1f GB available", size / 1e9, (room or 0) / 1e9
                 )

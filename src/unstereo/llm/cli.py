@@ -19,6 +19,7 @@ _CLIENT_OPTIONS = (
     cli_options.device_option(),
     cli_options.dtype_option(),
     cli_options.sampling_products_option(),
+    cli_options.sampling_memory_option(),
     click.option(
         "--usage", "usage_path", type=click.Path(dir_okay=False), default=None, help="write usage JSON here"
     ),
@@ -47,13 +48,13 @@ def group() -> None:
 @click.option("--json", "as_json", is_flag=True, help="print the result as JSON (text, tokens, cached)")
 @_client_options
 def chat(model, message, system, temperature, top_p, max_tokens, seed, as_json, cache, timeout, max_retries,
-         device, dtype, sampling_products, usage_path, api_key_env, external_dir) -> None:  # fmt: skip
+         device, dtype, sampling_products, sampling_memory, usage_path, api_key_env, external_dir) -> None:  # fmt: skip
     """Send MESSAGE (a user turn) to MODEL (an instruct model) and print the answer."""
     from unstereo.llm.client import make_client
     from unstereo.llm.types import ChatRequest
 
-    options = {"device": device, "dtype": dtype, "sampling_products": sampling_products, "external_dir": external_dir,
-               "api_key_env": api_key_env}  # fmt: skip
+    options = {"device": device, "dtype": dtype, "sampling_products": sampling_products,
+               "sampling_memory": sampling_memory, "external_dir": external_dir, "api_key_env": api_key_env}  # fmt: skip
     request = cli_options.request_from_cli(model, {**options, "batch_size": 1})
     client = make_client(request, cache=cache, timeout=timeout, max_retries=max_retries)
     try:
@@ -108,8 +109,8 @@ def chat(model, message, system, temperature, top_p, max_tokens, seed, as_json, 
 )
 @_client_options
 def continue_(model, prompts, output, n, temperature, top_p, max_new_tokens, stop, seed, batch_size, concurrency,
-              chunk_size, cache, timeout, max_retries, device, dtype, sampling_products, usage_path, api_key_env,
-              external_dir) -> None:  # fmt: skip
+              chunk_size, cache, timeout, max_retries, device, dtype, sampling_products, sampling_memory, usage_path,
+              api_key_env, external_dir) -> None:  # fmt: skip
     """Sample N text continuations of every prompt of PROMPTS with MODEL (base or instruct; no chat template).
 
     \b
@@ -121,8 +122,8 @@ def continue_(model, prompts, output, n, temperature, top_p, max_new_tokens, sto
     from unstereo.llm.client import make_client
     from unstereo.llm.sample import SampleSettings, read_prompts, sample_continuations
 
-    options = {"device": device, "dtype": dtype, "sampling_products": sampling_products, "external_dir": external_dir,
-               "api_key_env": api_key_env}  # fmt: skip
+    options = {"device": device, "dtype": dtype, "sampling_products": sampling_products,
+               "sampling_memory": sampling_memory, "external_dir": external_dir, "api_key_env": api_key_env}  # fmt: skip
     request = cli_options.request_from_cli(model, {**options, "batch_size": batch_size})
     table = read_prompts(prompts)
     try:

@@ -156,6 +156,39 @@ def sampling_products(products: str, where: str) -> str:
     return products
 
 
+#: Rows a step is timed at for a request whose batch size is ``auto`` (:func:`choose_form`).
+AUTO_TIMED_ROWS = 32
+
+
+def choose_form(request: ModelRequest) -> tuple[str, bool | None, Any]:
+    """(products, packing, choice) a local model of ``request`` samples with: its ``sampling_products`` as one name
+    forces those products (granted on the CPU where they work, :func:`sampling_products`); a list names the
+    candidates, and the fastest whose weights fit the request's ``sampling_memory`` budget on this machine is taken
+    (:func:`unstereo.engine.forms.choose`). fp32's plain and packed weights (the same numbers) are always timed
+    against each other; packing None (the engine's own rule) where the model's shapes cannot be read before it
+    loads, or off the CPU."""
+    from unstereo.engine import forms
+
+    asked = request.sampling_products
+    where = request.resolved_device
+    allowed = [asked] if isinstance(asked, str) else list(asked)
+    granted = list(dict.fromkeys(sampling_products(p, where) for p in allowed))
+    if where != "cpu" or request.spec.is_remote:
+        return granted[0], None, None
+    if len(granted) == 1 and granted[0] != "float32":
+        return granted[0], None, None
+    shapes = forms.shapes_of_spec(request.spec)
+    if shapes is None:
+        return granted[0], None, None
+    from unstereo.engine.engine import AUTO_SLOTS
+
+    size = request.batch_size
+    rows = AUTO_TIMED_ROWS if size == "auto" else min(int(size), AUTO_SLOTS)
+    choice = forms.choose(shapes, granted, forms.rows_class(rows), forms.memory_budget(request.sampling_memory),
+                          label=request.spec.label)  # fmt: skip
+    return choice.products, choice.packed, choice
+
+
 class LocalBackend:
     """transformers backend for chat (needs a chat template) and continuation (any causal LM); loaded on first use.
 
@@ -187,7 +220,9 @@ class LocalBackend:
             )
         self.request = request
         self.spec = request.spec
-        self.products = sampling_products(request.sampling_products, request.resolved_device)
+        #: the products sampled with, whether fp32 weights are packed (None: the engine's rule) and the timed
+        #: choice behind them (:mod:`unstereo.engine.forms`; None where nothing was timed)
+        self.products, self.pack, self.choice = choose_form(request)
         # the model's name in the LLM cache's keys: int8 or bf16 products give other samples than fp32 ones
         self.model = self.spec.label + product_label(self.products)
         from unstereo.engine.engine import AUTO_SLOTS
@@ -318,9 +353,8 @@ class LocalBackend:
         if self._engine is None:
             from unstereo.engine.engine import SamplingEngine
 
-            engine = SamplingEngine(
-                self._lm, self._tok, slots="auto" if self.auto else self.batch_size, products=self.products
-            )
+            engine = SamplingEngine(self._lm, self._tok, slots="auto" if self.auto else self.batch_size,
+                                    products=self.products, pack=self.pack)  # fmt: skip
             # a model loaded here from its spec: a probe passed before on this machine is not run again
             key = engine.probe_key() if self._own_model and engine.body is not None else None
             known = key is not None and probe_memo.recall("engine", key, {"passed": bool}) == {"passed": True}

@@ -40,7 +40,8 @@ BOS_POLICIES = ("auto", "bos", "eos", "none")
 #: ignored). ``masked`` (a flag) with ``masked_scorer`` (its kind; without it ``pll``, as ``unstereo score --masked``
 #: has it) is the command-line form of ``scorer``.
 REQUEST_KEYS = ("model", "gguf_file", "revision", "scorer", "masked", "masked_scorer", "dtype", "device",
-                "batch_size", "max_batch_size", "bos_policy", "threads", "sampling_products")  # fmt: skip
+                "batch_size", "max_batch_size", "bos_policy", "threads", "sampling_products",
+                "sampling_memory")  # fmt: skip
 
 
 def resolve_device(device: str = "auto") -> str:
@@ -71,7 +72,10 @@ class ModelRequest:
     max_batch_size: int | None = None
     bos_policy: str | None = "auto"
     threads: int | None = None
-    sampling_products: str = "float32"
+    sampling_products: str | tuple[str, ...] = "float32"
+    #: GB the sampled model's weights may take when its form is chosen by timing (None: ``auto``,
+    #: :func:`unstereo.engine.forms.memory_budget`)
+    sampling_memory: float | None = None
 
     @property
     def masked(self) -> bool:
@@ -133,15 +137,14 @@ def model_request(
     kind = scorer_kind(values, key="scorer" if "scorer" in values else "masked_scorer")
     defaults = ModelRequest.__dataclass_fields__
     given = {k: values[k] for k in ("dtype", "device", "batch_size", "max_batch_size", "threads",
-                                    "sampling_products") if values.get(k) is not None}  # fmt: skip
-    if given.get("sampling_products", "float32") not in SAMPLING_PRODUCTS:
-        from unstereo.errors import ConfigError
-
-        section = key.rpartition(".")[0]
-        raise ConfigError(
-            f"{given['sampling_products']!r}: one of {list(SAMPLING_PRODUCTS)}",
-            key=f"{section}.sampling_products" if section else "sampling_products",
+                                    "sampling_products", "sampling_memory") if values.get(k) is not None}  # fmt: skip
+    section = key.rpartition(".")[0]
+    if "sampling_products" in given:
+        given["sampling_products"] = parse_products(
+            given["sampling_products"], f"{section}.sampling_products" if section else "sampling_products"
         )
+    if given.get("sampling_memory") == "auto":
+        del given["sampling_memory"]
     if kind == CAUSAL:
         bos = values.get("bos_policy") or defaults["bos_policy"].default
     else:
@@ -150,6 +153,24 @@ def model_request(
         # the score-cache key); BiasTestGPT's masked scores record none.
         bos = "pll" if "bos_policy" in values else None
     return ModelRequest(spec=spec, scorer=kind, bos_policy=bos, **given)
+
+
+def parse_products(value: Any, key: str = "sampling_products") -> str | tuple[str, ...]:
+    """A ``sampling_products`` value: one name of :data:`SAMPLING_PRODUCTS` (forced), or a list (or a comma-separated
+    string) of them, the candidates timed on the running machine (:mod:`unstereo.engine.forms`), as a tuple; ``auto``
+    is ``float32`` (its plain and packed weights timed). Anything else is a ConfigError naming ``key``."""
+    from unstereo.errors import ConfigError
+
+    names = value.split(",") if isinstance(value, str) else list(value)
+    names = [str(n).strip() for n in names]
+    if names == ["auto"]:
+        names = ["float32"]
+    bad = [n for n in names if n not in SAMPLING_PRODUCTS]
+    if bad or not names:
+        raise ConfigError(f"{value!r}: one of {list(SAMPLING_PRODUCTS)}, or a list of them", key=key)
+    if len(names) == 1 and (isinstance(value, str)):
+        return names[0]
+    return tuple(dict.fromkeys(names))
 
 
 def as_request(model: Any, *, key: str = "model", external_dir: str | Path | None = None) -> ModelRequest:

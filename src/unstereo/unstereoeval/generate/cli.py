@@ -147,6 +147,7 @@ def run(seed_words_path, benchmark, k, out_dir, settings, api_key_env, external_
         summary["judge_model"] = judge_request.spec.to_arg() if judge_request is not None else None
         summary["judge_load_seconds"] = round(judge_load, 1)
         summary["judge_seconds"] = round(judge_.seconds, 1) if judge_ is not None else None
+        summary["sampling_form"] = _sampling_form(client)
         write_json(out / "summary.json", summary)
         client.write_usage(out / "usage.json", {"benchmark": benchmark, "seconds": round(elapsed, 1)})
     finally:
@@ -155,6 +156,20 @@ def run(seed_words_path, benchmark, k, out_dir, settings, api_key_env, external_
              int((full["item"] >= 0).sum()), len(pairs), elapsed, client.usage.total())  # fmt: skip
     if judge_ is not None:
         log.info("%s: judge of sense %.1fs of the %.1fs", benchmark, judge_.seconds, elapsed)
+
+
+def _sampling_form(client) -> dict | None:
+    """The form a local generator sampled in (summary.json's ``sampling_form``): its products, whether its fp32
+    weights were packed, and the seconds a step each timed candidate took (:mod:`unstereo.engine.forms`); None for
+    an endpoint."""
+    backend = getattr(client, "backend", None)
+    if not hasattr(backend, "products"):
+        return None
+    choice = getattr(backend, "choice", None)
+    return {"products": backend.products, "packed": backend.pack,
+            "form": choice.form if choice is not None else None,
+            "timings": dict(choice.timings) if choice is not None else None,
+            "remembered": choice.remembered if choice is not None else None}  # fmt: skip
 
 
 def _load_judge(judge_cfg: dict, cfg: dict, s, external_dir, generator=None, client=None):
