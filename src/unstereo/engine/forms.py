@@ -57,6 +57,9 @@ PASSES = 3
 #: MLP has many (1,186 of 8,960 in one of Qwen2.5-1.5B's), the other products' inputs (norm outputs) a few; int8
 #: multiplies those columns in fp32 (:class:`.kernels.int8.Int8Linear`), so they are part of its cost.
 OUTLIER_SHARE = {"down": 1 / 8, "other": 1 / 192}
+#: Share of the body's int8 weights held a second time as outlier rows (:meth:`.kernels.int8.Int8Linear.outlier_rows`:
+#: the columns that were outliers in some call; in a gated MLP's down projection about one in eight).
+INT8_OUTLIER_ROWS = 0.15
 #: Share of the memory available at the start that ``sampling_memory: auto`` gives the sampled model's weights.
 AUTO_MEMORY_SHARE = 0.4
 
@@ -100,8 +103,8 @@ def weight_bytes(shapes: ModelShapes, form: str) -> int:
     """Bytes the model's weights take while it samples in ``form``: the body's linears in the form, the embedding in
     fp32 (a separate LM head too; both bf16 in the bf16 form, as :mod:`unstereo.models.gguf_direct` holds them), and
     the copies the engine makes: a packed copy of the body and head beside the
-    plain weights (``float32-packed``); for ``int8`` the head's int8 blocks and each layer's transposed int8 weight
-    for outlier columns (made on the first call with an outlier, so counted)."""
+    plain weights (``float32-packed``); for ``int8`` the head's int8 blocks and the int8 rows of the outlier columns
+    (:data:`INT8_OUTLIER_ROWS` of the body)."""
     body, head = shapes.body_params, shapes.head_params
     embeddings = head * (1 if shapes.tied else 2)
     if form == "float32":
@@ -111,7 +114,7 @@ def weight_bytes(shapes: ModelShapes, form: str) -> int:
     if form == "bfloat16":  # a head of its own is held in bf16, and then so is the embedding
         return 2 * body + (4 * head if shapes.tied else 2 * embeddings)
     if form == "int8":
-        return 2 * body + 4 * embeddings + head
+        return int(INT8_OUTLIER_ROWS * body) + body + 4 * embeddings + head
     raise ValueError(f"unknown form {form!r}; known: {list(FORMS)}")
 
 
@@ -275,43 +278,90 @@ def _products(form: str, weight: Any, bias: Any = None) -> Callable[[Any], Any]:
     return lambda x: onednn.linear(x, weight, bias)
 
 
-def time_form(shapes: ModelShapes, form: str, rows: int, passes: int = PASSES) -> float:
-    """Seconds of one decode step's products of the whole model in ``form`` at ``rows`` rows, from timing a few of its
-    layers (:data:`TIMED_BYTES`) and one head block (random weights, inputs with a few outlier columns, as a real
-    model's have), scaled to its layers and vocabulary."""
+@dataclass(frozen=True)
+class Timed:
+    """Seconds of a decode step's products per form (None: the form cannot run here) and whether the passes agreed
+    (every form's median within :data:`STEADY` of its fastest pass): timings taken while other work shared the CPU
+    serve their run and are timed again by the next (:data:`UNSTEADY_TRIES`)."""
+
+    seconds: Mapping[str, float | None]
+    steady: bool = True
+
+
+#: A form's median pass at most this many times its fastest: the machine was quiet enough to trust the timings.
+STEADY = 1.3
+#: Processes that time the forms again while the remembered timings were taken on a busy machine.
+UNSTEADY_TRIES = 3
+
+
+def time_forms(shapes: ModelShapes, forms: Iterable[str], rows: int, passes: int = PASSES) -> Timed:
+    """Seconds of one decode step's products of the whole model in each of ``forms`` at ``rows`` rows, from timing a
+    few of its layers (:data:`TIMED_BYTES`) and one head block (the same random weights in every form, inputs with
+    outlier columns as a real model's have), scaled to its layers and vocabulary. The forms take turns, pass by pass,
+    so that other work on the machine slows each alike, and each keeps its fastest pass."""
     import torch
 
     from unstereo.engine.kernels.decode_head import BLOCK
 
+    forms = list(forms)
     g = torch.Generator().manual_seed(0)
     n_layers = max(1, min(shapes.layers, TIMED_BYTES // (4 * shapes.layer_params)))
     block = min(BLOCK, shapes.vocab)
+    passes = max(1, passes)
     with torch.inference_mode():
-        layers = [[_products(form, torch.randn(o, i, generator=g) * i**-0.5) for o, i in shapes.linears()]
-                  for _ in range(n_layers)]  # fmt: skip
-        head = _products(
-            form if form != "bfloat16" else "float32", torch.randn(block, shapes.hidden, generator=g)
-        )
+        weights = [
+            [torch.randn(o, i, generator=g) * i**-0.5 for o, i in shapes.linears()] for _ in range(n_layers)
+        ]
+        head_weight = torch.randn(block, shapes.hidden, generator=g) * shapes.hidden**-0.5
         inputs = []
         for n, (_, i) in enumerate(shapes.linears()):
             x = torch.randn(rows, i, generator=g)
             share = OUTLIER_SHARE["down" if n == 6 else "other"]
             x[:, :: max(1, round(1 / share))] *= 20.0
             inputs.append(x)
+        built: dict[str, Any] = {}
+        for form in forms:
+            try:
+                layers = [[_products(form, w) for w in layer] for layer in weights]
+                # the bf16 form keeps an fp32 head (a tied embedding stays fp32)
+                head = _products(form if form != "bfloat16" else "float32", head_weight)
+                built[form] = (layers, head)
+                _pass(
+                    layers, head, inputs
+                )  # warm-up: first-call allocations, int8's outlier rows, oneDNN's cache
+            except Exception as exc:  # a kernel this build cannot run: not a candidate
+                log.info("form %s not runnable here (%s: %s)", form, type(exc).__name__, exc)
+                built.pop(form, None)
+        runs: dict[str, list[tuple[float, float]]] = {f: [] for f in built}
+        for _ in range(passes):
+            for form, (layers, head) in built.items():
+                runs[form].append(_pass(layers, head, inputs))
+    seconds: dict[str, float | None] = {f: None for f in forms}
+    steady = True
+    for form, timed in runs.items():
+        totals = [b * shapes.layers / n_layers + h * shapes.vocab / block for b, h in timed]
+        seconds[form] = min(totals)
+        steady = steady and statistics.median(totals) <= STEADY * min(totals)
+    return Timed(seconds, steady)
 
-        def one_pass() -> tuple[float, float]:
-            t0 = time.perf_counter()
-            for layer in layers:
-                for product, x in zip(layer, inputs, strict=True):
-                    product(x)
-            t1 = time.perf_counter()
-            head(inputs[0])
-            return t1 - t0, time.perf_counter() - t1
 
-        one_pass()  # warm-up: first-call allocations, the int8 layers' outlier rows, oneDNN's primitive cache
-        timed = [one_pass() for _ in range(max(1, passes))]
-    body = statistics.median(t for t, _ in timed) * shapes.layers / n_layers
-    return body + statistics.median(h for _, h in timed) * shapes.vocab / block
+def _pass(layers: list[list[Any]], head: Any, inputs: list[Any]) -> tuple[float, float]:
+    """Seconds of one pass of ``layers``' products and of ``head``'s."""
+    t0 = time.perf_counter()
+    for layer in layers:
+        for product, x in zip(layer, inputs, strict=True):
+            product(x)
+    t1 = time.perf_counter()
+    head(inputs[0])
+    return t1 - t0, time.perf_counter() - t1
+
+
+def time_form(shapes: ModelShapes, form: str, rows: int, passes: int = PASSES) -> float:
+    """:func:`time_forms` of one form (raises where it cannot run)."""
+    seconds = time_forms(shapes, [form], rows, passes).seconds[form]
+    if seconds is None:
+        raise RuntimeError(f"form {form} cannot run here")
+    return seconds
 
 
 @dataclass(frozen=True)
@@ -385,35 +435,42 @@ def choose(
     allowed: Iterable[str],
     rows: int,
     budget: int | None,
-    timer: Callable[[ModelShapes, str, int], float] = time_form,
+    timer: Callable[[ModelShapes, list[str], int], Timed | Mapping[str, float | None]] = time_forms,
     memo: bool = True,
     label: str = "",
 ) -> Choice:
     """The fastest form among those of ``allowed`` products (:func:`candidates`) whose weights fit ``budget`` bytes
     (None: no limit); when none fits, the smallest (logged). Timings come from the memo when ``memo`` and this
-    machine timed the same candidates for the same shapes and rows before, else from ``timer`` (stored)."""
+    machine timed the same candidates for the same shapes and rows before on a quiet machine (:class:`Timed`), else
+    from ``timer`` (every candidate, when more than one fits), stored."""
     from unstereo.engine.kernels import probe_memo
 
     forms = candidates(allowed) or ["float32"]
     key = _memo_key(shapes, rows, forms) if memo else None
-    known = probe_memo.recall("forms", key, {"timings": dict}) if key is not None else None
+    known = probe_memo.recall("forms", key, {"timings": dict, "tries": int}) if key is not None else None
     timings: dict[str, float | None] = {}
+    tries = 0
     if known is not None and set(known["timings"]) == set(forms):
         timings = {f: (None if v is None else float(v)) for f, v in known["timings"].items()}
+        tries = known["tries"]
+    # timings taken while the machine was busy are timed again by the next processes, each form keeping its
+    # fastest figure over the tries, up to UNSTEADY_TRIES: a machine that is always busy stops paying for them
+    remembered = bool(timings) and (known.get("steady") is True or tries >= UNSTEADY_TRIES)
     fits = [f for f in forms if budget is None or weight_bytes(shapes, f) <= budget]
-    remembered = bool(timings)
-    if not remembered:
-        for f in fits if len(fits) > 1 else []:
-            try:
-                timings[f] = float(timer(shapes, f, rows))
-            except Exception as exc:  # a kernel this build cannot run: not a candidate
-                log.info("form %s not runnable here (%s: %s)", f, type(exc).__name__, exc)
-                timings[f] = None
-        if key is not None and len(fits) > 1:
-            probe_memo.remember("forms", key, {"timings": {f: timings.get(f) for f in forms}})
-    timed = [f for f in fits if timings.get(f) is not None]
-    if timed:
-        form = min(timed, key=lambda f: (timings[f], forms.index(f)))
+    steady = True
+    if not remembered and len(fits) > 1:
+        # every form is timed, the ones over this run's budget too, so that the memo serves any budget
+        timed = timer(shapes, forms, rows)
+        steady = timed.steady if isinstance(timed, Timed) else True
+        seconds = timed.seconds if isinstance(timed, Timed) else timed
+        now = {f: (None if seconds.get(f) is None else float(seconds[f])) for f in forms}
+        timings = {f: _faster(timings.get(f), now[f]) for f in forms}
+        if key is not None:
+            verdict = {"timings": timings, "steady": steady, "tries": tries + 1}
+            probe_memo.remember("forms", key, verdict)
+    runnable = [f for f in fits if timings.get(f) is not None]
+    if runnable:
+        form = min(runnable, key=lambda f: (timings[f], forms.index(f)))
     elif fits:
         form = fits[0]
     else:
@@ -421,8 +478,13 @@ def choose(
         log.warning("%s: no form's weights fit the %.1f GB budget; the smallest: %s (%.1f GB)", label or "model",
                     (budget or 0) / 1e9, form, weight_bytes(shapes, form) / 1e9)  # fmt: skip
     choice = Choice(form, {f: timings.get(f) for f in forms}, budget, remembered)
-    log.info("%s", describe(choice, shapes, rows, label))
+    log.info("%s%s", describe(choice, shapes, rows, label),
+             "" if steady else " (the passes varied: other work shared the CPU; timed again next time)")  # fmt: skip
     return choice
+
+
+def _faster(a: float | None, b: float | None) -> float | None:
+    return b if a is None else a if b is None else min(a, b)
 
 
 def describe(choice: Choice, shapes: ModelShapes, rows: int, label: str = "") -> str:
@@ -431,7 +493,9 @@ def describe(choice: Choice, shapes: ModelShapes, rows: int, label: str = "") ->
     for f, t in choice.timings.items():
         size = weight_bytes(shapes, f) / 1e9
         over = choice.budget is not None and weight_bytes(shapes, f) > choice.budget
-        figure = "over the budget" if over else ("not timed" if t is None else f"{1000 * t:.1f} ms a step")
+        timed = any(v is not None for v in choice.timings.values())
+        figure = ("not runnable" if timed else "not timed") if t is None else f"{1000 * t:.1f} ms a step"
+        figure += " (over the budget)" if over else ""
         parts.append(f"{f} {figure} ({size:.1f} GB)")
     budget = "no budget" if choice.budget is None else f"budget {choice.budget / 1e9:.1f} GB"
     how = "remembered on this machine" if choice.remembered else "timed now"
