@@ -103,9 +103,10 @@ def main() -> None:
         model = MODELS.get(name, name)
         shapes = forms.shapes_of_spec(resolve_model(model))
         todo = args.forms or forms.candidates(["float32", "bfloat16", "int8"])
-        estimates = {f: forms.time_form(shapes, f, forms.rows_class(args.rows)) for f in todo}
+        timed = forms.time_forms(shapes, todo, forms.rows_class(args.rows))
+        estimates = timed.seconds
         pick = forms.choose(shapes, ["float32", "bfloat16", "int8"], forms.rows_class(args.rows),
-                            int(args.budget * 1e9), timer=lambda s, f, r, e=estimates: e[f], memo=False)  # fmt: skip
+                            int(args.budget * 1e9), timer=lambda s, f, r, t=timed: t, memo=False)  # fmt: skip
         for form in todo:
             row = {}
             if not args.estimate_only:
@@ -114,7 +115,7 @@ def main() -> None:
                 out = subprocess.run(cmd, capture_output=True, text=True, check=True)
                 row = json.loads(out.stdout.strip().splitlines()[-1])
             mark = " (chosen)" if form == pick.form else ""
-            lines.append(f"| {name} | {form}{mark} | {1000 * estimates[form]:.1f} | {row.get('tokens_per_s', '')} | "
+            lines.append(f"| {name} | {form}{mark} | {1000 * (estimates[form] or float('nan')):.1f} | {row.get('tokens_per_s', '')} | "
                          f"{row.get('step_ms', '')} | {row.get('load_s', '')} | {row.get('peak_rss_gb', '')} | "
                          f"{forms.weight_bytes(shapes, form) / 1e9:.2f} | {row.get('probe', '')} |")  # fmt: skip
             print(lines[-1], flush=True)

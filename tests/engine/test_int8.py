@@ -41,28 +41,6 @@ def test_without_the_outlier_column_in_fp32_the_product_is_coarse():
     assert abs(float(got[0, 0]) - 2.7929) > 0.1
 
 
-def test_outlier_rows_are_held_for_the_outlier_columns_only():
-    g = torch.Generator().manual_seed(0)
-    w = torch.randn(48, 40, generator=g)
-    layer = int8.Int8Linear(w)
-    full = torch.ops.quantized.linear_unpack(layer.packed)[0].int_repr().T.contiguous()  # every column's row
-    x = torch.randn(6, 40, generator=g)
-    x[:, [7, 30]] *= 50.0
-    first = layer(x)
-    assert layer._rows.shape == (2, 48)  # columns 7 and 30 only, not all 40
-    assert torch.equal(layer._rows, full[[7, 30]])
-    # the same product as with the whole transposed copy, bit for bit
-    cols = torch.tensor([7, 30])
-    ordinary = torch.ops.quantized.linear_dynamic(x.index_fill(-1, cols, 0.0), layer.packed, True)
-    want = ordinary.add_((x.index_select(-1, cols) @ full.index_select(0, cols).float()).mul_(layer.scale))
-    assert torch.equal(first, want)
-    # a later call with another outlier column adds its row; the earlier ones stay
-    x[:, 3] *= 80.0
-    layer(x)
-    assert layer._rows.shape == (3, 48) and torch.equal(layer._rows[2], full[3])
-    assert layer._slot[[7, 30, 3]].tolist() == [0, 1, 2] and int((layer._slot >= 0).sum()) == 3
-
-
 def test_int8_product_keeps_leading_dims_and_stays_near_fp32():
     g = torch.Generator().manual_seed(0)
     w, x = torch.randn(48, 40, generator=g), torch.randn(3, 5, 40, generator=g)

@@ -57,9 +57,6 @@ PASSES = 3
 #: MLP has many (1,186 of 8,960 in one of Qwen2.5-1.5B's), the other products' inputs (norm outputs) a few; int8
 #: multiplies those columns in fp32 (:class:`.kernels.int8.Int8Linear`), so they are part of its cost.
 OUTLIER_SHARE = {"down": 1 / 8, "other": 1 / 192}
-#: Share of the body's int8 weights held a second time as outlier rows (:meth:`.kernels.int8.Int8Linear.outlier_rows`:
-#: the columns that were outliers in some call; in a gated MLP's down projection about one in eight).
-INT8_OUTLIER_ROWS = 0.15
 #: Share of the memory available at the start that ``sampling_memory: auto`` gives the sampled model's weights.
 AUTO_MEMORY_SHARE = 0.4
 
@@ -103,8 +100,8 @@ def weight_bytes(shapes: ModelShapes, form: str) -> int:
     """Bytes the model's weights take while it samples in ``form``: the body's linears in the form, the embedding in
     fp32 (a separate LM head too; both bf16 in the bf16 form, as :mod:`unstereo.models.gguf_direct` holds them), and
     the copies the engine makes: a packed copy of the body and head beside the
-    plain weights (``float32-packed``); for ``int8`` the head's int8 blocks and the int8 rows of the outlier columns
-    (:data:`INT8_OUTLIER_ROWS` of the body)."""
+    plain weights (``float32-packed``); for ``int8`` the head's int8 blocks and each layer's transposed int8 weight
+    for outlier columns (:class:`.kernels.int8.Int8Linear`: made on the first call with an outlier, so counted)."""
     body, head = shapes.body_params, shapes.head_params
     embeddings = head * (1 if shapes.tied else 2)
     if form == "float32":
@@ -114,7 +111,7 @@ def weight_bytes(shapes: ModelShapes, form: str) -> int:
     if form == "bfloat16":  # a head of its own is held in bf16, and then so is the embedding
         return 2 * body + (4 * head if shapes.tied else 2 * embeddings)
     if form == "int8":
-        return int(INT8_OUTLIER_ROWS * body) + body + 4 * embeddings + head
+        return 2 * body + 4 * embeddings + head
     raise ValueError(f"unknown form {form!r}; known: {list(FORMS)}")
 
 
