@@ -112,7 +112,7 @@ def main() -> None:
             if not args.estimate_only:
                 cmd = [sys.executable, __file__, "--one", model, form, "--rows", str(args.rows), "--tokens",
                        str(args.tokens)]  # fmt: skip
-                out = subprocess.run(cmd, capture_output=True, text=True, check=True)
+                out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=1800)
                 row = json.loads(out.stdout.strip().splitlines()[-1])
             mark = " (chosen)" if form == pick.form else ""
             lines.append(f"| {name} | {form}{mark} | {1000 * (estimates[form] or float('nan')):.1f} | {row.get('tokens_per_s', '')} | "
