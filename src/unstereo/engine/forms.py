@@ -452,7 +452,7 @@ def choose(
         tries = known["tries"]
     # timings taken while the machine was busy are timed again by the next processes, each form keeping its
     # fastest figure over the tries, up to UNSTEADY_TRIES: a machine that is always busy stops paying for them
-    remembered = bool(timings) and (known.get("steady") is True or tries >= UNSTEADY_TRIES)
+    remembered = bool(timings) and (bool(known and known.get("steady") is True) or tries >= UNSTEADY_TRIES)
     fits = [f for f in forms if budget is None or weight_bytes(shapes, f) <= budget]
     steady = True
     if not remembered and len(fits) > 1:
@@ -460,7 +460,7 @@ def choose(
         timed = timer(shapes, forms, rows)
         steady = timed.steady if isinstance(timed, Timed) else True
         seconds = timed.seconds if isinstance(timed, Timed) else timed
-        now = {f: (None if seconds.get(f) is None else float(seconds[f])) for f in forms}
+        now = {f: (None if (t := seconds.get(f)) is None else float(t)) for f in forms}
         timings = {f: _faster(timings.get(f), now[f]) for f in forms}
         if key is not None:
             verdict = {"timings": timings, "steady": steady, "tries": tries + 1}
