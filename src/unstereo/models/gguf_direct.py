@@ -21,12 +21,16 @@ docs/performance.md ("Loading a GGUF straight into int8") has the measured peak 
 A forward pass through these layers rounds its input (bf16) or quantises it per tensor (int8), so a row's numbers
 depend slightly on the other rows of its batch; :func:`exact_products` switches them to the stored weights times an
 fp32 input (one fp32 weight at a time), batch-independent, for the engine's probe (:meth:`SamplingEngine.check`).
+
+A file loaded once in a form is kept in that form on the machine (:mod:`unstereo.models.form_cache`), with its
+tokenizer: the next load of the same file in the same form maps the cached tensors instead of dequantising the file.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -124,14 +128,102 @@ def load_gguf(path: str | Path, gguf_file: str, form: str = "int8") -> Any:
     ``int8`` or ``bfloat16`` the body's linear layers as :class:`QuantisedLinear` (see the module doc), with
     ``float32`` every weight an fp32 parameter, the numbers of the converted folder without writing it (a model
     that is sampled or judged but not scored). Raises when the file's architecture is not one transformers reads from GGUF, or a
-    tensor is missing."""
+    tensor is missing.
+
+    The first load of a file in a form writes that form to the machine's cache, and later loads of the same file
+    in the same form read it from there in seconds, the same model to the bit (:mod:`unstereo.models.form_cache`)."""
+    from unstereo.models import form_cache
+
     if form not in FORMS:
         raise ValueError(f"form must be one of {FORMS}, got {form!r}")
-    import gguf
-    import numpy as np
+    file = Path(path) / gguf_file
+    folder = form_cache.form_folder(file, form)
+    if folder is None:  # the cache is off, or the file is missing (the load names it)
+        return _load_direct(file, form)
+    model = form_cache.read_model(folder, file, form, skeleton, finish)
+    if model is not None:
+        return model
+    with form_cache.locked(folder):  # a second job loading the same form waits here and reads the first's
+        model = form_cache.read_model(folder, file, form, skeleton, finish)
+        if model is not None:
+            return model
+        t0 = time.perf_counter()
+        model = _load_direct(file, form, folder)
+        log.info("loaded %s (%s) from the GGUF file in %.1f s", file, form, time.perf_counter() - t0)
+    return model
+
+
+def skeleton(config: dict[str, Any], form: str) -> tuple[Any, bool]:
+    """(the causal LM of ``config`` on the meta device, whether ``form`` holds its head in bf16 of its own):
+    ``config`` is the keyword arguments of ``AutoConfig.for_model`` that transformers reads from a GGUF file; the
+    model is what :func:`load_gguf` fills, from the file or from its cached form."""
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
     from transformers.integrations.accelerate import init_empty_weights
+
+    config = AutoConfig.for_model(**config)  # what from_pretrained(gguf_file=) makes of it
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    with init_empty_weights():
+        model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    # bf16: a head of its own (not the embedding's transpose) is held in bf16 too, and so is the embedding
+    return model, form == "bfloat16" and not getattr(config, "tie_word_embeddings", False)
+
+
+def finish(model: Any, file: Path, form: str, own_head: bool) -> Any:
+    """``model`` (:func:`skeleton`, every tensor in place) as :func:`load_gguf` returns it: tied, hooked, named, in
+    eval mode."""
+    if getattr(model.config, "tie_word_embeddings", False):
+        model.tie_weights()
+    if own_head:  # its table is bf16 already (place): its rows go on in fp32
+        model.get_input_embeddings().register_forward_hook(_widen)
+    model.name_or_path = f"{file} ({form} from GGUF)"  # the probe memo's digest reads it
+    model.unstereo_form = form  # the engine computes in fp32 around bf16 products (SamplingEngine.dtype)
+    model.eval()
+    return model
+
+
+def _quantised(module: Any, form: str, head: Any, own_head: bool) -> bool:
+    """Whether :func:`load_gguf` holds ``module`` of a model in ``form`` as a :class:`QuantisedLinear`."""
+    import torch
+
+    return form in _SHORT and type(module) is torch.nn.Linear and (module is not head or own_head)
+
+
+def _plan(
+    model: Any, form: str, own_head: bool
+) -> tuple[dict[str, Any], list[tuple[str, Any, tuple[int, ...]]]]:
+    """What :func:`load_gguf` will make of the :func:`skeleton` ``model``, for its cached form
+    (:class:`unstereo.models.form_cache.Writer`): (quantised linear -> (its held form, whether it has a bias,
+    [out, in]); every other parameter as (name, dtype, shape), a tied head's left out)."""
+    import torch
+
+    head, embedding = model.get_output_embeddings(), model.get_input_embeddings()
+    tied = getattr(model.config, "tie_word_embeddings", False)
+    layers = {
+        name: (_SHORT[form], m.bias is not None, (m.out_features, m.in_features))
+        for name, m in model.named_modules()
+        if _quantised(m, form, head, own_head)
+    }
+    parameters = []
+    for name, p in model.named_parameters():
+        owner = name.rpartition(".")[0]
+        module = model.get_submodule(owner)
+        if owner in layers or (tied and module is head):
+            continue
+        dtype = torch.bfloat16 if own_head and module is embedding else torch.float32
+        parameters.append((name, dtype, tuple(p.shape)))
+    return layers, parameters
+
+
+def _load_direct(file: Path, form: str, cache: Path | None = None) -> Any:
+    """:func:`load_gguf`'s model read from the GGUF ``file`` itself; its form written, while it is read, to the cache
+    entry ``cache`` (:class:`unstereo.models.form_cache.Writer`) unless that is None."""
+    import copy
+
+    import gguf
+    import numpy as np
+    import torch
     from transformers.modeling_gguf_pytorch_utils import (
         TENSOR_PROCESSORS,
         TensorProcessor,
@@ -142,26 +234,22 @@ def load_gguf(path: str | Path, gguf_file: str, form: str = "int8") -> Any:
 
     from unstereo.engine.kernels.bf16 import Bf16Linear
     from unstereo.engine.kernels.int8 import Int8Linear
+    from unstereo.models.form_cache import Writer
     from unstereo.models.gguf_check import check_gguf
 
-    file = Path(path) / gguf_file
     check_gguf(file)  # missing, cut short or of another architecture: one line naming it, before any parse
     try:
         with one_reader():
             parsed = load_gguf_checkpoint(str(file), return_tensors=False)
             reader = gguf.GGUFReader(str(file))  # the same parse (one_reader)
-        config = AutoConfig.for_model(**parsed["config"])  # what from_pretrained(gguf_file=) makes of it
+        config_kwargs = copy.deepcopy(parsed["config"])
         architecture = read_field(reader, "general.architecture")[0]
         tensors = list(reader.tensors)  # name, type, shape, offset: no reference to the parse's vocabulary
     except (ValueError, KeyError, OSError) as exc:
         raise UnstereoError(f"cannot read the GGUF file {file}: {exc}") from exc
-    if hasattr(config, "quantization_config"):
-        del config.quantization_config
-    with init_empty_weights():
-        model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    model, own_head = skeleton(config_kwargs, form)
+    config = model.config
     head = model.get_output_embeddings()
-    # bf16: a head of its own (not the embedding's transpose) is held in bf16 too, and so is the embedding
-    own_head = form == "bfloat16" and not getattr(config, "tie_word_embeddings", False)
     embedding = model.get_input_embeddings()
     names = get_gguf_hf_weights_map(model)
     # the vocabulary (the parse's and the tokenizer's copy of it) is not needed for the weights: let it go
@@ -175,7 +263,7 @@ def load_gguf(path: str | Path, gguf_file: str, form: str = "int8") -> Any:
     def place(name: str, value: Any) -> None:
         owner, _, attr = name.rpartition(".")
         module = model.get_submodule(owner)
-        if form in _SHORT and type(module) is torch.nn.Linear and (module is not head or own_head):
+        if _quantised(module, form, head, own_head):
             got = pending.setdefault(owner, {})
             got[attr] = value
             if "weight" in got and ("bias" in got or module.bias is None):
@@ -184,10 +272,14 @@ def load_gguf(path: str | Path, gguf_file: str, form: str = "int8") -> Any:
                 layer = cls(q, module.in_features, module.out_features, _SHORT[form])
                 setattr(model.get_submodule(parent), child, layer)
                 del pending[owner]
+                if writer is not None:
+                    writer.layer(owner, q)
         else:
             if own_head and module is embedding:  # held in bf16 from the start: no second copy at any time
                 value = value.to(torch.bfloat16)
             module._parameters[attr] = torch.nn.Parameter(value, requires_grad=False)
+            if writer is not None:
+                writer.parameter(name, value)
 
     def read(tensor: Any) -> tuple[str, Any] | None:
         """(parameter name, fp32 tensor) of a file tensor, None for one the model has no place for."""
@@ -202,6 +294,7 @@ def load_gguf(path: str | Path, gguf_file: str, form: str = "int8") -> Any:
             array = array.copy()
         return names[result.name], torch.from_numpy(array)
 
+    writer = None if cache is None else Writer(cache, file, form, *_plan(model, form, own_head))
     fd = os.open(file, os.O_RDONLY)
     try:
         # the next tensor is read and dequantised (numpy, without the GIL) while this one is quantised: two at a time
@@ -214,19 +307,21 @@ def load_gguf(path: str | Path, gguf_file: str, form: str = "int8") -> Any:
                 if got is not None:
                     place(*got)
                 del got
+        if getattr(config, "tie_word_embeddings", False):
+            model.tie_weights()  # before the check: a tied head's parameter is the embedding's
+        missing = sorted(n for n, p in model.named_parameters() if p.device.type == "meta")
+        missing += sorted(f"{owner}.weight" for owner in pending if f"{owner}.weight" not in missing)
+        if missing:
+            raise UnstereoError(f"GGUF file {file} lacks tensors for {missing[:5]} ({len(missing)} in all)")
+    except BaseException:
+        if writer is not None:  # no entry of a failed load
+            writer.abort()
+        raise
     finally:
         os.close(fd)
-    if getattr(config, "tie_word_embeddings", False):
-        model.tie_weights()
-    missing = sorted(n for n, p in model.named_parameters() if p.device.type == "meta")
-    missing += sorted(f"{owner}.weight" for owner in pending if f"{owner}.weight" not in missing)
-    if missing:
-        raise UnstereoError(f"GGUF file {file} lacks tensors for {missing[:5]} ({len(missing)} in all)")
-    if own_head:  # its table is bf16 already (place): its rows go on in fp32
-        embedding.register_forward_hook(_widen)
-    model.name_or_path = f"{file} ({form} from GGUF)"  # the probe memo's digest reads it
-    model.unstereo_form = form  # the engine computes in fp32 around bf16 products (SamplingEngine.dtype)
-    model.eval()
+    model = finish(model, file, form, own_head)
+    if writer is not None:
+        writer.finish(model, config_kwargs)  # the last tensors' writes, the description, the rename
     return model
 
 
@@ -238,11 +333,21 @@ def _widen(module: Any, args: Any, out: Any) -> Any:
 
 def load_gguf_with_tokenizer(path: str | Path, gguf_file: str, form: str = "int8") -> tuple[Any, Any]:
     """(:func:`load_gguf`, :func:`load_gguf_tokenizer`) of ``path/gguf_file``, the file parsed once for both: the
-    tokenizer first, so that the parse is gone before the weights are read."""
+    tokenizer first, so that the parse is gone before the weights are read. The tokenizer too is cached
+    (:mod:`unstereo.models.form_cache`): a later load does not parse the file's vocabulary again."""
+    from unstereo.models import form_cache
+
+    folder = form_cache.tokenizer_folder(Path(path) / gguf_file)
+    tokenizer = None if folder is None else form_cache.read_tokenizer(folder)
+    fresh = tokenizer is None
     with one_reader():
-        tokenizer = read_gguf_tokenizer(path, gguf_file)
+        if fresh:
+            tokenizer = read_gguf_tokenizer(path, gguf_file)
         model = load_gguf(path, gguf_file, form)
-    return model, _repaired(model, tokenizer)
+    tokenizer = _repaired(model, tokenizer)
+    if fresh and folder is not None:
+        form_cache.write_tokenizer(folder, tokenizer, Path(path) / gguf_file)
+    return model, tokenizer
 
 
 def load_gguf_tokenizer(path: str | Path, gguf_file: str, model: Any):

@@ -9,7 +9,8 @@ dequantised to fp32 by transformers, which takes 20-60 s on a small CPU; the fir
 once per machine into a plain Hugging Face folder (``<file>.hf/`` beside it links to a content-addressed cache, see
 :mod:`unstereo.models.gguf_convert`), and later loads read that folder in seconds. A GGUF that is only sampled or
 judged skips the folder: the local LLM backend reads it straight into int8 layers (int8 sampling) or, while it has
-no converted folder, into fp32 (:mod:`unstereo.models.gguf_direct`).
+no converted folder, into fp32 (:mod:`unstereo.models.gguf_direct`); the form it was read into is kept on the machine
+after that first load, so later loads of it map the kept form in seconds (:mod:`unstereo.models.form_cache`).
 """
 
 from __future__ import annotations
