@@ -25,7 +25,7 @@ The other numeric tests were audited the same way and keep their tolerances for 
   ratio printed with 5: abs 1e-5): half a unit of the last printed decimal, rounded up;
 - the int8 product's 2e-3 (tests/engine/test_int8.py): int8 quantisation error, not float rounding (its test says how);
 - the debiasing fine-tune's rel 1e-4 (a mean over a few hundred float32 terms) and a resumed run's parameters
-  (atol 1e-6, the same steps reloaded from a checkpoint): the reasons in tests/sentiment/test_sentiment_debias.py.
+  (atol 1e-6, the same steps reloaded from a checkpoint): the reasons in tests/finetune/test_finetune_regularised.py.
 """
 
 from __future__ import annotations

@@ -14,10 +14,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pandas as pd
 
-from unstereo.errors import InputError
+from unstereo.finetune import regularised as R
+from unstereo.finetune.perplexity import perplexity
+from unstereo.finetune.text import read_texts, split_sentences
 from unstereo.io import write_json
 from unstereo.log import get_logger
 from unstereo.sentiment import debias as D
@@ -93,7 +94,7 @@ def run_debias(
     templates, values = load_templates(templates_dir)
     terms = D.sensitive_terms(values, section["attributes"])
     corpus = [resource_path(p, external_dir) for p in d["corpus"]]
-    sentences = D.split_sentences(D.read_texts(corpus))
+    sentences = split_sentences(read_texts(corpus))
     examples, held_s, held = D.build_examples(
         sentences, terms, d["max_sentences"], d["heldout_fraction"], seed
     )
@@ -110,24 +111,24 @@ def run_debias(
                 d["label_classifier"], opinion_dir=resource_path(section["opinion_lexicon"], external_dir)
             )
             texts = [e.text for e in examples]
-            s = clf(texts)
-            keep = np.abs(s - 0.5) >= 0.25
-            if keep.sum() < 4 or len(set((s[keep] > 0.5).tolist())) < 2:
-                raise InputError(
-                    f"only {int(keep.sum())} training sentences have a clear sentiment under "
-                    f"{d['label_classifier']!r} (both classes needed): use a larger corpus or max_sentences"
-                )
-            head = D.train_head(
-                model, tok, [t for t, k in zip(texts, keep, strict=True) if k], (s[keep] > 0.5).astype(float),
-                d["head_steps"], seed, d["max_length"], device,
-            )  # fmt: skip
-        encoded = [e for e in (D.encode_example(tok, ex, d["max_length"]) for ex in examples) if e]
-        history = D.finetune(
+            head = R.sentiment_head(
+                model,
+                tok,
+                texts,
+                clf(texts),
+                d["label_classifier"],
+                d["head_steps"],
+                seed,
+                d["max_length"],
+                device,
+            )
+        encoded = [e for e in (R.encode_example(tok, ex, d["max_length"]) for ex in examples) if e]
+        history = R.finetune(
             model, tok, encoded, method=method, lam=lam, steps=d["steps"], batch_size=d["batch_size"], lr=d["lr"],
             out_dir=out_dir, checkpoint_every=d["checkpoint_every"], head=head, seed=seed, device=device,
         )  # fmt: skip
     write_json(out_dir / "history.json", history)
-    ppl, ppl_s = D.perplexity(model, tok, held, device), D.perplexity(model, tok, held_s, device)
+    ppl, ppl_s = perplexity(model, tok, held, device), perplexity(model, tok, held_s, device)
     if method == "none" and base_continuations is not None:
         from unstereo.sentiment.schemas import CONTINUATIONS
 
