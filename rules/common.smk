@@ -39,9 +39,12 @@ def rule_priority(rule, resource=None):
     return model_rules.priority(config, rule, resource)
 
 
-def resource_manifest(name):
-    """The manifest file that marks resource `name` as fetched (use it as a rule input)."""
-    return f"{EXTERNAL}/{name}/{RESOURCE_MANIFEST}"
+# resource_manifest(name): the manifest file that marks resource `name` as fetched (use it as a rule input);
+# resource_manifest.variant(name): the record of model variant `name` (results/variants/NAME/variant.json, written
+# by rule variants_train), which model_rules.model_inputs gives a rule that runs a variant.
+resource_manifest = model_rules.ModelFiles(
+    EXTERNAL, results("variants"), config["variants"]["models"], RESOURCE_MANIFEST
+)
 
 
 def delta_path(choice):

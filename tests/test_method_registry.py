@@ -32,7 +32,7 @@ from unstereo.workflow import outputs_check
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = Path(method_registry.__file__).parent  # src/unstereo (or the installed package)
-BUILTIN = ["unstereoeval", "fairpair", "sentiment", "robustness", "biastest"]
+BUILTIN = ["unstereoeval", "variants", "fairpair", "sentiment", "robustness", "biastest"]
 SHARED_KEYS = {"seed", "results_dir", "external_dir", "reference_mirror", "resources"}
 
 
@@ -64,7 +64,7 @@ def test_rules_files_keep_the_include_order_and_exist():
     expected = [
         f"unstereoeval/{s}" for s in ("corpus", "vocabulary", "benchmarks", "generate", "score", "report")
     ]
-    expected += ["fairpair", "sentiment", "robustness", "biastest"]
+    expected += ["variants", "fairpair", "sentiment", "robustness", "biastest"]
     assert method_registry.rules_files() == [str(PACKAGE / n / "rules.smk") for n in expected]
     assert all(Path(f).is_file() for f in method_registry.rules_files())
     # the shared rules files stay shared; no method's rules are left there
@@ -207,11 +207,15 @@ def test_headline_metrics_and_report_categories():
         "sentiment": {"if": "higher", "gf": "higher"},
         "robustness": {"rank_swap_rate": "higher"},
         "biastest": {"ss": "away"},
+        "variants": {},  # a stage that derives models for the methods: no headline of its own
     }
     methods = method_registry.methods()
     assert {n: {h.name: h.more_biased for h in m.headline} for n, m in methods.items()} == expected
     assert methods["biastest"].headline[0].ideal == 50.0
+    assert methods["variants"].headline_module is None
     for name, m in methods.items():
+        if name == "variants":
+            continue
         # UnStereoEval's headline lives with its report (metrics never imports report)
         module = (
             "unstereo.unstereoeval.report.headline" if name == "unstereoeval" else f"unstereo.{name}.headline"
@@ -226,6 +230,7 @@ def test_headline_metrics_and_report_categories():
         "sentiment": ("Counterfactual sentiment",),
         "robustness": ("Robustness",),
         "biastest": ("BiasTestGPT",),
+        "variants": ("Model variants",),
     }
     assert methods["unstereoeval"].report_category("paper") == "Paper reproduction"
     assert (

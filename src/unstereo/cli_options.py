@@ -159,8 +159,9 @@ threads = click.option(
 #: How a model is named on the command line (the same forms as a config entry, see unstereo.models.spec).
 MODEL_FORMS = (
     "MODEL is a hub id (EleutherAI/pythia-70m, optionally @REVISION), a local folder, a .gguf file, "
-    "resource:NAME/FILE.gguf (an offline resource under --external-dir) or endpoint:URL#NAME "
-    "(model NAME of an OpenAI-compatible server at URL, e.g. endpoint:http://127.0.0.1:8000/v1#gpt-4o-mini)."
+    "resource:NAME/FILE.gguf (an offline resource under --external-dir), endpoint:URL#NAME "
+    "(model NAME of an OpenAI-compatible server at URL, e.g. endpoint:http://127.0.0.1:8000/v1#gpt-4o-mini) or "
+    "variant:NAME (a model variant's folder under $UNSTEREO_VARIANTS_DIR or results/variants)."
 )
 
 api_key_env = click.option(

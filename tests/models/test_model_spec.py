@@ -96,7 +96,7 @@ def test_command_line_extras_merge_or_clash():
         (
             {"path": "a", "resource": "smollm2"},
             "m",
-            "exactly one of path, resource, endpoint .got path and resource",
+            "exactly one of path, resource, endpoint, variant .got path and resource",
         ),
         ({"gguf_file": "x.gguf"}, "m", "got none"),
         ({"path": "a", "colour": "red"}, "m.colour", "unknown model key"),
@@ -109,6 +109,9 @@ def test_command_line_extras_merge_or_clash():
         ("", "m", "empty model spec"),
         ("endpoint:http://h/v1", "m", "endpoint:URL#MODEL_NAME"),
         ("resource:", "m", "resource:NAME"),
+        ({"variant": "v", "gguf_file": "f.gguf"}, "m.gguf_file", "does not apply to a variant"),
+        ({"variant": "v", "path": "a"}, "m", "got path and variant"),
+        ("variant:", "m", "variant:NAME"),
         (3, "m", "a string or a mapping"),
     ],
 )
@@ -215,3 +218,15 @@ def test_loading_a_model_does_not_import_sklearn(tmp_path, pre, want):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split("\n")[-2] == want
+
+
+def test_variant_forms_resolve_to_the_variants_folder(monkeypatch):
+    """``{variant: NAME}`` and ``variant:NAME``: the folder NAME of the variants directory (the argument, else
+    $UNSTEREO_VARIANTS_DIR, else results/variants), its name kept; its argument is the folder."""
+    want = ModelSpec(path="out/variants/v1", variant="v1")
+    assert resolve_model({"variant": "v1"}, variants_dir="out/variants") == want
+    assert resolve_model("variant:v1", variants_dir="out/variants") == want
+    assert resolve_model("variant:v1").path == "results/variants/v1"
+    monkeypatch.setenv("UNSTEREO_VARIANTS_DIR", "/x/variants")
+    spec = resolve_model({"variant": "v1"})
+    assert spec.path == "/x/variants/v1" and spec.to_arg() == "/x/variants/v1" == spec.label

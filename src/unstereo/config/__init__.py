@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -169,7 +169,46 @@ def validate_config(
     sets ``additionalProperties: false``).
     """
     schema, registry = config_schema(schema_dir)
-    return check(_DefaultValidator(schema, registry=registry), config, source=source)
+    check(_DefaultValidator(schema, registry=registry), config, source=source)
+    check_variant_models(config, source)
+    return config
+
+
+def _variant_refs(data: Any, key: str) -> Iterator[tuple[str, str]]:
+    """(dotted key, name) of every model entry ``{variant: NAME}`` (or ``variant:NAME``) below ``data``."""
+    from unstereo.models.spec import VARIANT_PREFIX
+
+    if isinstance(data, Mapping):
+        if isinstance(data.get("variant"), str):
+            yield f"{key}.variant", data["variant"]
+        for k, v in data.items():
+            yield from _variant_refs(v, f"{key}.{k}")
+    elif isinstance(data, list):
+        for i, v in enumerate(data):
+            yield from _variant_refs(v, f"{key}[{i}]")
+    elif isinstance(data, str) and data.startswith(VARIANT_PREFIX):
+        yield key, data[len(VARIANT_PREFIX) :]
+
+
+def check_variant_models(config: Mapping[str, Any], source: str | None = None) -> None:
+    """Every model variant a section names is declared in ``variants.models``, and no variant's base is a variant:
+    else a :class:`ConfigError` naming the key."""
+    declared = (config.get("variants") or {}).get("models") or {}
+    for name, entry in declared.items():
+        base = entry.get("base") if isinstance(entry, Mapping) else None
+        for key, _ in _variant_refs({"base": base}, f"variants.models.{name}"):
+            raise ConfigError("a variant's base is a model, not another variant", key=key, source=source)
+    for section, value in config.items():
+        if section == "variants":
+            continue
+        for key, name in _variant_refs(value, section):
+            if name not in declared:
+                known = ", ".join(sorted(declared)) or "none"
+                raise ConfigError(
+                    f"no variant {name!r} is declared in variants.models (declared: {known})",
+                    key=key,
+                    source=source,
+                )
 
 
 def load_section(

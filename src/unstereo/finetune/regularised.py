@@ -36,8 +36,11 @@ class CounterfactualText(Protocol):
     """A training sentence ``text`` with its sensitive token ending at ``end``: ``prefix`` is ``text[:end]``,
     ``counterfactual_prefix`` that prefix with the token swapped."""
 
-    text: str
-    end: int
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def end(self) -> int: ...
 
     @property
     def prefix(self) -> str: ...

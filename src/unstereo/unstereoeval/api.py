@@ -6,6 +6,8 @@ and scores them with UnStereoEval's score command and metrics:
   (click decorators) and its model request;
 - :func:`eta_label`: an eta as the tables label it (:mod:`unstereo.unstereoeval.eta`);
 - :func:`load_wordnet`: WordNet for the synonym construction (:mod:`unstereo.unstereoeval.vocabulary.english`);
+- :func:`load_pairs`: the gendered word pairs (``data/gendered_pairs.csv``; :mod:`unstereo.unstereoeval.lexicon`), which
+  the model variants swap;
 - :func:`add_max_pmi`: a pair table's MaxPMI against a delta table (:mod:`unstereo.unstereoeval.benchmarks.maxpmi`);
 - :func:`join_scores`, :func:`metrics_from_joined`: scores joined to their pairs, and the metric registry's metrics
   of such a table (:mod:`unstereo.unstereoeval.metrics.compute`).
@@ -23,6 +25,7 @@ from unstereo.unstereoeval.score.cli import score_settings, scorer_options, scor
 if TYPE_CHECKING:
     from unstereo.unstereoeval.benchmarks.maxpmi import add_max_pmi
     from unstereo.unstereoeval.eta import eta_label
+    from unstereo.unstereoeval.lexicon import load_pairs
     from unstereo.unstereoeval.metrics.compute import join_scores, metrics_from_joined
     from unstereo.unstereoeval.vocabulary.english import load_wordnet
 
@@ -30,6 +33,7 @@ __all__ = [
     "add_max_pmi",
     "eta_label",
     "join_scores",
+    "load_pairs",
     "load_wordnet",
     "metrics_from_joined",
     "score_settings",
@@ -52,6 +56,10 @@ def __getattr__(name: str) -> Any:
         from unstereo.unstereoeval.metrics import compute
 
         return getattr(compute, name)
+    if name == "load_pairs":
+        from unstereo.unstereoeval.lexicon import load_pairs
+
+        return load_pairs
     if name == "load_wordnet":
         from unstereo.unstereoeval.vocabulary.english import load_wordnet
 

@@ -1,8 +1,9 @@
 """The rule layer shared by every Snakemake rule that runs a model (scoring, generation, sampling, debiasing).
 
 Each such rule needs the same things from its config section: the ``{model}`` wildcard's constraint
-(:func:`model_pattern`), the offline resource a model lives in as a rule input (:func:`model_inputs`), the model as a
-command-line argument (:func:`model_arg`), a seed (:func:`seed`, the section's or one derived from the global seed
+(:func:`model_pattern`), the offline resource a model lives in, or the record of the model variant it is, as a rule
+input (:func:`model_inputs`, with the workflow's :class:`ModelFiles`), the model as a command-line argument
+(:func:`model_arg`), a seed (:func:`seed`, the section's or one derived from the global seed
 per stage), its threads (:func:`threads`) and its scheduler resources: memory, wall time and a GPU when the section's
 ``device`` asks for one (:func:`job_resources`, :func:`gpu`), and the priority of the run's long pole, the job that
 runs the largest model, and of the jobs it waits for (:func:`priority`). The rules files call these; the stage
@@ -19,6 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from unstereo.errors import ConfigError
 from unstereo.models.spec import SPEC_KEYS, ModelSpec, resolve_model
 from unstereo.workflow import slurm_resources
 
@@ -32,24 +34,61 @@ def model_pattern(models: Iterable[str]) -> str:
     return "|".join(re.escape(name) for name in models) or NO_MODEL
 
 
-def model_spec(entry: Any, external_dir: str | Path | None = None, key: str = "model") -> ModelSpec:
+def model_spec(
+    entry: Any,
+    external_dir: str | Path | None = None,
+    key: str = "model",
+    variants_dir: str | Path | None = None,
+) -> ModelSpec:
     """The :class:`ModelSpec` of a config entry (string or mapping). A mapping may carry per-model options beside the
     spec keys (``batch_size``, ``mem_mb``, ... in ``score.models``); they are left out here. Errors name ``key``."""
     if isinstance(entry, Mapping):
         entry = {k: v for k, v in entry.items() if k in SPEC_KEYS}
-    return resolve_model(entry, external_dir, key=key)
+    return resolve_model(entry, external_dir, key=key, variants_dir=variants_dir)
+
+
+class ModelFiles:
+    """The files a model rule waits for, by name (``rules/common.smk``'s ``resource_manifest``): called with a
+    resource's name, its manifest ``EXTERNAL/NAME/RESOURCE.json`` (written by rule fetch_resource);
+    :meth:`variant`, a declared model variant's record ``VARIANTS/NAME/variant.json`` (written by rule
+    variants_train, after the weights)."""
+
+    def __init__(self, external_dir: str, variants_dir: str, variants: Iterable[str], manifest_name: str):
+        self.external_dir, self.variants_dir = str(external_dir), str(variants_dir)
+        self.variants, self.manifest_name = frozenset(variants), manifest_name
+
+    def __call__(self, resource: str) -> str:
+        return f"{self.external_dir}/{resource}/{self.manifest_name}"
+
+    def variant(self, name: str, key: str = "model") -> str:
+        """The record of variant ``name``; a ConfigError naming ``key`` when ``variants.models`` lacks it."""
+        from unstereo.models.variant import VARIANT_FILE
+
+        if name not in self.variants:
+            known = ", ".join(sorted(self.variants)) or "none"
+            raise ConfigError(
+                f"no variant {name!r} is declared in variants.models (declared: {known})", key=key
+            )
+        return f"{self.variants_dir}/{name}/{VARIANT_FILE}"
 
 
 def model_inputs(entry: Any, manifest: Callable[[str], str], key: str = "model") -> list[str]:
     """The rule input a model needs: ``[manifest(resource)]`` for a model from an offline resource (fetched by rule
-    fetch_resource), ``[]`` for a hub id, a folder or an endpoint."""
+    fetch_resource), ``[manifest.variant(name)]`` for a model variant (its record, written by rule variants_train;
+    ``manifest`` is then the workflow's :class:`ModelFiles`), ``[]`` for a hub id, a folder or an endpoint."""
     spec = model_spec(entry, None, key)
+    if spec.variant:
+        if not isinstance(manifest, ModelFiles):
+            raise ConfigError(
+                "a model variant is an input of the workflow's rules only", key=f"{key}.variant"
+            )
+        return [manifest.variant(spec.variant, f"{key}.variant")]
     return [manifest(spec.resource)] if spec.resource else []
 
 
 def external_dir_of(manifests: str | Sequence[str] | None) -> Path | None:
-    """The external-resources folder, from a resource manifest given as rule input (``EXT/NAME/RESOURCE.json``);
-    None without one."""
+    """The external-resources folder, from a resource manifest given as rule input (``EXT/NAME/RESOURCE.json``),
+    or the variants folder, from a variant's record (``VARIANTS/NAME/variant.json``); None without one."""
     if isinstance(manifests, str):
         manifests = [manifests]
     return Path(str(manifests[0])).parent.parent if manifests else None
@@ -64,12 +103,14 @@ def model_arg(
     api_key: bool = True,
 ) -> str:
     """The model as a shell-quoted command-line argument (:meth:`ModelSpec.to_arg`; a resource as the file or folder
-    beside its manifest in ``manifests``, the rule's input from :func:`model_inputs`).
+    beside its manifest in ``manifests``, a variant as the folder of its record there: the rule's input from
+    :func:`model_inputs`).
 
     ``revision=False`` leaves a hub revision out (for commands that take it as ``--revision``); with ``api_key`` an
     endpoint that names its key's variable gets `` --api-key-env NAME`` (commands that run endpoint models).
     """
-    spec = model_spec(entry, external_dir_of(manifests), key)
+    folder = external_dir_of(manifests)  # the resources' or the variants' folder: one of them applies
+    spec = model_spec(entry, folder, key, variants_dir=folder)
     if not revision:
         spec = replace(spec, revision=None)
     arg = shlex.quote(spec.to_arg())
