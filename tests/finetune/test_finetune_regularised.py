@@ -5,7 +5,6 @@ to the same weights; perplexity is exp of the LM loss."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import pytest
 import torch
@@ -15,25 +14,6 @@ from _scoring_models import tiny_gpt2, word_tokenizer
 from unstereo.finetune import regularised as R
 from unstereo.finetune.language_model import lm_loss
 from unstereo.finetune.perplexity import perplexity
-
-
-@dataclass(frozen=True)
-class Ex:
-    """A sentence, the end of its sensitive token and the token's swap."""
-
-    text: str
-    start: int
-    end: int
-    swap: str
-
-    @property
-    def prefix(self) -> str:
-        return self.text[: self.end]
-
-    @property
-    def counterfactual_prefix(self) -> str:
-        return self.text[: self.start] + self.swap
-
 
 # (sentence, its sensitive name, the counterfactual name): the names of the sentiment test's sentences
 EXAMPLES = [
@@ -55,7 +35,7 @@ def encoded(tok):
     out = []
     for s, word, swap in EXAMPLES:
         a = s.index(word)
-        out.append(R.encode_example(tok, Ex(s, a, a + len(word), swap), 32))
+        out.append(R.encode_example(tok, R.CounterfactualExample(s, a, a + len(word), swap), 32))
     return out
 
 
@@ -64,7 +44,9 @@ def test_examples_encode_the_prefix_and_its_counterfactual(lm):
     ids, pos, cf = encoded(tok)[0]  # "mary went to the store ." -> prefix "mary", counterfactual "champion"
     assert tok.convert_ids_to_tokens([ids[pos], cf[-1]]) == ["mary", "champion"]
     assert ids[0] == cf[0] == tok.bos_token_id and len(cf) == pos + 1
-    assert R.encode_example(tok, Ex(EXAMPLES[1][0], 7, 11, "champion"), 3) is None  # the prefix does not fit
+    assert (
+        R.encode_example(tok, R.CounterfactualExample(EXAMPLES[1][0], 7, 11, "champion"), 3) is None
+    )  # the prefix does not fit
 
 
 def distance(model, tok, batch, method="embedding", head=None):

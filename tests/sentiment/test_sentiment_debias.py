@@ -41,7 +41,7 @@ def encoded(tok):
         if hit and hit[0].attribute == "name":
             term, a, b = hit
             out.append(
-                R.encode_example(tok, D.Example(s, term, a, b, D.counterfactual(term, TERMS, rng)), 32)
+                R.encode_example(tok, D.Example(s, a, b, D.counterfactual(term, TERMS, rng), term=term), 32)
             )
     return out
 

@@ -17,8 +17,9 @@ The fine-tune is :func:`unstereo.finetune.loop.train`'s (resumable, ``checkpoint
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
@@ -32,21 +33,25 @@ log = get_logger("finetune.regularised")
 Encoded = tuple[list[int], int, list[int]]
 
 
-class CounterfactualText(Protocol):
-    """A training sentence ``text`` with its sensitive token ending at ``end``: ``prefix`` is ``text[:end]``,
-    ``counterfactual_prefix`` that prefix with the token swapped."""
+@dataclass(frozen=True)
+class CounterfactualExample:
+    """A training sentence ``text`` with its sensitive token at ``[start, end)`` and the token that replaces it in the
+    counterfactual prefix, ``swap``."""
+
+    text: str
+    start: int
+    end: int
+    swap: str
 
     @property
-    def text(self) -> str: ...
+    def prefix(self) -> str:
+        """x_{1:i}: the sentence up to the end of its sensitive token."""
+        return self.text[: self.end]
 
     @property
-    def end(self) -> int: ...
-
-    @property
-    def prefix(self) -> str: ...
-
-    @property
-    def counterfactual_prefix(self) -> str: ...
+    def counterfactual_prefix(self) -> str:
+        """x~_{1:i}: that prefix with the token swapped."""
+        return self.text[: self.start] + self.swap
 
 
 def last_two_mean(hidden_states) -> Any:
@@ -54,7 +59,7 @@ def last_two_mean(hidden_states) -> Any:
     return (hidden_states[-1] + hidden_states[-2]) / 2
 
 
-def encode_example(tok, ex: CounterfactualText, max_length: int) -> Encoded | None:
+def encode_example(tok, ex: CounterfactualExample, max_length: int) -> Encoded | None:
     """(ids of x, position of the sensitive token's last sub-token in x, ids of the counterfactual prefix x~_{1:i});
     None when the prefix does not fit in ``max_length``. x is tokenised as prefix + rest, so both prefixes end at a
     token boundary."""

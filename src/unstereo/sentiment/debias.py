@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from unstereo.errors import InputError
+from unstereo.finetune.regularised import CounterfactualExample
 
 _ARTICLE = re.compile(r"^(a|an)\s+", re.I)
 
@@ -64,22 +65,11 @@ def term_pattern(terms: Sequence[Term]) -> re.Pattern:
 
 
 @dataclass(frozen=True)
-class Example:
-    """A training sentence with its sensitive token at ``[start, end)`` and the counterfactual token."""
+class Example(CounterfactualExample):
+    """A training sentence with its sensitive token at ``[start, end)``, the counterfactual token ``swap`` and the
+    sensitive token's ``term``."""
 
-    text: str
-    term: Term
-    start: int
-    end: int
-    swap: str
-
-    @property
-    def prefix(self) -> str:
-        return self.text[: self.end]
-
-    @property
-    def counterfactual_prefix(self) -> str:
-        return self.text[: self.start] + self.swap
+    term: Term | None = None
 
 
 def counterfactual(term: Term, terms: Sequence[Term], rng: random.Random) -> str:
@@ -110,7 +100,7 @@ def build_examples(
         raise InputError(f"the corpus has {len(found)} sentence(s) with a sensitive token; need at least 2")
     n_held = max(1, int(round(len(found) * heldout_fraction)))
     held, train = found[:n_held], found[n_held:]
-    examples = [Example(s, t, a, b, counterfactual(t, terms, rng)) for s, t, a, b in train]
+    examples = [Example(s, a, b, counterfactual(t, terms, rng), term=t) for s, t, a, b in train]
     trained = {s for s, *_ in train}
     general = [s for s in sentences if s not in trained]
     rng.shuffle(general)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from unstereo.errors import InputError
+from unstereo.finetune.regularised import CounterfactualExample
 from unstereo.finetune.text import read_texts, split_sentences
 from unstereo.sentiment.settings import resource_path
 from unstereo.variants.swap import Swapper, augment, gendered_spans
@@ -49,33 +50,15 @@ def split_text(section: Mapping[str, Any], seed: int, external_dir: str | Path |
     return Split(train, heldout)
 
 
-@dataclass(frozen=True)
-class GenderedExample:
-    """A training sentence for the regularisers: its first gendered word at ``[start, end)`` and that word's
-    counterpart ``swap`` (:class:`unstereo.finetune.regularised.CounterfactualText`)."""
-
-    text: str
-    start: int
-    end: int
-    swap: str
-
-    @property
-    def prefix(self) -> str:
-        return self.text[: self.end]
-
-    @property
-    def counterfactual_prefix(self) -> str:
-        return self.text[: self.start] + self.swap
-
-
-def gendered_examples(sentences: Sequence[str], sw: Swapper) -> list[GenderedExample]:
-    """The sentences that hold a gendered word, each with its first one swapped in the counterfactual prefix."""
+def gendered_examples(sentences: Sequence[str], sw: Swapper) -> list[CounterfactualExample]:
+    """The sentences that hold a gendered word, each with its first one swapped in the counterfactual prefix (the
+    regularisers' training examples)."""
     out = []
     for s in sentences:
         spans = gendered_spans(s, sw)
         if spans:
             start, end, word = spans[0]
-            out.append(GenderedExample(s, start, end, word))
+            out.append(CounterfactualExample(s, start, end, word))
     return out
 
 
