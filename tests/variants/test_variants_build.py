@@ -175,3 +175,31 @@ def test_records_are_checked(tmp_path):
     (tmp_path / "variant.json").write_text('{"name": "x"}')
     with pytest.raises(InputError, match="lacks"):
         read_variant(tmp_path)
+
+
+POLAR = [
+    "she said the dog was good and happy .",
+    "he said the store was terrible and bad .",
+    "her book was wonderful .",
+    "his race was awful and sad .",
+    "she is great and kind .",
+    "he is horrible and cruel .",
+    "i love her dog .",
+    "i hate his store .",
+]
+
+
+def test_the_sentiment_intervention_trains_its_head_on_classifier_labels(tmp_path, base):
+    sec = section(tmp_path, base, heldout_sentences=1, head_steps=5)
+    sec["models"]["tiny-sent"] = {"base": {"path": str(base)}, "intervention": "sentiment", "strength": 5.0}
+    with pytest.raises(InputError, match="clear sentiment under 'vader'"):  # the neutral sentences of TEXT
+        build_variant(sec, "tiny-sent", tmp_path / "neutral", seed=SEED)
+    (tmp_path / "polar.txt").write_text("\n".join(POLAR) + "\n")
+    sec["text"] = [str(tmp_path / "polar.txt")]
+    record = build_variant(sec, "tiny-sent", tmp_path / "sent", seed=SEED)
+    assert record["intervention"] == "sentiment" and record["strength"] == 5.0
+    assert record["sentences"] == {"train": 7, "heldout": 1, "examples": 7}
+    hist = json.loads((tmp_path / "sent" / "history.json").read_text())
+    assert len(hist) == 3 and all(
+        h["loss"] == pytest.approx(h["lm"] + 5.0 * h["fair"], rel=1e-5) for h in hist
+    )
