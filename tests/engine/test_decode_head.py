@@ -79,14 +79,20 @@ def test_int8_blocks_give_the_whole_int8_products_numbers(monkeypatch, rows):
     head = LMHead(torch.randn(150, 32, generator=g), torch.randn(150, generator=g), scale=0.5)
     blocked = DecodeHead.build(head, int8=True)
     three = [slice(0, 64), slice(64, 128), slice(128, 150)]
-    whole = Int8Linear(head.weight, head.bias)
+    whole = Int8Linear(head.weight, head.bias, outliers=False)
     probe = decode_head._same(
-        DecodeHead(head, three, int8=[Int8Linear(head.weight[b], head.bias[b]) for b in three]), whole
+        DecodeHead(
+            head, three, int8=[Int8Linear(head.weight[b], head.bias[b], outliers=False) for b in three]
+        ),
+        whole,
     )
     assert blocked.blocks == (three if probe else [slice(0, 150)]) and blocked.packed is None
     x = torch.randn(rows, 32, generator=g)
-    x[:, 3] *= 60  # an outlier column: the int8 products take it in fp32
-    assert torch.equal(blocked(x), head.scale_and_cap_(Int8Linear(head.weight, head.bias)(x)))
+    x[:, 3] *= 60  # a large column: the head quantises it with the rest (no fp32 outlier path)
+    assert torch.equal(blocked(x), head.scale_and_cap_(whole(x)))
+    assert not torch.equal(
+        whole(x), Int8Linear(head.weight, head.bias)(x)
+    )  # which the outlier path would change
 
 
 def test_int8_head_stays_whole_where_the_probe_finds_other_numbers(monkeypatch):
@@ -101,4 +107,4 @@ def test_int8_head_stays_whole_where_the_probe_finds_other_numbers(monkeypatch):
     blocked = DecodeHead.build(head, int8=True)
     assert blocked.blocks == [slice(0, 20)] and len(blocked.int8) == 1
     x = torch.randn(3, 16, generator=g)
-    assert torch.equal(blocked(x), Int8Linear(head.weight)(x))
+    assert torch.equal(blocked(x), Int8Linear(head.weight, outliers=False)(x))

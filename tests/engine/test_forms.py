@@ -23,10 +23,13 @@ def test_weight_bytes_by_hand():
     assert forms.weight_bytes(TINY, "float32") == 4 * (432 + 40)
     assert forms.weight_bytes(TINY, "float32-packed") == 2 * 4 * (432 + 40)
     assert forms.weight_bytes(TINY, "bfloat16") == 2 * 432 + 4 * 40
-    assert forms.weight_bytes(TINY, "int8") == 2 * 432 + 4 * 40 + 40
+    # int8: the body once, the down projections' transposed copy (3 x 8 x 4), the fp32 tied head, its int8 form
+    assert forms.weight_bytes(TINY, "int8") == 432 + 96 + 4 * 40 + 40
     untied = ModelShapes(4, 8, 2, 1, 2, 3, 10, tied=False)
     assert forms.weight_bytes(untied, "float32") == 4 * (432 + 80)
     assert forms.weight_bytes(untied, "bfloat16") == 2 * (432 + 80)
+    # a head of its own and then the embedding in bf16
+    assert forms.weight_bytes(untied, "int8") == 432 + 96 + 2 * 80 + 40
     with pytest.raises(ValueError, match="unknown form"):
         forms.weight_bytes(TINY, "float16")
 
@@ -67,7 +70,7 @@ def test_a_form_over_the_budget_is_never_chosen(monkeypatch):
     choice = forms.choose(TINY, ["float32"], 16, 1900, timer=timer, memo=False)
     assert choice.form == "float32" and timer.calls == []  # one form fits: nothing to time
     assert "float32-packed not timed (over the budget)" in forms.describe(choice, TINY, 16)
-    # 1,100 bytes: bf16 (1,024) and int8 (864 + 160 + 40 = 1,064) fit, fp32 (1,888) does not: the faster of the
+    # 1,100 bytes: bf16 (1,024) and int8 (432 + 96 + 160 + 40 = 728) fit, fp32 (1,888) does not: the faster of the
     # two, although fp32 is faster still
     fast_fp32 = {"float32": 0.05, "float32-packed": 0.04, "bfloat16": 0.2, "int8": 0.3}
     choice = forms.choose(
@@ -75,16 +78,16 @@ def test_a_form_over_the_budget_is_never_chosen(monkeypatch):
     )
     assert choice.form == "bfloat16"
     assert "float32-packed 40.0 ms a step (over the budget)" in forms.describe(choice, TINY, 16)
-    # 1,050 bytes: bf16 alone fits: taken untimed
+    # 800 bytes: int8 alone fits: taken untimed
     timer = fake_timer(fast_fp32)
-    choice = forms.choose(TINY, ["float32", "bfloat16", "int8"], 16, 1050, timer=timer, memo=False)
-    assert choice.form == "bfloat16" and timer.calls == []
-    assert "int8 not timed (over the budget)" in forms.describe(choice, TINY, 16)
+    choice = forms.choose(TINY, ["float32", "bfloat16", "int8"], 16, 800, timer=timer, memo=False)
+    assert choice.form == "int8" and timer.calls == []
+    assert "bfloat16 not timed (over the budget)" in forms.describe(choice, TINY, 16)
     # nothing fits: the smallest, whatever its time
     choice = forms.choose(TINY, ["float32", "bfloat16", "int8"], 16, 10, timer=fake_timer(TIMES), memo=False)
-    assert choice.form == "bfloat16"
-    choice = forms.choose(TINY, ["float32", "int8"], 16, 10, timer=fake_timer(TIMES), memo=False)
     assert choice.form == "int8"
+    choice = forms.choose(TINY, ["float32", "bfloat16"], 16, 10, timer=fake_timer(TIMES), memo=False)
+    assert choice.form == "bfloat16"
 
 
 def test_a_form_that_cannot_run_is_skipped(monkeypatch):

@@ -236,9 +236,9 @@ class SamplingEngine:
         #: already holds them so; without native bf16 products they are widened to fp32 per product); the head
         #: stays fp32
         self.bf16 = products == "bfloat16" and parts is not None
-        #: the dtype the body computes in (KV cache, masks): the head's, but fp32 for a model loaded with bf16
-        #: products (its head too may be bf16: unstereo.models.gguf_direct)
-        held = getattr(model, "unstereo_form", None) == "bfloat16"
+        #: the dtype the body computes in (KV cache, masks): the head's, but fp32 for a model loaded with bf16 or
+        #: int8 products (its head may be held in bf16: unstereo.models.gguf_direct)
+        held = getattr(model, "unstereo_form", None) in ("bfloat16", "int8")
         self.dtype = torch.float32 if held or parts is None else self.head.weight.dtype
         self._exact = False  # the probe's products: fp32 inputs times the held weights (check)
         # a bf16 head of such a model: its products (the same tensors, no copy)

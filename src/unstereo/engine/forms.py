@@ -55,7 +55,8 @@ TIMED_BYTES = 384 << 20
 PASSES = 3
 #: Share of input columns made outliers (20x the rest) in the timed inputs: the down projection's input of a gated
 #: MLP has many (1,186 of 8,960 in one of Qwen2.5-1.5B's), the other products' inputs (norm outputs) a few; int8
-#: multiplies those columns in fp32 (:class:`.kernels.int8.Int8Linear`), so they are part of its cost.
+#: multiplies the down projection's in fp32 (:class:`.kernels.int8.Int8Linear`, :func:`.kernels.int8.keeps_outliers`),
+#: so they are part of its cost.
 OUTLIER_SHARE = {"down": 1 / 8, "other": 1 / 192}
 #: Share of the memory available at the start that ``sampling_memory: auto`` gives the sampled model's weights.
 AUTO_MEMORY_SHARE = 0.4
@@ -98,20 +99,22 @@ class ModelShapes:
 
 def weight_bytes(shapes: ModelShapes, form: str) -> int:
     """Bytes the model's weights take while it samples in ``form``: the body's linears in the form, the embedding in
-    fp32 (a separate LM head too; both bf16 in the bf16 form, as :mod:`unstereo.models.gguf_direct` holds them), and
-    the copies the engine makes: a packed copy of the body and head beside the
-    plain weights (``float32-packed``); for ``int8`` the head's int8 blocks and each layer's transposed int8 weight
-    for outlier columns (:class:`.kernels.int8.Int8Linear`: made on the first call with an outlier, so counted)."""
+    fp32 (a separate LM head too), but a head of its own and then the embedding in bf16 in the bf16 and int8 forms,
+    as :mod:`unstereo.models.gguf_direct` holds them, and the copies the engine makes: a packed copy of the body and
+    head beside the plain weights (``float32-packed``); for ``int8`` the head's int8 blocks and the down projections'
+    transposed int8 weights for outlier columns (:class:`.kernels.int8.Int8Linear`: made on the first call with an
+    outlier, so counted)."""
     body, head = shapes.body_params, shapes.head_params
     embeddings = head * (1 if shapes.tied else 2)
+    held = 4 * head if shapes.tied else 2 * embeddings  # the bf16 and int8 forms' embedding (and own head)
     if form == "float32":
         return 4 * (body + embeddings)
     if form == "float32-packed":
         return 4 * (body + embeddings) + 4 * (body + head)
-    if form == "bfloat16":  # a head of its own is held in bf16, and then so is the embedding
-        return 2 * body + (4 * head if shapes.tied else 2 * embeddings)
+    if form == "bfloat16":
+        return 2 * body + held
     if form == "int8":
-        return 2 * body + 4 * embeddings + head
+        return body + shapes.layers * shapes.hidden * shapes.intermediate + held + head
     raise ValueError(f"unknown form {form!r}; known: {list(FORMS)}")
 
 
@@ -252,17 +255,18 @@ def shapes_of_spec(spec: Any) -> ModelShapes | None:
 # ----------------------------------------------------------------------------------------------- timing
 
 
-def _products(form: str, weight: Any, bias: Any = None) -> Callable[[Any], Any]:
-    """The engine's product by ``weight`` in ``form`` (the kernels the engine runs in it)."""
+def _products(form: str, weight: Any, bias: Any = None, hidden: int | None = None) -> Callable[[Any], Any]:
+    """The engine's product by ``weight`` in ``form`` (the kernels the engine runs in it; ``hidden``: the model's
+    hidden size, which decides int8's outlier path)."""
     import torch.nn.functional as F
 
     from unstereo.engine.kernels import onednn
 
     products, packed = FORMS[form]
     if products == "int8":
-        from unstereo.engine.kernels.int8 import Int8Linear
+        from unstereo.engine.kernels.int8 import Int8Linear, keeps_outliers
 
-        return Int8Linear(weight, bias)
+        return Int8Linear(weight, bias, outliers=keeps_outliers(weight.shape[1], hidden))
     if products == "bfloat16":
         from unstereo.engine.kernels.bf16 import Bf16Linear
 
@@ -319,9 +323,9 @@ def time_forms(shapes: ModelShapes, forms: Iterable[str], rows: int, passes: int
         built: dict[str, Any] = {}
         for form in forms:
             try:
-                layers = [[_products(form, w) for w in layer] for layer in weights]
+                layers = [[_products(form, w, hidden=shapes.hidden) for w in layer] for layer in weights]
                 # the bf16 form keeps an fp32 head (a tied embedding stays fp32)
-                head = _products(form if form != "bfloat16" else "float32", head_weight)
+                head = _products(form if form != "bfloat16" else "float32", head_weight, hidden=shapes.hidden)
                 built[form] = (layers, head)
                 _pass(
                     layers, head, inputs

@@ -475,7 +475,7 @@ def _build(folder: Path, file: Path, form: str, skeleton: Callable, finish: Call
     import torch
 
     from unstereo.engine.kernels.bf16 import Bf16Linear
-    from unstereo.engine.kernels.int8 import Int8Linear
+    from unstereo.engine.kernels.int8 import Int8Linear, keeps_outliers
     from unstereo.engine.kernels.quantised import quantised_linear_class
 
     try:
@@ -497,6 +497,7 @@ def _build(folder: Path, file: Path, form: str, skeleton: Callable, finish: Call
         q = Int8Linear.__new__(Int8Linear)
         for slot in getattr(Int8Linear, "__slots__", ()):
             setattr(q, slot, None)
+        q.outliers = keeps_outliers(shape[1], getattr(model.config, "hidden_size", None))
         rows = (shape[0],)
         weight = torch._make_per_channel_quantized_tensor(
             tensors.read(f"{name}.int8", torch.int8, shape, fd),

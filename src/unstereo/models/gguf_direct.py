@@ -9,18 +9,18 @@ turned into the parameter's form and dropped, so at most one tensor's fp32 copy 
 
 - every ``nn.Linear`` of the body becomes a :class:`QuantisedLinear` holding the engine's form of the dequantised
   weight: :class:`~unstereo.engine.kernels.bf16.Bf16Linear` (the weight rounded to bf16) or
-  :class:`~unstereo.engine.kernels.int8.Int8Linear` (per-row int8, outlier input columns in fp32), the same numbers the
-  engine makes from the converted fp32 weight (tests/models/test_gguf_direct.py);
-- everything else (embeddings, norms, a separate LM head) stays fp32: the LM head is tied to the embedding in the
-  offline models, and the engine makes its own int8 form of it while it samples.
+  :class:`~unstereo.engine.kernels.int8.Int8Linear` (per-row int8, outlier input columns of the down projections in
+  fp32), the same numbers the engine makes from the converted fp32 weight (tests/models/test_gguf_direct.py);
+- an LM head of its own (not tied to the embedding) is held in bf16, as a ``Bf16Linear`` (in either form: the
+  engine makes its int8 head from it a block at a time), and then so is the embedding table, whose rows are widened
+  to fp32 as they are looked up; a tied head is the fp32 embedding;
+- everything else (norms, biases) stays fp32.
 
-Qwen2.5-Coder-1.5B: 1.31 G body weights as bf16 (2.6 GB) or int8 (1.3 GB), the 151,936 x 1,536 embedding in fp32
-(0.93 GB);
 docs/performance.md ("Loading a GGUF straight into int8") has the measured peak memory of each form.
 
 A forward pass through these layers rounds its input (bf16) or quantises it per tensor (int8), so a row's numbers
-depend slightly on the other rows of its batch; :func:`exact_products` switches them to the stored weights times an
-fp32 input (one fp32 weight at a time), batch-independent, for the engine's probe (:meth:`SamplingEngine.check`).
+depend slightly on the other rows of its batch; :func:`exact_products` switches them to products computed a row at
+a time, batch-independent, for the engine's probe (:meth:`SamplingEngine.check`).
 
 A file loaded once in a form is kept in that form on the machine (:mod:`unstereo.models.form_cache`), with its
 tokenizer: the next load of the same file in the same form maps the cached tensors instead of dequantising the file.
@@ -166,8 +166,8 @@ def skeleton(config: dict[str, Any], form: str) -> tuple[Any, bool]:
         del config.quantization_config
     with init_empty_weights():
         model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-    # bf16: a head of its own (not the embedding's transpose) is held in bf16 too, and so is the embedding
-    return model, form == "bfloat16" and not getattr(config, "tie_word_embeddings", False)
+    # a head of its own (not the embedding's transpose) is held in bf16, and so is the embedding
+    return model, form in _SHORT and not getattr(config, "tie_word_embeddings", False)
 
 
 def finish(model: Any, file: Path, form: str, own_head: bool) -> Any:
@@ -190,6 +190,21 @@ def _quantised(module: Any, form: str, head: Any, own_head: bool) -> bool:
     return form in _SHORT and type(module) is torch.nn.Linear and (module is not head or own_head)
 
 
+def _kind(module: Any, form: str, head: Any) -> str:
+    """The held form of a quantised linear of a model loaded in ``form``: the head's is bf16 (module doc)."""
+    return "bf16" if module is head else _SHORT[form]
+
+
+def _held(module: Any, form: str, head: Any, hidden: int | None, weight: Any, bias: Any) -> Any:
+    """The engine form of ``module`` (a quantised linear, :func:`_quantised`) from its fp32 ``weight`` and ``bias``."""
+    from unstereo.engine.kernels.bf16 import Bf16Linear
+    from unstereo.engine.kernels.int8 import Int8Linear, keeps_outliers
+
+    if _kind(module, form, head) == "int8":
+        return Int8Linear(weight, bias, outliers=keeps_outliers(module.in_features, hidden))
+    return Bf16Linear(weight, bias)
+
+
 def _plan(
     model: Any, form: str, own_head: bool
 ) -> tuple[dict[str, Any], list[tuple[str, Any, tuple[int, ...]]]]:
@@ -201,7 +216,7 @@ def _plan(
     head, embedding = model.get_output_embeddings(), model.get_input_embeddings()
     tied = getattr(model.config, "tie_word_embeddings", False)
     layers = {
-        name: (_SHORT[form], m.bias is not None, (m.out_features, m.in_features))
+        name: (_kind(m, form, head), m.bias is not None, (m.out_features, m.in_features))
         for name, m in model.named_modules()
         if _quantised(m, form, head, own_head)
     }
@@ -232,8 +247,6 @@ def _load_direct(file: Path, form: str, cache: Path | None = None) -> Any:
         read_field,
     )
 
-    from unstereo.engine.kernels.bf16 import Bf16Linear
-    from unstereo.engine.kernels.int8 import Int8Linear
     from unstereo.models.form_cache import Writer
     from unstereo.models.gguf_check import check_gguf
 
@@ -258,6 +271,7 @@ def _load_direct(file: Path, form: str, cache: Path | None = None) -> Any:
     _release(file)
     processor = TENSOR_PROCESSORS.get(architecture, TensorProcessor)(config=parsed.get("config", {}))
     cls = quantised_linear_class()
+    hidden = getattr(config, "hidden_size", None)
     pending: dict[str, dict[str, Any]] = {}  # a linear layer's weight and bias until both are read
 
     def place(name: str, value: Any) -> None:
@@ -268,8 +282,8 @@ def _load_direct(file: Path, form: str, cache: Path | None = None) -> Any:
             got[attr] = value
             if "weight" in got and ("bias" in got or module.bias is None):
                 parent, _, child = owner.rpartition(".")
-                q = (Int8Linear if form == "int8" else Bf16Linear)(got["weight"], got.get("bias"))
-                layer = cls(q, module.in_features, module.out_features, _SHORT[form])
+                q = _held(module, form, head, hidden, got["weight"], got.get("bias"))
+                layer = cls(q, module.in_features, module.out_features, _kind(module, form, head))
                 setattr(model.get_submodule(parent), child, layer)
                 del pending[owner]
                 if writer is not None:

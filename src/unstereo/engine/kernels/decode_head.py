@@ -14,7 +14,7 @@ like the body's, where that too gives the same products.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from unstereo.engine.kernels.lm_head import LMHead
@@ -47,11 +47,26 @@ class DecodeHead:
         vocab = head.weight.shape[0]
         blocks = [slice(a, min(a + BLOCK, vocab)) for a in range(0, vocab, BLOCK)]
         if int8:
-            parts = cls(head, blocks, int8=[Int8Linear(head.weight[b], _part(head.bias, b)) for b in blocks])
+            # the head's input is the final norm's output, the hidden size wide: no fp32 outlier columns
+            # (.int8.keeps_outliers); a bf16 weight is widened a block at a time
+            def make(b: slice) -> Int8Linear:
+                return Int8Linear(head.weight[b], _part(head.bias, b), outliers=False)
+
+            quantised = [make(b) for b in blocks]
+            parts = cls(head, blocks, int8=quantised)
             if len(blocks) == 1:
                 return parts
-            whole = Int8Linear(head.weight, head.bias)
-            return parts if _same(parts, whole) else cls(head, [slice(0, vocab)], int8=[whole])
+            # checked on the first two blocks against one product over both: an int8 form of the whole head at once
+            # would widen it all to fp32 (0.9 GB for the 1.5B's) for the check
+            span = slice(0, blocks[1].stop)
+            pair = cls(
+                replace(head, weight=head.weight[span], bias=_part(head.bias, span)),
+                blocks[:2],
+                int8=quantised[:2],
+            )
+            if _same(pair, make(span)):
+                return parts
+            return cls(head, [slice(0, vocab)], int8=[make(slice(0, vocab))])
         plain = cls(head, blocks)
         if len(blocks) > 1 and not _same(plain, lambda x: linear(x, head.weight, head.bias)):
             plain = cls(head, [slice(0, vocab)])

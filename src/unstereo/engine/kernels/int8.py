@@ -11,7 +11,10 @@ Outliers: a few hidden dimensions of such models carry activations hundreds of t
 sit in the input of Qwen2's ``down_proj``); one scale for the whole input would round every other dimension to a
 few levels. As LLM.int8() (Dettmers et al. 2022) does, the input columns whose largest magnitude in the call exceeds
 :data:`OUTLIER_THRESHOLD` (and :data:`OUTLIER_RATIO` times the median column's) are kept in fp32 (multiplied by the
-same int8 weight, scaled), the rest quantised.
+same int8 weight, scaled), the rest quantised. Only layers whose input is wider than the model's hidden size (the
+MLP's down projection, :func:`keeps_outliers`) do so: the fp32 path needs the layer's int8 weight a second time,
+transposed, and the normalised inputs of the other layers lose little without it (docs/performance.md, "int8
+outlier columns").
 On Qwen2.5-Coder-1.5B this brought the mean KL divergence of next-token distributions from fp32's from 0.45 to
 0.03 nats and the greedy top-1 agreement from 81 % to 100 % on a generation prompt (docs/performance.md).
 
@@ -40,19 +43,28 @@ OUTLIER_THRESHOLD = 6.0
 OUTLIER_RATIO = 4.0
 
 
+def keeps_outliers(in_features: int, hidden_size: int | None) -> bool:
+    """Whether an int8 layer with ``in_features`` inputs, in a model of ``hidden_size``, keeps its outlier input
+    columns in fp32: a layer fed something wider than the residual stream (the MLP's down projection, whose input
+    carries the large activations); every layer when the hidden size is unknown."""
+    return not hidden_size or in_features > hidden_size
+
+
 class Int8Linear:
-    """One linear layer's int8 form: fbgemm's packed per-row int8 weight (bias included), and for the outlier columns
-    the same int8 weight transposed (``rows``: input column -> its weights; made on the first call that has an
-    outlier, so a layer that never sees one does not hold it) with the per-row ``scale``."""
+    """One linear layer's int8 form: fbgemm's packed per-row int8 weight (bias included), and, where ``outliers``
+    (:func:`keeps_outliers`), for the outlier columns the same int8 weight transposed (``rows``: input column -> its
+    weights; made on the first call that has an outlier, so a layer that never sees one does not hold it) with the
+    per-row ``scale``. ``weight`` may be fp32 or bf16."""
 
-    __slots__ = ("packed", "_rows", "scale")
+    __slots__ = ("packed", "_rows", "scale", "outliers")
 
-    def __init__(self, weight: Any, bias: Any = None):
+    def __init__(self, weight: Any, bias: Any = None, outliers: bool = True):
         import warnings
 
         import torch
 
-        w = weight.detach()
+        self.outliers = outliers
+        w = weight.detach().float()
         scale = w.abs().amax(1).clamp_min(1e-12) / 127
         zero = torch.zeros(w.shape[0], dtype=torch.long)
         with warnings.catch_warnings():  # torch.ao's notice that eager quantisation moves to torchao
@@ -76,13 +88,16 @@ class Int8Linear:
         return self._rows
 
     def exact(self, x: Any) -> Any:
-        """``x @ weight.T + bias`` with the int8 weight dequantised (fp32, made for this call) and ``x`` as it is:
-        no input quantisation, so a row's result does not depend on the other rows (the engine's probe)."""
+        """The layer's product with each row of ``x`` (its last dimension's vectors) quantised on its own (its own
+        scale and outlier columns), so that a row's result does not depend on the other rows of the call, as the
+        engine's probe needs. A row at a time through the int8 product: dequantising the weight for every call
+        instead made the 1.5B's probe cost more than a minute."""
         import torch
-        import torch.nn.functional as F
 
-        q, bias = torch.ops.quantized.linear_unpack(self.packed)
-        return F.linear(x, q.dequantize(), bias)
+        flat = x.reshape(-1, x.shape[-1])
+        rows = [self(flat[i : i + 1]) for i in range(flat.shape[0])]
+        out = torch.cat(rows) if rows else self(flat)
+        return out.reshape(*x.shape[:-1], out.shape[-1])
 
     def __call__(self, x: Any, threshold: float | None = None) -> Any:
         """``x @ weight.T + bias`` (``x`` fp32, any leading dims): the input in int8 on the ordinary columns, in fp32
@@ -90,6 +105,8 @@ class Int8Linear:
         import torch
 
         x = x.contiguous()
+        if not self.outliers and threshold is None:
+            return torch.ops.quantized.linear_dynamic(x, self.packed, True)
         flat = x.reshape(-1, x.shape[-1])
         top = flat.abs().amax(0)
         limit = (
@@ -128,20 +145,26 @@ def works() -> bool:
 
 
 def available(weight: Any) -> bool:
-    """Whether products with ``weight`` (a model's tensor) may run in int8: fp32, on the CPU, the op working."""
+    """Whether products with ``weight`` (a model's tensor) may run in int8: fp32 or bf16 (an LM head held in bf16,
+    :mod:`unstereo.models.gguf_direct`), on the CPU, the op working."""
     import torch
 
-    return weight.device.type == "cpu" and weight.dtype == torch.float32 and works()
+    return weight.device.type == "cpu" and weight.dtype in (torch.float32, torch.bfloat16) and works()
 
 
-def int8_layers(module: Any) -> dict[Any, Int8Linear]:
-    """The int8 form of every plain ``nn.Linear`` of ``module`` with fp32 weights on the CPU (by layer)."""
+def int8_layers(module: Any, hidden_size: int | None = None) -> dict[Any, Int8Linear]:
+    """The int8 form of every plain ``nn.Linear`` of ``module`` with fp32 weights on the CPU (by layer); the fp32
+    outlier path where :func:`keeps_outliers` (``hidden_size``: the model's, from ``module.config`` when it has one)."""
     import torch
 
+    if hidden_size is None:
+        config: Any = getattr(module, "config", None)
+        config = config.get_text_config() if hasattr(config, "get_text_config") else config
+        hidden_size = getattr(config, "hidden_size", None)
     return {
-        m: Int8Linear(m.weight, m.bias)
+        m: Int8Linear(m.weight, m.bias, outliers=keeps_outliers(m.in_features, hidden_size))
         for m in module.modules()
-        if type(m) is torch.nn.Linear and available(m.weight)
+        if type(m) is torch.nn.Linear and m.weight.dtype == torch.float32 and available(m.weight)
     }
 
 

@@ -15,8 +15,8 @@ def _module_class():
 
     class QuantisedLinear(torch.nn.Module):
         """A linear layer held only as its engine form ``q`` (:class:`~unstereo.engine.kernels.int8.Int8Linear` or
-        :class:`~unstereo.engine.kernels.bf16.Bf16Linear`); ``exact``: the held weights times the fp32 input (see
-        :func:`exact_products`)."""
+        :class:`~unstereo.engine.kernels.bf16.Bf16Linear`); ``exact``: products whose rows do not depend on each
+        other (see :func:`exact_products`)."""
 
         def __init__(self, q: Any, in_features: int, out_features: int, form: str):
             super().__init__()
@@ -51,9 +51,9 @@ def is_quantised(model: Any) -> bool:
 
 @contextlib.contextmanager
 def exact_products(model: Any) -> Iterator[int]:
-    """While the block runs, every :class:`QuantisedLinear` of ``model`` multiplies its fp32 input by its int8
-    weights (dequantised per call) instead of quantising the input: no batch dependence, for the engine's probe.
-    Yields how many layers were switched."""
+    """While the block runs, every :class:`QuantisedLinear` of ``model`` computes each row of its input on its own
+    (``exact``: int8 layers quantise each row by itself, bf16 ones multiply the fp32 row by the widened weight): no
+    batch dependence, for the engine's probe. Yields how many layers were switched."""
     cls = quantised_linear_class()
     layers = [m for m in model.modules() if isinstance(m, cls)]
     for m in layers:
