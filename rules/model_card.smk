@@ -139,3 +139,75 @@ rule model_card_occupations:
 
 if OCCUPATION_INPUTS:
     ALL_TARGETS.extend(rules.model_card_occupations.output)
+
+
+# Model variants against their bases (src/unstereo/model_card/variant_page.py): every headline metric of the card,
+# each variant (recognised by its variant.json) against its base by the card's paired tests, Holm; dose-response over
+# strength; which metrics move under each intervention; the per-occupation leans of each variant against its base's.
+# results/model_card_variants.parquet, model_card_variant_{dose,together,occupations}.parquet,
+# results/model_card/variants.{html,md,png}. Built when the card is and one of its models is a variant.
+import shlex
+
+import unstereo.model_card.variant_models as _variant_models
+
+VARIANT_RECORDS = (
+    _variant_models.variant_sources(config, CARD_MODELS) if CARD_ON else []
+)
+
+
+rule model_card_variants:
+    """Each model variant against its base under every headline metric, the dose-response, whether the methods
+    move together and the per-occupation leans."""
+    input:
+        _model_card.card_inputs(config) if CARD_ON else [],
+        _model_card.item_inputs(config) if CARD_ON else [],
+        _model_card.resampled_inputs(config) if CARD_ON else [],
+        records=VARIANT_RECORDS,
+        leans=results("occupation_leans.parquet") if OCCUPATION_INPUTS else [],
+        perplexity=(
+            results("variants", "perplexity.parquet")
+            if config["variants"]["enabled"] and config["variants"]["models"]
+            else []
+        ),
+    output:
+        changes=results("model_card_variants.parquet"),
+        dose=results("model_card_variant_dose.parquet"),
+        together=results("model_card_variant_together.parquet"),
+        occupations=results("model_card_variant_occupations.parquet"),
+        page=report(
+            results("model_card", "variants.html"),
+            caption="../workflow/report/model_card_variants.rst",
+            category=_model_card.CATEGORY,
+            subcategory="Variants against their bases",
+        ),
+        figure=report(
+            results("model_card", "variants.png"),
+            caption="../workflow/report/model_card_variants.rst",
+            category=_model_card.CATEGORY,
+            subcategory="Variants against their bases",
+        ),
+        markdown=results("model_card", "variants.md"),
+    log:
+        f"{LOGS}/report/model_card_variants.log",
+    localrule: True  # seconds on small tables: no cluster job
+    conda:
+        "../src/unstereo/unstereoeval/report/env.yaml"
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        config=lambda wc: _model_card.card_config(config),
+        pages_dir=lambda wc, output: Path(output.page).parent,
+        extra=lambda wc, input: " ".join(
+            f"--{k} {shlex.quote(str(input[k]))}"
+            for k in ("leans", "perplexity")
+            if input.get(k)
+        ),
+    shell:
+        "unstereo report model-card-variants --config-json {params.config:q} -o {output.changes}"
+        " --dose {output.dose} --together {output.together} --occupations {output.occupations}"
+        " --pages-dir {params.pages_dir} {params.extra} > {log} 2>&1"
+
+
+if VARIANT_RECORDS:
+    ALL_TARGETS.extend(rules.model_card_variants.output)

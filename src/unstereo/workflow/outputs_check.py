@@ -7,7 +7,7 @@ load, JSON parses, PNG/PDF files carry their magic bytes, nothing is empty; and 
 (UnStereoEval, FairPair, counterfactual sentiment, robustness, BiasTestGPT and any other in
 :mod:`unstereo.method_registry`) validates against the schema its code declares (:func:`tables`: the method's
 results folder -> path pattern -> schema), as do the tables at the results folder's top: the model card, its tau
-and tests, the occupation leans and their correlations (:data:`ROOT_TABLES`). Finally the metrics table must hold a
+and tests, the occupation leans and their correlations, the variants against their bases (:data:`ROOT_TABLES`). Finally the metrics table must hold a
 finite Unstereo Score for every (model, benchmark) the config scores.
 Exit status 1 with one line per problem.
 """
@@ -67,6 +67,10 @@ ROOT_TABLES: dict[str, str] = {
     "model_card_tests.parquet": "unstereo.model_card.compare:MODEL_CARD_TESTS",
     "occupation_leans.parquet": "unstereo.model_card.occupations:OCCUPATION_LEANS",
     "occupation_correlations.parquet": "unstereo.model_card.occupations:OCCUPATION_CORRELATIONS",
+    "model_card_variants.parquet": "unstereo.model_card.variant_effects:VARIANT_CHANGES",
+    "model_card_variant_dose.parquet": "unstereo.model_card.variant_effects:VARIANT_DOSE",
+    "model_card_variant_together.parquet": "unstereo.model_card.variant_effects:VARIANT_TOGETHER",
+    "model_card_variant_occupations.parquet": "unstereo.model_card.variant_occupations:VARIANT_OCCUPATIONS",
 }
 
 

@@ -338,3 +338,53 @@ def occupations(
     leans, corr = write(config, stats, output, corr_out, pages_dir)
     log.info("wrote %d lean rows (%d models, %d occupations or terms) to %s, %d correlations to %s", len(leans),
              leans["model"].nunique(), leans["occupation"].nunique(), output, len(corr), corr_out)  # fmt: skip
+
+
+@group.command("model-card-variants")
+@click.option(
+    "--configfile",
+    type=EXISTING_FILE,
+    help="the workflow's config (validated, defaults filled in); says which methods ran and where their tables are",
+)
+@click.option(
+    "--config-json", help="the validated config as JSON instead of --configfile (what the rule passes)"
+)
+@cli_options.output(
+    "VARIANT_CHANGES parquet: each model variant against its base (results/model_card_variants.parquet)"
+)
+@cli_options.output(
+    "VARIANT_DOSE parquet: dose-response over strength", flag="--dose", dest="dose_out", short=None
+)
+@cli_options.output(
+    "VARIANT_TOGETHER parquet: which metrics move under each intervention",
+    flag="--together",
+    dest="together_out",
+    short=None,
+)
+@cli_options.output(
+    "VARIANT_OCCUPATIONS parquet: the per-occupation slopes of each variant against its base's (empty without --leans)",
+    flag="--occupations",
+    dest="occupations_out",
+    short=None,
+)
+@cli_options.output(
+    "write variants.html, .md and .png (findings, tables, figure) here", kind="dir", flag="--pages-dir",
+    dest="pages_dir", short=None,
+)  # fmt: skip
+@click.option("--leans", type=EXISTING_FILE, default=None,
+              help="OCCUPATION_LEANS parquet (unstereo report occupations) for the per-occupation comparison")  # fmt: skip
+@click.option("--perplexity", type=EXISTING_FILE, default=None,
+              help="the variants stage's perplexity.parquet: each variant's perplexity against its base, in the findings")  # fmt: skip
+def model_card_variants(
+    configfile: Path | None, config_json: str | None, output: Path, dose_out: Path, together_out: Path,
+    occupations_out: Path, pages_dir: Path, leans: Path | None, perplexity: Path | None,
+) -> None:  # fmt: skip
+    """Model variants against their bases: every headline metric of the card, the card's paired tests (Holm),
+    dose-response over strength, which metrics move together, and the per-occupation leans
+    (docs/methods.md#variants-against-their-bases)."""
+    from unstereo.model_card.variant_page import write
+
+    config = _config_arg(configfile, config_json)
+    changes = write(config, output, dose_out, together_out, occupations_out, pages_dir, leans, perplexity)
+    log.info("wrote %d variant change row(s) of %d variant(s) to %s", len(changes), changes["variant"].nunique(),
+             output)  # fmt: skip
