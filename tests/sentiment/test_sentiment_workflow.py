@@ -38,6 +38,13 @@ def test_rule_helpers():
     assert rules.templates_dir("ext") == f"ext/reference/{DATASET}"
 
 
+def test_debias_grid_leaves_the_model_variants_out():
+    # a variant is fine-tuned already: the grid fine-tunes the other models only, in the section's order
+    section = {"models": {"smol": {"resource": "smollm2", "gguf_file": "S.gguf"}, "smol-cda": {"variant": "smol-cda"},
+                          "p": "variant:smol-control", "q": {"path": "some/folder"}}}  # fmt: skip
+    assert rules.debias_models(section) == ["smol", "q"]
+
+
 @pytest.mark.slow
 def test_snakemake_runs_the_sentiment_rules(tmp_path, repo_dir, reference_dir):
     src = reference_dir / DATASET

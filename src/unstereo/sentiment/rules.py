@@ -9,7 +9,7 @@ from typing import Any
 
 from unstereo.sentiment.settings import resource_name
 from unstereo.sentiment.templates import DATASET
-from unstereo.workflow.rules import model_inputs, settings_json
+from unstereo.workflow.rules import model_inputs, model_spec, settings_json
 
 
 def sample_inputs(section: dict[str, Any], name: str, manifest: Callable[[str], str]) -> dict[str, Any]:
@@ -61,3 +61,14 @@ def debias_inputs(
         if res and res in known:
             out[f"resource{i}"] = manifest(res)
     return out
+
+
+def debias_models(section: dict[str, Any]) -> list[str]:
+    """The models of ``section`` the debiasing grid fine-tunes: every one but the model variants (``{variant:
+    NAME}``), which are already fine-tuned by an intervention of their own (unstereo.variants): a second
+    fine-tune on top would measure neither."""
+    return [
+        name
+        for name, entry in section["models"].items()
+        if not model_spec(entry, key=f"sentiment.models.{name}").variant
+    ]

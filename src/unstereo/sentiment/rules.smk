@@ -209,6 +209,6 @@ rule sentiment_debias_summary:
 if SENTIMENT["enabled"] and SENTIMENT["debias"]["enabled"]:
     ALL_TARGETS.extend(
         results("sentiment", model, "report", name)
-        for model in SENTIMENT["models"]
+        for model in sentiment_rules.debias_models(SENTIMENT)
         for name in ("table1.html", "figure6.png")
     )
