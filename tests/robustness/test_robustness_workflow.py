@@ -27,7 +27,13 @@ WORDS = " the doctor told nurse that could pay smart did not tell who just came 
 def test_offline_default_and_helpers(repo_dir):
     cfg = load_config(repo_dir / "config" / "config.yaml")
     section = cfg["robustness"]
-    assert section["enabled"] and workflow.models(section, cfg["score"]) == list(cfg["score"]["models"])
+    # the score models but the variants (the default's robustness.models names the bases)
+    bases = [m for m, spec in cfg["score"]["models"].items() if "variant" not in spec]
+    assert section["enabled"] and workflow.models(section, cfg["score"]) == bases == [
+        "smollm2",
+        "gemma3-270m",
+    ]
+    assert workflow.models({"models": []}, cfg["score"]) == list(cfg["score"]["models"])  # empty: every one
     assert workflow.constructions({"constructions": ["negation"]}) == ["original", "negation"]
     assert workflow.pair_paths("res", "W", ["original", "release:synonymized"]) == [
         "res/robustness/W/original/pairs.parquet",
