@@ -97,6 +97,7 @@ def test_each_builtin_method_is_one_folder():
         "model_card_models.rst",
         "model_card_occupations.rst",
         "model_card_tau.rst",
+        "model_card_variants.rst",
     ]
     assert sorted(p.name for p in SCHEMA_DIR.iterdir()) == [
         "common.schema.yaml",

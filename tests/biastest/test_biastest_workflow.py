@@ -29,7 +29,8 @@ def test_offline_default_config(repo_dir):
     assert (
         len(bt.specs(config)) == 15 and bt.generated_specs(config) == []
     )  # generation off offline (too slow)
-    assert set(bt.models(config)) == {"smollm2", "gemma3-270m"}  # the score stage's models
+    # the score stage's models, its two variants of SmolLM2 (issue 65) among them
+    assert set(bt.models(config)) == {"smollm2", "gemma3-270m", "smollm2-cda", "smollm2-control"}
 
 
 @pytest.mark.parametrize(

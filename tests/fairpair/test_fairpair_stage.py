@@ -248,7 +248,7 @@ def test_cli_sample_with_llm_perturbation(tiny_dir, tmp_path):
 # ----------------------------------------------------------------------------------------- config, rules
 def test_offline_default_config(repo_dir):
     fp = load_config(repo_dir / "config" / "config.yaml")["fairpair"]
-    assert fp["enabled"] and set(fp["models"]) == {"gemma3-270m", "smollm2"}
+    assert fp["enabled"] and set(fp["models"]) == {"gemma3-270m", "smollm2", "smollm2-cda", "smollm2-control"}
     assert fp["top_p"] == 0.9 and fp["perturbation"]["method"] == "rules"
     assert (
         validate_config({})["fairpair"]["n"] == 100

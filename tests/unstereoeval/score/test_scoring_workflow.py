@@ -22,7 +22,12 @@ from unstereo.tables import PAIRS, SCORES, read_table, write_table
 
 def test_offline_default_config(repo_dir):
     score = load_config(repo_dir / "config" / "config.yaml")["score"]
-    assert score["enabled"] and set(score["models"]) == {"smollm2", "gemma3-270m"}
+    assert score["enabled"] and set(score["models"]) == {
+        "smollm2",
+        "gemma3-270m",
+        "smollm2-cda",
+        "smollm2-control",
+    }
     # defaults filled in from workflow/schemas/score.schema.yaml
     assert score["threads"] >= 1 and score["bos_policy"] == "auto" and score["reference_quirks"] is False
     assert score["models"]["smollm2"]["masked"] is False
