@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -226,6 +227,20 @@ def compare_cmd(metrics_file, clean, output, csv_out, summary_out, properties, s
         )
 
 
+def _config_options(command: Any) -> Any:
+    """``--configfile`` and ``--config-json`` (read by :func:`_config_arg`) on a report command that reads the
+    workflow's config."""
+    command = click.option(
+        "--config-json",
+        help="the validated config as JSON instead of --configfile (what the workflow's rule passes)",
+    )(command)
+    return click.option(
+        "--configfile",
+        type=EXISTING_FILE,
+        help="the workflow's config (validated, defaults filled in); says which methods ran and where their tables are",
+    )(command)
+
+
 def _config_arg(configfile: Path | None, config_json: str | None) -> dict:
     """The config of ``--configfile`` (validated, defaults filled in) or ``--config-json``: exactly one of them."""
     import json
@@ -243,15 +258,7 @@ def _config_arg(configfile: Path | None, config_json: str | None) -> dict:
 
 
 @group.command("model-card")
-@click.option(
-    "--configfile",
-    type=EXISTING_FILE,
-    help="the workflow's config (validated, defaults filled in); says which methods ran and where their tables are",
-)
-@click.option(
-    "--config-json",
-    help="the validated config as JSON instead of --configfile (what the workflow's rule passes)",
-)
+@_config_options
 @cli_options.output("MODEL_CARD parquet (results/model_card.parquet)")
 @cli_options.output(
     "MODEL_CARD_TAU parquet: Kendall tau-b between every two methods' model rankings",
@@ -301,14 +308,7 @@ def model_card(
 
 
 @group.command("occupations")
-@click.option(
-    "--configfile",
-    type=EXISTING_FILE,
-    help="the workflow's config (validated, defaults filled in); says which methods ran and where their tables are",
-)
-@click.option(
-    "--config-json", help="the validated config as JSON instead of --configfile (what the rule passes)"
-)
+@_config_options
 @click.option("--stats", "stats", required=True, type=EXISTING_FILE,
               help="Winogender's occupations-stats.tsv (the reference resource: winogender/data/occupations-stats.tsv)")  # fmt: skip
 @cli_options.output("OCCUPATION_LEANS parquet (results/occupation_leans.parquet; a CSV is written beside it)")
@@ -341,14 +341,7 @@ def occupations(
 
 
 @group.command("model-card-variants")
-@click.option(
-    "--configfile",
-    type=EXISTING_FILE,
-    help="the workflow's config (validated, defaults filled in); says which methods ran and where their tables are",
-)
-@click.option(
-    "--config-json", help="the validated config as JSON instead of --configfile (what the rule passes)"
-)
+@_config_options
 @cli_options.output(
     "VARIANT_CHANGES parquet: each model variant against its base (results/model_card_variants.parquet)"
 )
