@@ -152,3 +152,29 @@ def test_a_damaged_conversion_is_set_aside_and_converted_again(tmp_path, cache, 
     aside = list(folder.parent.glob(folder.name + ".damaged-*"))
     assert len(aside) == 1 and (aside[0] / gguf_convert.MARKER).exists()  # kept, renamed
     assert re.search(why, caplog.text) and str(folder) in caplog.text and "set aside" in caplog.text
+
+
+def test_the_real_conversion_parses_the_file_once(tmp_path, resource, monkeypatch):
+    """transformers parses a GGUF file for its config, twice for the tokenizer and again for the weights; the
+    conversion reads it once for all of them, and the folder it writes tokenizes as the GGUF's own tokenizer."""
+    import gguf
+    from transformers import AutoTokenizer
+
+    folder = resource("smollm2")
+    name = "SmolLM2-135M-Instruct.Q4_1.gguf"
+    parses = []
+    original = gguf.GGUFReader
+
+    def counted(path, mode="r"):
+        parses.append(str(path))
+        return original(path, mode)
+
+    monkeypatch.setattr(gguf, "GGUFReader", counted)
+    out = tmp_path / "hf"
+    gguf_convert.dequantise(folder, name, out)
+    assert len(parses) == 1, parses
+    assert gguf.GGUFReader is counted  # the block puts back the reader it found
+    text = "The nurse said she would be late."
+    raw = AutoTokenizer.from_pretrained(folder, gguf_file=name)  # transformers' own reading, outside the block
+    assert AutoTokenizer.from_pretrained(out)(text)["input_ids"] == raw(text)["input_ids"]
+    assert (out / "model.safetensors").exists() and json.loads((out / gguf_convert.MARKER).read_text())

@@ -100,12 +100,16 @@ def dequantise(path: Path, gguf_file: str, out: Path) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from unstereo.models.gguf_check import check_gguf
+    from unstereo.models.gguf_direct import one_reader
     from unstereo.models.gguf_tokenizer import needs_bpe_repair, repair_gemma_tokenizer
 
     check_gguf(path / gguf_file)  # a file cut short or of another architecture: one line naming it
     log.info("converting %s to a Hugging Face folder %s (once)", path / gguf_file, out)
-    tokenizer = AutoTokenizer.from_pretrained(path, gguf_file=gguf_file)
-    model = AutoModelForCausalLM.from_pretrained(path, gguf_file=gguf_file, dtype=torch.float32)
+    # transformers parses the whole file for each of these calls (config and tokenizer twice, the model once
+    # more); the parse of a large vocabulary is most of a conversion, so the file is parsed once for all of them
+    with one_reader():
+        tokenizer = AutoTokenizer.from_pretrained(path, gguf_file=gguf_file)
+        model = AutoModelForCausalLM.from_pretrained(path, gguf_file=gguf_file, dtype=torch.float32)
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
     if needs_bpe_repair(model, tokenizer):
