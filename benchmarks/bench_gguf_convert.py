@@ -55,7 +55,9 @@ def same_folder(a: Path, b: Path) -> bool:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", action="append", required=True, type=Path, help="a GGUF file (repeatable)")
-    parser.add_argument("--rounds", type=int, default=2, help="conversions of each kind per model (alternating)")
+    parser.add_argument(
+        "--rounds", type=int, default=2, help="conversions of each kind per model (alternating)"
+    )
     args = parser.parse_args(argv)
     for model in args.model:
         times: dict[bool, list[float]] = {False: [], True: []}
@@ -69,7 +71,9 @@ def main(argv: list[str] | None = None) -> None:
                           f"{parses} parse(s)")  # fmt: skip
             equal = same_folder(Path(tmp) / "baseline-0", Path(tmp) / "once-0")
         base, once_s = statistics.median(times[False]), statistics.median(times[True])
-        print(f"{model.name}: median {base:.1f} s -> {once_s:.1f} s ({base / once_s:.2f}x); same folder: {equal}")
+        print(
+            f"{model.name}: median {base:.1f} s -> {once_s:.1f} s ({base / once_s:.2f}x); same folder: {equal}"
+        )
 
 
 if __name__ == "__main__":

@@ -175,6 +175,7 @@ def test_the_real_conversion_parses_the_file_once(tmp_path, resource, monkeypatc
     assert len(parses) == 1, parses
     assert gguf.GGUFReader is counted  # the block puts back the reader it found
     text = "The nurse said she would be late."
-    raw = AutoTokenizer.from_pretrained(folder, gguf_file=name)  # transformers' own reading, outside the block
+    # transformers' own reading of the file, outside the conversion
+    raw = AutoTokenizer.from_pretrained(folder, gguf_file=name)
     assert AutoTokenizer.from_pretrained(out)(text)["input_ids"] == raw(text)["input_ids"]
     assert (out / "model.safetensors").exists() and json.loads((out / gguf_convert.MARKER).read_text())
