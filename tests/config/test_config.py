@@ -59,6 +59,7 @@ def test_invalid_yaml_is_reported(tmp_path):
         "config/paper.yaml",
         "config/study.yaml",
         "config/study-hub.yaml",
+        "config/study-variants.yaml",
         ".test/config.yaml",
         ".test/config-methods.yaml",
     ],

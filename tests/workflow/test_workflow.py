@@ -144,6 +144,7 @@ SHIPPED_CONFIGS = [
     "config/biastest-release.yaml",
     "config/study.yaml",
     "config/study-hub.yaml",
+    "config/study-variants.yaml",
     ".test/config.yaml",
     ".test/config-methods.yaml",
 ]
